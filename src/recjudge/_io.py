@@ -1,0 +1,121 @@
+"""Opening inputs (path, .gz, file object, inline string) and writing outputs atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Union
+
+from .errors import InputError
+
+Source = Union[str, os.PathLike, IO[str], IO[bytes]]
+
+
+def source_name(source: Source) -> str:
+    """A name for error messages: the path, the file object's name, or '<inline>'."""
+    if isinstance(source, os.PathLike):
+        return os.fspath(source)
+    if isinstance(source, str):
+        return "<inline>" if is_inline(source) else source
+    return str(getattr(source, "name", "<stream>"))
+
+
+def is_inline(text: str) -> bool:
+    # A path never holds a newline; an inline TREC file of one line still ends with one.
+    return "\n" in text
+
+
+def read_text(source: Source, what: str = "file") -> tuple[str, str]:
+    """Return (name, full text) of a source. Errors name the file and say how to fix it."""
+    name = source_name(source)
+    if isinstance(source, str) and is_inline(source):
+        return name, source
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.exists():
+            raise InputError(name, f"{what} not found", "check the path")
+        if path.is_dir():
+            raise InputError(name, f"expected a {what}, found a folder", "name a file")
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise InputError(name, f"cannot read {what}: {exc.strerror}", "check permissions") from None
+        return name, _decode(raw, name, what)
+    data = source.read()
+    if isinstance(data, bytes):
+        return name, _decode(data, name, what)
+    return name, data
+
+
+def _decode(raw: bytes, name: str, what: str) -> str:
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise InputError(name, f"unreadable gzip {what}: {exc}",
+                             "re-create the file, or gunzip it to see what is wrong") from None
+    elif name.endswith(".gz"):
+        raise InputError(name, f"{what} is named .gz but is not gzip data",
+                         "rename it without .gz or compress it with gzip")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(name, f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Write to a temp file beside ``path`` and rename it into place only on success.
+
+    A ``.gz`` path is gzip-compressed. Nothing half-written is ever left at ``path``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if path.suffix == ".gz":
+                # mtime=0 keeps the bytes reproducible
+                with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+                    if "b" in mode:
+                        yield gz
+                    else:
+                        with io.TextIOWrapper(gz, encoding=encoding, newline="\n") as fh:
+                            yield fh
+            elif "b" in mode:
+                yield raw
+            else:
+                with io.TextIOWrapper(raw, encoding=encoding, newline="\n") as fh:
+                    yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    import json
+
+    with atomic_write(path) as fh:
+        json.dump(obj, fh, indent=2, sort_keys=False, default=_json_default)
+        fh.write("\n")
+
+
+def _json_default(obj):
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

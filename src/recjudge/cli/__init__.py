@@ -1,0 +1,57 @@
+"""The ``recjudge`` command line: argument parsing only; every command calls a library function.
+
+Each module in ``COMMAND_MODULES`` exposes ``register(subparsers)``, which adds its sub-command and
+sets ``func`` (taking the parsed namespace, returning an exit code). Modules import heavy
+dependencies inside ``func`` only, so ``recjudge compare`` never loads torch or RecBole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import warnings
+
+from ..errors import RecjudgeError
+
+COMMAND_MODULES = (
+    "recjudge.cli.evaluation",  # compare, agreement, evaluate
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="recjudge",
+        description="Cranfield-style evaluation of recommender systems with LLM judges.",
+    )
+    parser.add_argument("--version", action="version", version=f"recjudge {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    warnings.simplefilter("default")
+    warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
+    try:
+        return int(args.func(args) or 0)
+    except RecjudgeError as exc:
+        print(f"recjudge {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"recjudge {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,466 @@
+"""TREC runs and qrels: one strict reader and one writer per format, plus the tie policy.
+
+A run leaves :func:`resolve_ties` tie-free: each ranking is ordered by score and then by the
+declared policy, and its scores are rewritten as strictly decreasing positive integers
+(``n, n-1, …, 1``). trec_eval compares scores as float32 and breaks ties by docid descending,
+ir-measures' Python providers break them by docid ascending; after the rewrite both see one order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import os
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ._io import Source, atomic_write, read_text, source_name
+from .errors import InputError
+
+__all__ = [
+    "RunRow",
+    "Qrel",
+    "Run",
+    "Qrels",
+    "TIE_POLICIES",
+    "read_run",
+    "read_runs",
+    "read_qrels",
+    "write_run",
+    "write_qrels",
+    "resolve_ties",
+    "tied_user_share",
+    "run_name",
+    "hash_keys",
+]
+
+RUN_SUFFIXES = (".run", ".txt", ".trec")
+TIE_POLICIES = ("hash", "trec_eval", "docid", "input")
+
+
+class RunRow(NamedTuple):
+    qid: str
+    docid: str
+    rank: int
+    score: float
+    tag: str
+
+
+class Qrel(NamedTuple):
+    qid: str
+    docid: str
+    label: int
+    iteration: str = "0"
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One system's rankings. ``frame`` columns: qid, docid, rank, score, tag; row order is input order.
+
+    ``tie_policy`` is None until :func:`resolve_ties` has ordered the rows and rewritten scores.
+    """
+
+    name: str
+    frame: pd.DataFrame
+    tie_policy: str | None = None
+    seed: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __iter__(self) -> Iterator[RunRow]:
+        f = self.frame
+        for qid, docid, rank, score, tag in zip(f.qid, f.docid, f["rank"], f.score, f.tag):
+            yield RunRow(qid, docid, int(rank), float(score), tag)
+
+    @property
+    def qids(self) -> list[str]:
+        return sorted(self.frame.qid.unique())
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str = "run", tag: str | None = None) -> Run:
+        """Build a run from columns qid, docid, score (rank and tag optional); validates like the reader."""
+        missing = {"qid", "docid", "score"} - set(frame.columns)
+        if missing:
+            raise InputError(f"<frame {name}>", f"missing columns {sorted(missing)}",
+                             "give at least qid, docid and score")
+        df = pd.DataFrame({
+            "qid": frame["qid"].astype(str).to_numpy(),
+            "docid": frame["docid"].astype(str).to_numpy(),
+        })
+        df["score"] = pd.to_numeric(frame["score"], errors="coerce").astype("float64").to_numpy()
+        if "rank" in frame.columns:
+            df["rank"] = frame["rank"].astype("int64").to_numpy()
+        else:
+            df["rank"] = df.groupby("qid", sort=False).cumcount().to_numpy() + 1
+        df["tag"] = frame["tag"].astype(str).to_numpy() if "tag" in frame.columns else (tag or name)
+        df = df[["qid", "docid", "rank", "score", "tag"]]
+        _check_run_frame(df, f"<frame {name}>", lines=None)
+        return cls(name, df.reset_index(drop=True))
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[RunRow | tuple], name: str = "run") -> Run:
+        rows = list(rows)
+        frame = pd.DataFrame(rows, columns=list(RunRow._fields)) if rows else pd.DataFrame(
+            columns=list(RunRow._fields))
+        return cls.from_frame(frame, name)
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Relevance labels. ``frame`` columns: qid, iteration, docid, label (int64)."""
+
+    name: str
+    frame: pd.DataFrame
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __iter__(self) -> Iterator[Qrel]:
+        f = self.frame
+        for qid, docid, label, it in zip(f.qid, f.docid, f.label, f.iteration):
+            yield Qrel(qid, docid, int(label), it)
+
+    @property
+    def qids(self) -> list[str]:
+        return sorted(self.frame.qid.unique())
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for q, d, lab in zip(self.frame.qid, self.frame.docid, self.frame.label):
+            out.setdefault(q, {})[d] = int(lab)
+        return out
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str = "qrels") -> Qrels:
+        missing = {"qid", "docid", "label"} - set(frame.columns)
+        if missing:
+            raise InputError(f"<frame {name}>", f"missing columns {sorted(missing)}",
+                             "give qid, docid and label")
+        labels = pd.to_numeric(frame["label"], errors="coerce")
+        bad = labels.isna() | (labels != np.floor(labels))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(f"<frame {name}>", f"row {i}: label {frame['label'].iloc[i]!r} is not an integer",
+                             "round labels to integers (ir-measures and trec_eval reject fractions)")
+        df = pd.DataFrame({
+            "qid": frame["qid"].astype(str).to_numpy(),
+            "iteration": (frame["iteration"].astype(str).to_numpy() if "iteration" in frame.columns
+                          else "0"),
+            "docid": frame["docid"].astype(str).to_numpy(),
+            "label": labels.astype("int64").to_numpy(),
+        })
+        _check_qrels_frame(df, f"<frame {name}>", lines=None)
+        return cls(name, df.reset_index(drop=True))
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Qrel | tuple], name: str = "qrels") -> Qrels:
+        rows = list(rows)
+        frame = pd.DataFrame(rows, columns=list(Qrel._fields)) if rows else pd.DataFrame(
+            columns=list(Qrel._fields))
+        return cls.from_frame(frame, name)
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+def run_name(path: str | os.PathLike) -> str:
+    """A run's name: its file name without .gz and then without .run/.txt/.trec."""
+    name = Path(path).name
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for suffix in RUN_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _split_lines(text: str) -> tuple[list[str], list[int]]:
+    """Non-blank lines and their 1-based line numbers."""
+    lines, numbers = [], []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            lines.append(line)
+            numbers.append(i)
+    return lines, numbers
+
+
+def _frame_from_text(text: str, ncols: int, name: str, what: str, layout: str) -> tuple[pd.DataFrame, list[int]]:
+    lines, numbers = _split_lines(text)
+    if not lines:
+        raise InputError(name, f"empty {what} file", f"a {what} needs at least one line '{layout}'")
+    for line, number in zip(lines, numbers):
+        n = len(line.split())
+        if n != ncols:
+            raise InputError(name, f"expected {ncols} columns '{layout}', found {n}",
+                             f"write {ncols} whitespace-separated columns per line", line=number)
+    frame = pd.read_csv(io.StringIO("\n".join(lines)), sep=r"\s+", header=None, dtype=str,
+                        engine="c", keep_default_na=False, na_filter=False, quoting=3)
+    return frame, numbers
+
+
+def read_run(source: Source, name: str | None = None) -> Run:
+    """Read a TREC run ``qid Q0 docid rank score tag`` from a path, .gz, file object or inline string."""
+    src, text = read_text(source, "run")
+    if name is None:
+        name = "inline" if src == "<inline>" else run_name(src)
+    raw, numbers = _frame_from_text(text, 6, src, "run", "qid Q0 docid rank score tag")
+    df = pd.DataFrame({"qid": raw[0].to_numpy(), "docid": raw[2].to_numpy()})
+    rank = pd.to_numeric(raw[3], errors="coerce")
+    bad = rank.isna() | (rank != np.floor(rank))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(src, f"rank {raw[3].iloc[i]!r} is not an integer", "write the rank as 1, 2, 3, …",
+                         line=numbers[i])
+    df["rank"] = rank.astype("int64").to_numpy()
+    df["score"] = pd.to_numeric(raw[4], errors="coerce").astype("float64").to_numpy()
+    bad = df.score.isna().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(src, f"score {raw[4].iloc[i]!r} is not a number", "write a decimal score",
+                         line=numbers[i])
+    df["tag"] = raw[5].to_numpy()
+    _check_run_frame(df, src, numbers, raw_scores=raw[4])
+    return Run(name, df)
+
+
+def _check_run_frame(df: pd.DataFrame, src: str, lines: list[int] | None, raw_scores=None) -> None:
+    def where(i: int) -> dict:
+        return {"line": lines[i]} if lines is not None else {}
+
+    if len(df) == 0:
+        raise InputError(src, "empty run", "a run needs at least one ranked document")
+    score = df.score.to_numpy()
+    bad = ~np.isfinite(score)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        shown = raw_scores.iloc[i] if raw_scores is not None else score[i]
+        raise InputError(src, f"score {shown!r} is not a finite number",
+                         "give every document a finite score (no NaN or infinity)", **where(i))
+    dup = df.duplicated(["qid", "docid"]).to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        first = int(np.flatnonzero(((df.qid == df.qid.iloc[i]) & (df.docid == df.docid.iloc[i])).to_numpy())[0])
+        also = f" (first at line {lines[first]})" if lines is not None else ""
+        raise InputError(src, f"document {df.docid.iloc[i]!r} appears twice for query {df.qid.iloc[i]!r}{also}",
+                         "keep one line per (query, document)", **where(i))
+
+
+def read_qrels(source: Source, name: str | None = None) -> Qrels:
+    """Read TREC qrels ``qid iter docid label`` from a path, .gz, file object or inline string."""
+    src, text = read_text(source, "qrels")
+    if name is None:
+        name = "inline" if src == "<inline>" else run_name(src).removesuffix(".qrels")
+    raw, numbers = _frame_from_text(text, 4, src, "qrels", "qid iter docid label")
+    labels = raw[3]
+    ok = labels.str.fullmatch(r"[+-]?\d+").to_numpy()
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise InputError(src, f"label {labels.iloc[i]!r} is not an integer",
+                         "use whole-number labels (ir-measures and trec_eval reject fractions)",
+                         line=numbers[i])
+    df = pd.DataFrame({
+        "qid": raw[0].to_numpy(),
+        "iteration": raw[1].to_numpy(),
+        "docid": raw[2].to_numpy(),
+        "label": labels.astype("int64").to_numpy(),
+    })
+    _check_qrels_frame(df, src, numbers)
+    return Qrels(name, df)
+
+
+def _check_qrels_frame(df: pd.DataFrame, src: str, lines: list[int] | None) -> None:
+    if len(df) == 0:
+        raise InputError(src, "empty qrels", "qrels need at least one judged document")
+    dup = df.duplicated(["qid", "docid"]).to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise InputError(src, f"document {df.docid.iloc[i]!r} is judged twice for query {df.qid.iloc[i]!r}",
+                         "keep one label per (query, document)",
+                         **({"line": lines[i]} if lines is not None else {}))
+
+
+def iter_run_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """Expand folders into their run files (.run, .txt, .trec, optionally .gz), sorted by name."""
+    files: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(
+                f for f in path.iterdir()
+                if f.is_file() and not f.name.startswith(".")
+                and any(f.name.endswith(s) or f.name.endswith(s + ".gz") for s in RUN_SUFFIXES)
+            )
+            if not found:
+                raise InputError(str(path), "folder holds no run files",
+                                 "put .run, .txt or .trec files (optionally .gz) in it")
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError(str(path), "run file or folder not found", "check the path")
+    return files
+
+
+def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> dict[str, Run]:
+    """Read runs from files and folders; keys are run names, which must be unique."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    runs: dict[str, Run] = {}
+    origin: dict[str, Path] = {}
+    for f in iter_run_files(paths):
+        run = read_run(f)
+        if run.name in runs:
+            raise InputError(str(f), f"run name {run.name!r} is also used by {origin[run.name]}",
+                             "rename one of the files: a run's name is its file name")
+        runs[run.name] = run
+        origin[run.name] = f
+    return runs
+
+
+# ---------------------------------------------------------------------------------------- writing
+
+def _format_scores(scores: np.ndarray) -> list[str]:
+    if np.all(scores == np.round(scores)) and np.all(np.abs(scores) < 2**53):
+        return [str(int(s)) for s in scores]
+    return [repr(float(s)) for s in scores]
+
+
+def write_run(run: Run, dest: str | os.PathLike, tag: str | None = None) -> Path:
+    """Write ``run`` atomically as ``qid Q0 docid rank score tag`` (a .gz path is compressed)."""
+    f = run.frame
+    tags = [tag] * len(f) if tag is not None else f.tag.tolist()
+    scores = _format_scores(f.score.to_numpy())
+    with atomic_write(dest) as fh:
+        fh.writelines(
+            f"{q} Q0 {d} {r} {s} {t}\n"
+            for q, d, r, s, t in zip(f.qid.tolist(), f.docid.tolist(), f["rank"].tolist(), scores, tags)
+        )
+    return Path(dest)
+
+
+def write_qrels(qrels: Qrels, dest: str | os.PathLike) -> Path:
+    """Write qrels atomically as ``qid iter docid label``."""
+    f = qrels.frame
+    with atomic_write(dest) as fh:
+        fh.writelines(
+            f"{q} {i} {d} {int(lab)}\n"
+            for q, i, d, lab in zip(f.qid.tolist(), f.iteration.tolist(), f.docid.tolist(), f.label.tolist())
+        )
+    return Path(dest)
+
+
+# ------------------------------------------------------------------------------------- tie policy
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        x += np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return x
+
+
+def _string_hash64(values: Iterable[str]) -> np.ndarray:
+    return np.array(
+        [int.from_bytes(hashlib.blake2b(v.encode("utf-8"), digest_size=8).digest(), "little") for v in values],
+        dtype=np.uint64,
+    )
+
+
+def hash_keys(qids: np.ndarray | pd.Series, docids: np.ndarray | pd.Series, seed: int = 0) -> np.ndarray:
+    """The disclosed tie-break key: ``splitmix64(splitmix64(B(qid) ^ seed) ^ B(docid))``.
+
+    ``B`` is the first 8 bytes (little-endian) of BLAKE2b of the UTF-8 string. Stable across
+    platforms, processes and Python versions (unlike ``hash()``); docid is the collision fallback.
+    """
+    q_codes, q_uniq = pd.factorize(pd.Series(np.asarray(qids, dtype=object)), sort=False)
+    d_codes, d_uniq = pd.factorize(pd.Series(np.asarray(docids, dtype=object)), sort=False)
+    hq = _splitmix64(_string_hash64(q_uniq) ^ np.uint64(seed & 0xFFFFFFFFFFFFFFFF))
+    hd = _string_hash64(d_uniq)
+    return _splitmix64(hq[q_codes] ^ hd[d_codes])
+
+
+def _docid_order(docids: np.ndarray) -> np.ndarray:
+    """Rank of each docid in byte-wise string order (what trec_eval's strcmp uses)."""
+    uniq, inverse = np.unique(np.asarray(docids, dtype=str), return_inverse=True)
+    return inverse.astype(np.int64)
+
+
+def order_rows(frame: pd.DataFrame, policy: str = "hash", seed: int = 0) -> np.ndarray:
+    """Row indices of ``frame`` ordered by qid, score descending, then the tie policy."""
+    if policy not in TIE_POLICIES:
+        raise ValueError(f"unknown tie policy {policy!r}; choose one of {', '.join(TIE_POLICIES)}")
+    qid_codes = np.unique(frame.qid.to_numpy(dtype=str), return_inverse=True)[1]
+    neg_score = -frame.score.to_numpy(dtype=np.float64)
+    docrank = _docid_order(frame.docid.to_numpy())
+    if policy == "hash":
+        keys: tuple = (docrank, hash_keys(frame.qid, frame.docid, seed))
+    elif policy == "trec_eval":
+        keys = (-docrank,)
+    elif policy == "docid":
+        keys = (docrank,)
+    else:
+        keys = (np.arange(len(frame)),)
+    # lexsort: last key is primary
+    return np.lexsort((*keys, neg_score, qid_codes))
+
+
+def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | None = None) -> Run:
+    """Order each ranking by score then ``policy`` and rewrite scores as n, n-1, …, 1 (tie-free).
+
+    ``depth`` truncates each ranking to its top ``depth`` after ordering. ``input`` keeps file order
+    among ties and warns: a relevant-first candidate list then wins every tie.
+    """
+    if policy == "input":
+        warnings.warn(
+            f"run {run.name!r}: tie policy 'input' resolves equal scores by file order; a list written "
+            "relevant-first then wins every tie. Prefer 'hash'.", stacklevel=2)
+    order = order_rows(run.frame, policy, seed)
+    df = run.frame.iloc[order].reset_index(drop=True)
+    pos = df.groupby("qid", sort=False).cumcount().to_numpy()
+    if depth is not None:
+        keep = pos < depth
+        df = df[keep].reset_index(drop=True)
+        pos = pos[keep]
+    n = df.groupby("qid", sort=False)["qid"].transform("size").to_numpy()
+    df["rank"] = (pos + 1).astype(np.int64)
+    df["score"] = (n - pos).astype(np.float64)
+    return Run(run.name, df, tie_policy=policy, seed=seed)
+
+
+def tied_user_share(run: Run, k: int | None = None) -> float:
+    """Share of queries whose top-``k`` (by score, before any tie policy) holds two equal scores.
+
+    A tie block that straddles position k counts: it decides which items enter the top-k.
+    """
+    if run.tie_policy is not None:
+        return 0.0
+    f = run.frame
+    order = order_rows(f, "docid")
+    q = f.qid.to_numpy()[order]
+    s = f.score.to_numpy()[order]
+    pos = pd.Series(q).groupby(q, sort=False).cumcount().to_numpy()
+    same_q = q[1:] == q[:-1]
+    tie = same_q & (s[1:] == s[:-1])
+    if k is not None:
+        tie &= pos[1:] <= k  # pair (k-1, k) 0-based crosses the boundary and counts
+    tied = set(q[1:][tie])
+    n = len(set(q))
+    return len(tied) / n if n else math.nan
+
+
+__all__ += ["iter_run_files", "order_rows", "RUN_SUFFIXES"]
