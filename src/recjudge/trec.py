@@ -226,7 +226,7 @@ def read_run(source: Source, name: str | None = None) -> Run:
                          line=numbers[i])
     df["rank"] = rank.astype("int64").to_numpy()
     df["score"] = pd.to_numeric(raw[4], errors="coerce").astype("float64").to_numpy()
-    bad = df.score.isna().to_numpy()
+    bad = (df.score.isna() & ~raw[4].str.lower().isin(["nan", "+nan", "-nan"])).to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(src, f"score {raw[4].iloc[i]!r} is not a number", "write a decimal score",
@@ -333,9 +333,8 @@ def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> dict[st
 # ---------------------------------------------------------------------------------------- writing
 
 def _format_scores(scores: np.ndarray) -> list[str]:
-    if np.all(scores == np.round(scores)) and np.all(np.abs(scores) < 2**53):
-        return [str(int(s)) for s in scores]
-    return [repr(float(s)) for s in scores]
+    # Integral scores (all tie-free runs) print as integers; others with repr's round-trip digits.
+    return [str(int(s)) if s.is_integer() and abs(s) < 2**53 else repr(s) for s in scores.tolist()]
 
 
 def write_run(run: Run, dest: str | os.PathLike, tag: str | None = None) -> Path:

@@ -1,0 +1,234 @@
+"""TREC runs and qrels: reading, strict validation, writing, tie policy."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recjudge.errors import InputError
+from recjudge.trec import (
+    Qrel,
+    Qrels,
+    Run,
+    RunRow,
+    hash_keys,
+    read_qrels,
+    read_run,
+    read_runs,
+    resolve_ties,
+    run_name,
+    tied_user_share,
+    write_qrels,
+    write_run,
+)
+
+RUN = (
+    "u1 Q0 i3 1 2.5 sysA\n"   # u1: i3 and i1 tie at 2.5
+    "u1 Q0 i1 2 2.5 sysA\n"
+    "u1 Q0 i2 3 1.0 sysA\n"
+    "u2 Q0 i10 1 3 sysA\n"    # u2: i10, i9 tie at 3 ('10' < '9' as strings)
+    "u2 Q0 i9 2 3 sysA\n"
+)
+
+
+def test_read_run_inline_path_gz_and_fileobj_agree(tmp_path):
+    plain = tmp_path / "sysA.run"
+    plain.write_text(RUN)
+    gz = tmp_path / "sysB.run.gz"
+    gz.write_bytes(gzip.compress(RUN.encode()))
+    frames = [
+        read_run(RUN).frame,
+        read_run(plain).frame,
+        read_run(str(gz)).frame,
+        read_run(io.StringIO(RUN)).frame,
+        read_run(io.BytesIO(RUN.encode())).frame,
+    ]
+    for f in frames[1:]:
+        pd.testing.assert_frame_equal(frames[0], f)
+    assert frames[0].qid.tolist() == ["u1", "u1", "u1", "u2", "u2"]
+    assert frames[0].score.tolist() == [2.5, 2.5, 1.0, 3.0, 3.0]
+    assert read_run(plain).name == "sysA"
+    assert read_run(str(gz)).name == "sysB"
+
+
+def test_rows_and_frame_round_trip():
+    run = read_run(RUN, name="sysA")
+    rows = list(run)
+    assert rows[0] == RunRow("u1", "i3", 1, 2.5, "sysA")
+    again = Run.from_rows(rows, name="sysA")
+    pd.testing.assert_frame_equal(run.frame, again.frame)
+    again = Run.from_frame(run.to_frame(), name="x")
+    pd.testing.assert_frame_equal(run.frame, again.frame)
+    q = Qrels.from_rows([Qrel("u1", "i1", 2), Qrel("u1", "i2", 0)])
+    assert list(q) == [Qrel("u1", "i1", 2, "0"), Qrel("u1", "i2", 0, "0")]
+    assert q.to_dict() == {"u1": {"i1": 2, "i2": 0}}
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("bpr.run", "bpr"), ("bpr.run.gz", "bpr"), ("a.b.trec", "a.b"), ("x.txt", "x"), ("noext", "noext"),
+])
+def test_run_name(name, expected):
+    assert run_name(name) == expected
+
+
+def test_read_runs_folder_takes_known_suffixes(tmp_path):
+    (tmp_path / "a.run").write_text(RUN)
+    (tmp_path / "b.trec").write_text(RUN)
+    (tmp_path / "c.txt.gz").write_bytes(gzip.compress(RUN.encode()))
+    (tmp_path / "notes.md").write_text("not a run\n")
+    runs = read_runs(tmp_path)
+    assert sorted(runs) == ["a", "b", "c"]
+
+
+def test_read_runs_duplicate_names_rejected(tmp_path):
+    (tmp_path / "a.run").write_text(RUN)
+    (tmp_path / "a.trec").write_text(RUN)
+    with pytest.raises(InputError, match="also used by"):
+        read_runs(tmp_path)
+
+
+@pytest.mark.parametrize("text,line,match", [
+    ("u1 Q0 i1 1 1.0 t\nu1 Q0 i2 2 1.0\n", 2, "expected 6 columns"),
+    ("u1 Q0 i1 1 abc t\n", 1, "not a number"),
+    ("u1 Q0 i1 1 1 t\nu1 Q0 i2 2 nan t\n", 2, "not a finite number"),
+    ("u1 Q0 i1 1 inf t\n", 1, "not a finite number"),
+    ("u1 Q0 i1 1 -Infinity t\n", 1, "not a finite number"),
+    ("u1 Q0 i1 1 1 t\n\nu1 Q0 i1 2 0.5 t\n", 3, "appears twice"),
+    ("u1 Q0 i1 x 1 t\n", 1, "rank"),
+])
+def test_run_validation_names_file_line_and_fix(tmp_path, text, line, match):
+    path = tmp_path / "bad.run"
+    path.write_text(text)
+    with pytest.raises(InputError, match=match) as err:
+        read_run(path)
+    assert err.value.line == line
+    assert str(path) in str(err.value)
+    assert "fix:" in str(err.value)
+
+
+@pytest.mark.parametrize("text,line,match", [
+    ("u1 0 i1 1\nu1 0 i2 1.5\n", 2, "not an integer"),
+    ("u1 0 i1 high\n", 1, "not an integer"),
+    ("u1 0 i1\n", 1, "expected 4 columns"),
+    ("u1 0 i1 1\nu1 0 i1 2\n", 2, "judged twice"),
+])
+def test_qrels_validation(tmp_path, text, line, match):
+    path = tmp_path / "bad.qrels"
+    path.write_text(text)
+    with pytest.raises(InputError, match=match) as err:
+        read_qrels(path)
+    assert err.value.line == line
+    assert str(path) in str(err.value)
+
+
+def test_empty_missing_and_bad_gzip(tmp_path):
+    empty = tmp_path / "empty.run"
+    empty.write_text("\n  \n")
+    with pytest.raises(InputError, match="empty run"):
+        read_run(empty)
+    with pytest.raises(InputError, match="not found"):
+        read_run(tmp_path / "nope.run")
+    bad = tmp_path / "bad.run.gz"
+    bad.write_bytes(b"\x1f\x8b" + b"garbage" * 5)
+    with pytest.raises(InputError, match="unreadable gzip"):
+        read_run(bad)
+    fake = tmp_path / "plain.qrels.gz"
+    fake.write_text("u1 0 i1 1\n")
+    with pytest.raises(InputError, match="not gzip"):
+        read_qrels(fake)
+
+
+def test_negative_labels_are_integers():
+    q = read_qrels("u1 0 i1 -1\nu1 0 i2 +2\n")
+    assert q.frame.label.tolist() == [-1, 2]
+
+
+def test_write_run_and_qrels_round_trip_atomically(tmp_path):
+    run = read_run(RUN, name="sysA")
+    out = write_run(run, tmp_path / "sub" / "sysA.run")
+    assert out.read_text().splitlines()[0] == "u1 Q0 i3 1 2.5 sysA"
+    assert out.read_text().splitlines()[3] == "u2 Q0 i10 1 3 sysA"
+    pd.testing.assert_frame_equal(read_run(out).frame, run.frame)
+    gz = write_run(run, tmp_path / "sysA.run.gz")
+    pd.testing.assert_frame_equal(read_run(gz).frame, run.frame)
+    q = read_qrels("u1 0 i1 3\nu2 Q0 i9 0\n")
+    pd.testing.assert_frame_equal(read_qrels(write_qrels(q, tmp_path / "q.qrels")).frame, q.frame)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.qrels", "sub", "sysA.run.gz"]
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    bad = Run("x", pd.DataFrame({"qid": ["u1"], "docid": ["i1"], "rank": [1], "score": [1.0], "tag": ["t"]}))
+    object.__setattr__(bad, "frame", bad.frame.drop(columns=["tag"]))  # writer will fail mid-way
+    with pytest.raises(AttributeError):
+        write_run(bad, tmp_path / "x.run")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tie_policies_order_equal_scores():
+    run = read_run(RUN, name="sysA")
+    by = {p: resolve_ties(run, p, seed=0) for p in ("trec_eval", "docid")}
+    # trec_eval: docid descending as strings: 'i3' > 'i1'; 'i9' > 'i10'
+    assert by["trec_eval"].frame.docid.tolist() == ["i3", "i1", "i2", "i9", "i10"]
+    assert by["docid"].frame.docid.tolist() == ["i1", "i3", "i2", "i10", "i9"]
+    with pytest.warns(UserWarning, match="file order"):
+        inp = resolve_ties(run, "input")
+    assert inp.frame.docid.tolist() == ["i3", "i1", "i2", "i10", "i9"]
+    # rewritten scores: n..1 per user, strictly decreasing, exact in float32
+    assert by["docid"].frame.score.tolist() == [3.0, 2.0, 1.0, 2.0, 1.0]
+    assert by["docid"].frame["rank"].tolist() == [1, 2, 3, 1, 2]
+    assert by["docid"].tie_policy == "docid"
+
+
+def test_hash_policy_is_seeded_stable_and_independent_of_input_order():
+    rng = np.random.default_rng(1)
+    n = 400
+    frame = pd.DataFrame({"qid": [f"u{i % 4}" for i in range(n)], "docid": [f"d{i}" for i in range(n)],
+                          "score": rng.integers(0, 3, n).astype(float)})
+    run = Run.from_frame(frame, "r")
+    shuffled = Run.from_frame(frame.sample(frac=1.0, random_state=3), "r")
+    a = resolve_ties(run, "hash", seed=7).frame
+    b = resolve_ties(shuffled, "hash", seed=7).frame
+    pd.testing.assert_frame_equal(a[["qid", "docid", "score"]], b[["qid", "docid", "score"]])
+    c = resolve_ties(run, "hash", seed=8).frame
+    assert a.docid.tolist() != c.docid.tolist()  # another seed, another tie order
+    # scores are still respected: within a user, original scores never increase down the ranking
+    orig = frame.set_index(["qid", "docid"]).score
+    for _, g in a.groupby("qid"):
+        s = orig.loc[list(zip(g.qid, g.docid))].to_numpy()
+        assert np.all(np.diff(s) <= 0)
+    # the disclosed key: the same (seed, qid, docid) gives the same key in any context
+    k1 = hash_keys(np.array(["u1", "u2"]), np.array(["d5", "d5"]), seed=7)
+    k2 = hash_keys(np.array(["u1"]), np.array(["d5"]), seed=7)
+    assert k1[0] == k2[0] and k1[0] != k1[1]
+
+
+def test_resolve_ties_depth_truncates_after_ordering():
+    run = read_run(RUN, name="sysA")
+    top1 = resolve_ties(run, "trec_eval", depth=1).frame
+    assert top1.docid.tolist() == ["i3", "i9"]
+    assert top1.score.tolist() == [1.0, 1.0]
+
+
+def test_tied_user_share():
+    run = read_run(
+        "u1 Q0 a 1 3 t\nu1 Q0 b 2 2 t\nu1 Q0 c 3 2 t\n"   # tie at positions 2-3
+        "u2 Q0 a 1 3 t\nu2 Q0 b 2 2 t\nu2 Q0 c 3 1 t\n"   # no tie
+        "u3 Q0 a 1 5 t\nu3 Q0 b 2 5 t\n", name="r")       # tie at positions 1-2
+    assert tied_user_share(run) == pytest.approx(2 / 3)
+    # top-1: only u3's block (positions 1-2) crosses the boundary; u1's block starts at 2
+    assert tied_user_share(run, k=1) == pytest.approx(1 / 3)
+    assert tied_user_share(resolve_ties(run)) == 0.0
+
+
+def test_tied_user_share_cutoff_boundary():
+    run = read_run("u1 Q0 a 1 3 t\nu1 Q0 b 2 2 t\nu1 Q0 c 3 2 t\nu1 Q0 d 4 2 t\n", name="r")
+    # block {b,c,d} occupies positions 2-4: inside top-3, crossing top-2's boundary, outside top-1's
+    assert tied_user_share(run, k=3) == 1.0
+    assert tied_user_share(run, k=2) == 1.0
+    assert tied_user_share(run, k=1) == 0.0
