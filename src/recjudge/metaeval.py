@@ -1,0 +1,395 @@
+"""Meta-evaluation: do two label sets rank recommender systems the same way?
+
+Pipeline: runs are made tie-free once (:func:`recjudge.trec.resolve_ties`), a per-user ×
+per-system matrix is computed once per measure and label set (:mod:`recjudge.measures`), and
+everything else — system scores, rankings, τ, bootstrap CIs — is aggregated from those matrices.
+
+Which users count
+-----------------
+``queries="own"``: each label set is averaged over the users it judges (as trec_eval does);
+``"shared"``: only users judged by both label sets. A user that a run does not rank scores 0 for
+that run. Users whose labels hold no relevant item (no label > 0) are kept with the value
+ir-measures gives them (0 for nDCG and Bpref; see :mod:`recjudge.measures`): they lower every
+system's mean by the same share and so change neither the ranking nor τ, but they do widen the
+bootstrap intervals honestly.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .errors import ConfigError
+from .trec import TIE_POLICIES, Qrels, Run, resolve_ties, tied_user_share
+
+__all__ = [
+    "DEFAULT_MEASURES",
+    "SystemTable",
+    "RankAgreement",
+    "CompareResult",
+    "EvaluationResult",
+    "evaluate",
+    "compare",
+    "kendall_tau",
+    "weighted_tau",
+    "tau_ap",
+    "system_ranks",
+    "bootstrap_kendall_tau",
+    "prepare_runs",
+]
+
+DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
+QUERY_SETS = ("own", "shared")
+
+
+# ------------------------------------------------------------------------------ rank correlations
+
+def system_ranks(scores: pd.Series) -> pd.Series:
+    """Rank 1 = best (highest mean score); equal scores share the average rank."""
+    return pd.Series(stats.rankdata(-scores.to_numpy(dtype=float), method="average"), index=scores.index)
+
+
+def kendall_tau(reference: Sequence[float], candidate: Sequence[float]) -> float:
+    """Kendall's τ-b between two score vectors over the same systems (scipy.stats.kendalltau)."""
+    return float(stats.kendalltau(reference, candidate, variant="b").statistic)
+
+
+def weighted_tau(reference: Sequence[float], candidate: Sequence[float]) -> float:
+    """Weighted τ: scipy.stats.weightedtau on scores with its default hyperbolic weigher.
+
+    This is Vigna's τ_h: an exchange between ranks r and s weighs 1/(r+1) + 1/(s+1), ranks taken
+    from each score vector in turn and the two results averaged (``rank=True``), so swaps at the
+    top of either ranking count most.
+    """
+    return float(stats.weightedtau(np.asarray(reference, float), np.asarray(candidate, float)).statistic)
+
+
+def _order(scores: np.ndarray, names: Sequence[str]) -> np.ndarray:
+    # Score descending, then name, so equal scores never fall back on input order.
+    return np.lexsort((np.asarray(names, dtype=str), -np.asarray(scores, float)))
+
+
+def tau_ap(reference: Sequence[float], candidate: Sequence[float], names: Sequence[str] | None = None) -> float:
+    """AP correlation τ_AP of the candidate ranking against the reference (Yilmaz et al. 2008).
+
+    τ_AP = 2/(n−1) · Σ_{i=2..n} C(i)/(i−1) − 1, where C(i) counts the systems above position i of
+    the candidate ranking that the reference also ranks above the system at position i. Equal
+    scores are ordered by system name (τ_AP has no tie correction).
+    """
+    ref = np.asarray(reference, float)
+    cand = np.asarray(candidate, float)
+    n = len(ref)
+    if n < 2:
+        return math.nan
+    names = list(names) if names is not None else [f"{i:09d}" for i in range(n)]
+    ref_pos = np.empty(n, int)
+    ref_pos[_order(ref, names)] = np.arange(n)
+    cand_order = _order(cand, names)
+    rp = ref_pos[cand_order]  # reference position of the system at each candidate position
+    total = 0.0
+    for i in range(1, n):
+        total += np.count_nonzero(rp[:i] < rp[i]) / i
+    return 2.0 / (n - 1) * total - 1.0
+
+
+def _pair_signs(means: np.ndarray) -> np.ndarray:
+    """sign(x_i − x_j) for all system pairs i < j, along the last axis."""
+    i, j = np.triu_indices(means.shape[-1], k=1)
+    return np.sign(means[..., i] - means[..., j])
+
+
+def _tau_b_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """τ-b for each row pair of two (B, S) matrices: Σ s_x s_y / sqrt(Σ s_x² · Σ s_y²)."""
+    sx, sy = _pair_signs(x), _pair_signs(y)
+    num = np.einsum("bp,bp->b", sx, sy)
+    den = np.sqrt(np.einsum("bp,bp->b", sx, sx) * np.einsum("bp,bp->b", sy, sy))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, np.nan)
+
+
+def _bootstrap_weights(rng: np.random.Generator, n_users: int, n_resamples: int) -> np.ndarray:
+    return rng.multinomial(n_users, np.full(n_users, 1.0 / n_users), size=n_resamples).astype(np.float64)
+
+
+def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Per-resample system means; NaN cells (user not in this label set) carry no weight."""
+    present = ~np.isnan(matrix)
+    values = np.where(present, matrix, 0.0)
+    num = weights @ values
+    den = weights @ present.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / den
+
+
+def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_resamples: int = 1000,
+                          seed: int = 0, level: float = 0.95, chunk: int = 200) -> tuple[float, float]:
+    """Percentile bootstrap CI of τ-b between system means, resampling users with replacement.
+
+    ``reference`` and ``candidate`` are user × system matrices (same columns). Users are the union
+    of both indexes; a user missing from one matrix counts for the other only. Vectorised over the
+    matrices: no measure is recomputed.
+    """
+    if n_resamples <= 0:
+        return (math.nan, math.nan)
+    users = reference.index.union(candidate.index)
+    cols = list(reference.columns)
+    ref = reference.reindex(index=users, columns=cols).to_numpy(np.float64)
+    cand = candidate.reindex(index=users, columns=cols).to_numpy(np.float64)
+    rng = np.random.default_rng(seed)
+    taus = []
+    for start in range(0, n_resamples, chunk):
+        w = _bootstrap_weights(rng, len(users), min(chunk, n_resamples - start))
+        taus.append(_tau_b_rows(_weighted_means(w, ref), _weighted_means(w, cand)))
+    t = np.concatenate(taus)
+    t = t[~np.isnan(t)]
+    if len(t) == 0:
+        return (math.nan, math.nan)
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(t, [alpha, 1 - alpha])
+    return (float(lo), float(hi))
+
+
+# ----------------------------------------------------------------------------------- records
+
+class RankAgreement(NamedTuple):
+    """How a candidate label set's system ranking agrees with the reference's, for one measure."""
+
+    measure: str
+    n_systems: int
+    n_users_reference: int
+    n_users_candidate: int
+    kendall_tau: float
+    kendall_tau_ci: tuple[float, float]
+    weighted_tau: float
+    tau_ap: float
+    median_abs_rank_displacement: float
+    max_abs_rank_displacement: float
+    most_displaced: tuple[tuple[str, float], ...]  # (system, candidate rank − reference rank)
+
+    def to_json(self) -> dict:
+        return {
+            "kendall_tau": self.kendall_tau,
+            "kendall_tau_ci": list(self.kendall_tau_ci),
+            "weighted_tau": self.weighted_tau,
+            "tau_ap": self.tau_ap,
+            "median_abs_rank_displacement": self.median_abs_rank_displacement,
+            "max_abs_rank_displacement": self.max_abs_rank_displacement,
+            "most_displaced": [{"system": s, "displacement": d} for s, d in self.most_displaced],
+            "n_systems": self.n_systems,
+            "n_users_reference": self.n_users_reference,
+            "n_users_candidate": self.n_users_candidate,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class SystemTable:
+    """Per-measure user × system matrices under one label set, and their means and ranks."""
+
+    label_set: str
+    matrices: Mapping[str, pd.DataFrame]
+
+    @property
+    def measures(self) -> list[str]:
+        return list(self.matrices)
+
+    def means(self, measure: str) -> pd.Series:
+        return self.matrices[measure].mean(axis=0)
+
+    def ranks(self, measure: str) -> pd.Series:
+        return system_ranks(self.means(measure))
+
+    def scores_frame(self) -> pd.DataFrame:
+        """Systems × measures table of mean scores."""
+        return pd.DataFrame({m: self.means(m) for m in self.matrices})
+
+
+@dataclass(frozen=True, eq=False)
+class EvaluationResult:
+    table: SystemTable
+    settings: Mapping[str, object]
+    tie_share: Mapping[str, float]
+
+    def to_json(self) -> dict:
+        scores = self.table.scores_frame()
+        systems = []
+        for name in scores.index:
+            systems.append({
+                "system": name,
+                "scores": {m: float(scores.loc[name, m]) for m in scores.columns},
+                "ranks": {m: float(self.table.ranks(m)[name]) for m in scores.columns},
+                "tied_user_share": self.tie_share.get(name),
+            })
+        return {"systems": systems, "settings": dict(self.settings)}
+
+
+@dataclass(frozen=True, eq=False)
+class CompareResult:
+    reference: SystemTable
+    candidates: Mapping[str, SystemTable]
+    agreement: Mapping[str, Mapping[str, RankAgreement]]  # candidate → measure → agreement
+    settings: Mapping[str, object]
+    tie_share: Mapping[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        systems = []
+        ref_scores = self.reference.scores_frame()
+        for name in ref_scores.index:
+            entry: dict = {
+                "system": name,
+                "reference": {m: float(ref_scores.loc[name, m]) for m in ref_scores.columns},
+                "reference_rank": {m: float(self.reference.ranks(m)[name]) for m in ref_scores.columns},
+                "tied_user_share": self.tie_share.get(name),
+            }
+            for cand, table in self.candidates.items():
+                entry.setdefault("candidates", {})[cand] = {
+                    "scores": {m: float(table.means(m)[name]) for m in table.measures},
+                    "ranks": {m: float(table.ranks(m)[name]) for m in table.measures},
+                }
+            systems.append(entry)
+        per_candidate = {
+            cand: {m: ra.to_json() for m, ra in by_measure.items()}
+            for cand, by_measure in self.agreement.items()
+        }
+        first = next(iter(per_candidate.values()), {})
+        return {
+            "measures": first,
+            "candidates": per_candidate,
+            "systems": systems,
+            "settings": dict(self.settings),
+        }
+
+
+# ---------------------------------------------------------------------------------- pipeline
+
+def prepare_runs(runs: Mapping[str, Run], tie_policy: str = "hash", seed: int = 0,
+                 k: int = 100) -> tuple[dict[str, Run], dict[str, float]]:
+    """Resolve ties in every run once; return the tie-free runs and each run's tied-user share at k."""
+    if tie_policy not in TIE_POLICIES:
+        raise ConfigError(f"unknown tie policy {tie_policy!r}; choose one of: {', '.join(TIE_POLICIES)}")
+    if not runs:
+        raise ConfigError("no runs given; pass run files or a folder of runs")
+    shares = {name: tied_user_share(run, k) for name, run in runs.items()}
+    with warnings.catch_warnings():
+        if tie_policy == "input":
+            warnings.simplefilter("ignore")
+        resolved = {name: resolve_ties(run, tie_policy, seed) for name, run in runs.items()}
+    if tie_policy == "input":
+        warnings.warn("tie policy 'input': equal scores are ordered by file order; a list written "
+                      "relevant-first then wins every tie. Prefer 'hash'.", stacklevel=2)
+    return resolved, shares
+
+
+def _measure_names(measures: Sequence[str] | str | None) -> dict[str, str]:
+    """User spelling → ir-measures key. Output keeps the user's spelling (``Compat(p=0.95)``, which
+    ir-measures would print as ``Compat`` since 0.95 is its default)."""
+    from .measures import _split_top_level, measure_key, parse_measures
+
+    if measures is None:
+        measures = DEFAULT_MEASURES
+    items = _split_top_level(measures) if isinstance(measures, str) else [str(m).strip() for m in measures]
+    parsed = parse_measures(items)
+    return {name.replace(" ", ""): measure_key(m) for name, m in zip(items, parsed)}
+
+
+def _table(label_set: str, runs: Mapping[str, Run], qrels: Qrels, measures: Mapping[str, str],
+           queries: Sequence[str] | None) -> SystemTable:
+    from .measures import per_query_matrix
+
+    mats = per_query_matrix(runs, qrels, list(measures), queries=queries)
+    return SystemTable(label_set, {name: mats[key] for name, key in measures.items()})
+
+
+def evaluate(runs: Mapping[str, Run], qrels: Qrels, measures: Sequence[str] | str | None = None,
+             tie_policy: str = "hash", seed: int = 0) -> EvaluationResult:
+    """Score and rank systems under one label set."""
+    names = _measure_names(measures)
+    resolved, shares = prepare_runs(runs, tie_policy, seed)
+    table = _table(qrels.name, resolved, qrels, names, None)
+    settings = {"measures": list(names), "tie_policy": tie_policy, "seed": seed,
+                "qrels": qrels.name, "n_users": len(qrels.qids), "missing_user_score": 0.0}
+    return EvaluationResult(table, settings, shares)
+
+
+def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
+               top: int = 5) -> RankAgreement:
+    names = list(ref.columns)
+    ref_means, cand_means = ref.mean(axis=0), cand.mean(axis=0)
+    r, c = ref_means.to_numpy(), cand_means.to_numpy()
+    displacement = system_ranks(cand_means) - system_ranks(ref_means)
+    abs_disp = displacement.abs()
+    movers = abs_disp.sort_values(ascending=False, kind="stable")
+    most = tuple((str(s), float(displacement[s])) for s in movers.index[:top] if movers[s] > 0)
+    return RankAgreement(
+        measure=measure,
+        n_systems=len(names),
+        n_users_reference=len(ref.index),
+        n_users_candidate=len(cand.index),
+        kendall_tau=kendall_tau(r, c),
+        kendall_tau_ci=bootstrap_kendall_tau(ref, cand, n_boot, seed),
+        weighted_tau=weighted_tau(r, c),
+        tau_ap=tau_ap(r, c, names),
+        median_abs_rank_displacement=float(abs_disp.median()),
+        max_abs_rank_displacement=float(abs_disp.max()),
+        most_displaced=most,
+    )
+
+
+def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrels] | Mapping[str, Qrels],
+            measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "hash",
+            seed: int = 0, bootstrap: int = 1000) -> CompareResult:
+    """Rank systems under the reference and each candidate label set and compare the rankings."""
+    if queries not in QUERY_SETS:
+        raise ConfigError(f"--queries must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
+    if isinstance(candidates, Mapping):
+        cand_map = dict(candidates)
+    else:
+        cand_map = {}
+        for q in candidates:
+            key = q.name
+            while key in cand_map:
+                key += "'"
+            cand_map[key] = q
+    if not cand_map:
+        raise ConfigError("no candidate qrels given; pass --candidate QRELS at least once")
+    if len(runs) < 2:
+        raise ConfigError(f"comparing system rankings needs at least 2 runs, got {len(runs)}")
+    names = _measure_names(measures)
+    resolved, shares = prepare_runs(runs, tie_policy, seed)
+    ref_users = set(reference.qids)
+    ref_table = _table(reference.name, resolved, reference, names, None)
+    cand_tables: dict[str, SystemTable] = {}
+    agreement: dict[str, dict[str, RankAgreement]] = {}
+    for key, qrels in cand_map.items():
+        if queries == "shared":
+            shared = sorted(ref_users & set(qrels.qids))
+            if not shared:
+                raise ConfigError(f"reference {reference.name!r} and candidate {key!r} judge no user in "
+                                  "common; use --queries own")
+            ref_t = _table(reference.name, resolved, reference, names, shared)
+            cand_t = _table(key, resolved, qrels, names, shared)
+        else:
+            ref_t = ref_table
+            cand_t = _table(key, resolved, qrels, names, None)
+        cand_tables[key] = cand_t
+        agreement[key] = {
+            m: _agreement(m, ref_t.matrices[m], cand_t.matrices[m], bootstrap, seed) for m in names
+        }
+    settings = {
+        "measures": list(names),
+        "queries": queries,
+        "tie_policy": tie_policy,
+        "seed": seed,
+        "bootstrap": bootstrap,
+        "reference": reference.name,
+        "candidates": list(cand_map),
+        "missing_user_score": 0.0,
+        "rank_order": "mean score descending; equal means share the average rank",
+    }
+    return CompareResult(ref_table, cand_tables, agreement, settings, shares)

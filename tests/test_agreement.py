@@ -1,0 +1,175 @@
+"""Item-level agreement: hand arithmetic, reference implementations, and published values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import krippendorff
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from recjudge.agreement import agreement, aligned_labels, cohen_kappa, krippendorff_alpha, parse_clip
+from recjudge.cli import main
+from recjudge.errors import ConfigError
+from recjudge.trec import read_qrels
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture
+def llmjudge_data() -> Path:
+    """../shared/data/llmjudge beside the repo; absent on a user's fresh clone, so skip there."""
+    path = SHARED_DATA / "llmjudge"
+    if not (path / "human.qrels").is_file():
+        pytest.skip(f"real LLMJudge data not available at {path} (only in the project workspace)")
+    return path
+
+
+REF = (
+    "u1 0 a 2\n"   # u1: a > b > c under the reference
+    "u1 0 b 1\n"
+    "u1 0 c 0\n"
+    "u2 0 d 0\n"   # u2: e > d
+    "u2 0 e 3\n"
+)
+CAND = (
+    "u1 0 a 1\n"   # (a,b): tie; (a,c): agree; (b,c): agree
+    "u1 0 b 1\n"
+    "u1 0 c 0\n"
+    "u2 0 d 2\n"   # (e,d): disagree
+    "u2 0 e 1\n"
+    "u9 0 z 3\n"   # not judged by the reference: ignored
+)
+
+
+def test_pairwise_by_hand():
+    res = agreement(read_qrels(REF), read_qrels(CAND), bootstrap=0)
+    pw = res.pairwise
+    assert pw.n_pairs == 4
+    assert (pw.agree, pw.tie, pw.disagree) == pytest.approx((2 / 4, 1 / 4, 1 / 4))
+    by = res.pairwise_by_distance
+    assert sorted(by) == [1, 2, 3]
+    assert (by[1].agree, by[1].tie, by[1].n_pairs) == pytest.approx((1 / 2, 1 / 2, 2))  # (a,b) tie, (b,c) agree
+    assert (by[2].agree, by[2].n_pairs) == (1.0, 1)                                        # (a,c)
+    assert (by[3].disagree, by[3].n_pairs) == (1.0, 1)                                     # (e,d)
+    # binary: reference a,b,e relevant; candidate a,b,d,e relevant
+    # pairs with differing binary reference: (a,c) agree, (b,c) agree, (e,d) tie
+    b = res.pairwise_binary
+    assert (b.agree, b.tie, b.disagree, b.n_pairs) == pytest.approx((2 / 3, 1 / 3, 0.0, 3))
+    assert res.n_pairs == 5 and res.n_missing == 0
+
+
+def test_pairwise_matches_brute_force_on_random_labels():
+    rng = np.random.default_rng(5)
+    qids = np.repeat([f"u{i}" for i in range(30)], 12)
+    ref = rng.integers(0, 5, len(qids))
+    cand = rng.integers(0, 8, len(qids))
+    lines_r = "".join(f"{q} 0 d{i} {r}\n" for i, (q, r) in enumerate(zip(qids, ref)))
+    lines_c = "".join(f"{q} 0 d{i} {c}\n" for i, (q, c) in enumerate(zip(qids, cand)))
+    res = agreement(read_qrels(lines_r), read_qrels(lines_c), bootstrap=0)
+    agree = tie = dis = 0
+    for u in np.unique(qids):
+        idx = np.flatnonzero(qids == u)
+        for x in idx:
+            for y in idx:
+                if ref[x] > ref[y]:
+                    agree += cand[x] > cand[y]
+                    tie += cand[x] == cand[y]
+                    dis += cand[x] < cand[y]
+    n = agree + tie + dis
+    assert res.pairwise.n_pairs == n
+    assert (res.pairwise.agree, res.pairwise.tie, res.pairwise.disagree) == pytest.approx(
+        (agree / n, tie / n, dis / n), abs=1e-12)
+
+
+def test_bootstrap_ci_brackets_the_estimate_and_is_seeded():
+    rng = np.random.default_rng(2)
+    qids = np.repeat([f"u{i}" for i in range(40)], 10)
+    ref = rng.integers(0, 4, len(qids))
+    cand = np.clip(ref + rng.integers(-1, 2, len(qids)), 0, 3)
+    r = read_qrels("".join(f"{q} 0 d{i} {v}\n" for i, (q, v) in enumerate(zip(qids, ref))))
+    c = read_qrels("".join(f"{q} 0 d{i} {v}\n" for i, (q, v) in enumerate(zip(qids, cand))))
+    a = agreement(r, c, bootstrap=300, seed=1)
+    b = agreement(r, c, bootstrap=300, seed=1)
+    lo, hi = a.pairwise.agree_ci
+    assert lo < a.pairwise.agree < hi and hi - lo < 0.5
+    assert a.pairwise.agree_ci == b.pairwise.agree_ci
+
+
+def test_cohen_kappa_by_hand_and_against_sklearn():
+    # observed agreement 3/4; chance (2·3 + 2·1)/16 = 1/2; κ = (3/4 − 1/2) / (1 − 1/2) = 1/2
+    assert cohen_kappa([0, 1, 1, 0], [0, 1, 0, 0]) == pytest.approx(0.5)
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 4, 500)
+    b = np.clip(a + rng.integers(-2, 3, 500), 0, 5)
+    assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+    assert cohen_kappa(a, b, "linear") == pytest.approx(cohen_kappa_score(a, b, weights="linear"), abs=1e-12)
+
+
+@pytest.mark.parametrize("level", ["ordinal", "interval"])
+def test_krippendorff_alpha_against_reference_package(level):
+    rng = np.random.default_rng(level == "ordinal")
+    a = rng.integers(0, 4, 300)
+    b = np.clip(a + rng.integers(-1, 3, 300), 0, 5)
+    expected = krippendorff.alpha(reliability_data=np.vstack([a, b]).astype(float), level_of_measurement=level)
+    assert krippendorff_alpha(a, b, level) == pytest.approx(expected, abs=1e-12)
+
+
+def test_krippendorff_interval_by_hand():
+    # units (0,0), (1,1), (0,1): coincidences o00=2, o11=2, o01=o10=1; n0=n1=3, n=6
+    # D_o ∝ Σ o δ² = 2·1 = 2; D_e ∝ Σ n_c n_k δ² = 2·3·3 = 18; α = 1 − (n−1)·2/18 = 1 − 10/18
+    assert krippendorff_alpha([0, 1, 0], [0, 1, 1], "interval") == pytest.approx(1 - 10 / 18)
+
+
+def test_missing_and_clip():
+    ref = read_qrels("u1 0 a 3\nu1 0 b 0\nu1 0 c 1\n")
+    cand = read_qrels("u1 0 a 9\nu1 0 b 0\n")
+    pairs, n_missing = aligned_labels(ref, cand, "zero", (0, 3))
+    assert n_missing == 1
+    assert pairs.cand.tolist() == [3, 0, 0]
+    pairs, _ = aligned_labels(ref, cand, "drop")
+    assert pairs.docid.tolist() == ["a", "b"] and pairs.cand.tolist() == [9, 0]
+    assert parse_clip("0..3") == (0, 3)
+    for bad in ("0-3", "3..0", "a..b"):
+        with pytest.raises(ConfigError):
+            parse_clip(bad)
+
+
+# The LLMJudge challenge labels with the agreement the organisers published (Rahmani et al. 2025,
+# Table 3): κ unweighted and α ordinal over all 4,423 pairs, missing labels as 0, clipped to 0–3.
+PUBLISHED = {
+    "willia-umbrela1": (0.2863, 0.4918),
+    "h2oloo-fewself": (0.2774, 0.4958),
+    "Olz-gpt4o": (0.2625, 0.5020),
+    "prophet-setting4": (0.1471, 0.1623),
+    "TREMA-nuggets": (0.0604, 0.1691),
+}
+
+
+def test_published_llmjudge_agreement_through_cli(llmjudge_data: Path, tmp_path, capsys):
+    out = tmp_path / "agreement.json"
+    candidates = [str(llmjudge_data / "labels" / f"{name}.qrels") for name in PUBLISHED]
+    code = main(["agreement", "--reference", str(llmjudge_data / "human.qrels"), "--candidate", *candidates,
+                 "--missing", "zero", "--clip", "0..3", "--bootstrap", "50", "--json", str(out)])
+    assert code == 0
+    result = json.loads(out.read_text())
+    for name, (kappa, alpha) in PUBLISHED.items():
+        row = result[str(llmjudge_data / "labels" / f"{name}.qrels")]
+        assert row["n_pairs"] == 4423
+        assert round(row["cohen_kappa"], 4) == kappa
+        assert round(row["krippendorff_alpha_ordinal"], 4) == alpha
+        assert 0 < row["pairwise"]["agree"] < 1
+    assert "willia-umbrela1" in capsys.readouterr().out
+
+
+def test_agreement_cli_bad_input_exits_nonzero(tmp_path, capsys):
+    bad = tmp_path / "bad.qrels"
+    bad.write_text("q1 0 d1 1\nq1 0 d2 0.5\n")
+    ok = tmp_path / "ok.qrels"
+    ok.write_text("q1 0 d1 1\n")
+    code = main(["agreement", "--reference", str(ok), "--candidate", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{bad}:2" in err and "not an integer" in err
