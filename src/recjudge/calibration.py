@@ -1,0 +1,243 @@
+"""Calibrated gap filling (Penha et al. 2025, Table 5): LLM labels mapped to the human scale fill
+the items that human qrels leave unjudged in the systems' top-k.
+
+Calibration: for each LLM grade g, the mean human label over the (user, item) pairs both judged.
+Labels must be integers (ir-measures and trec_eval reject fractions), so the mean is rounded half
+up (``floor(mean + 0.5)``: 1.5 → 2, 2.49 → 2). A grade with fewer than ``min_overlap`` shared pairs
+is flagged; a grade with none borrows the mapping of the nearest grade that has data (the lower
+one on a tie) and is flagged too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ._io import atomic_write
+from .errors import ConfigError
+from .trec import Qrels, Run, resolve_ties, write_qrels
+
+__all__ = [
+    "GradeCalibration",
+    "Calibration",
+    "FillResult",
+    "calibrate",
+    "fill_gaps",
+    "hide_labels",
+    "write_filled",
+]
+
+SOURCES = ("human", "llm-calibrated")
+
+
+class GradeCalibration(NamedTuple):
+    llm_grade: int
+    n_overlap: int
+    mean_human: float  # NaN where no pair overlaps
+    label: int
+    flagged: bool
+    note: str
+
+
+@dataclass(frozen=True, eq=False)
+class Calibration:
+    grades: tuple[GradeCalibration, ...]
+    min_overlap: int
+    rounding: str = "half up: floor(mean + 0.5)"
+
+    @property
+    def mapping(self) -> dict[int, int]:
+        return {g.llm_grade: g.label for g in self.grades}
+
+    def apply(self, labels: np.ndarray) -> np.ndarray:
+        m = self.mapping
+        try:
+            return np.array([m[int(x)] for x in labels], dtype=np.int64)
+        except KeyError as exc:
+            raise ConfigError(f"LLM grade {exc.args[0]} has no calibration; calibrate on qrels that use it") from None
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.grades, columns=list(GradeCalibration._fields)).set_index("llm_grade")
+
+    def to_json(self) -> dict:
+        return {"min_overlap": self.min_overlap, "rounding": self.rounding,
+                "grades": [dict(g._asdict()) for g in self.grades]}
+
+
+def _round_half_up(x: float) -> int:
+    return int(math.floor(x + 0.5))
+
+
+def calibrate(human: Qrels, llm: Qrels, min_overlap: int = 30) -> Calibration:
+    """Map each LLM grade to the rounded mean human label over the pairs both label sets judge."""
+    both = human.frame[["qid", "docid", "label"]].merge(
+        llm.frame[["qid", "docid", "label"]], on=["qid", "docid"], suffixes=("_human", "_llm"))
+    if both.empty:
+        raise ConfigError(f"human qrels {human.name!r} and LLM qrels {llm.name!r} share no (user, item) "
+                          "pair, so the LLM grades cannot be calibrated; judge some human-labelled items "
+                          "with the LLM (e.g. recjudge judge --per-user K from the human qrels)")
+    stats = both.groupby("label_llm").label_human.agg(["size", "mean"])
+    grades = sorted(set(int(g) for g in llm.frame.label.unique()) | set(int(g) for g in stats.index))
+    have = [int(g) for g in stats.index]
+    out = []
+    for g in grades:
+        if g in stats.index:
+            n, mean = int(stats.loc[g, "size"]), float(stats.loc[g, "mean"])
+            flagged = n < min_overlap
+            note = f"only {n} overlapping pairs (< {min_overlap})" if flagged else ""
+            out.append(GradeCalibration(g, n, mean, _round_half_up(mean), flagged, note))
+        else:
+            nearest = min(have, key=lambda h: (abs(h - g), h))
+            label = _round_half_up(float(stats.loc[nearest, "mean"]))
+            out.append(GradeCalibration(g, 0, math.nan, label, True, f"no overlap; borrows grade {nearest}"))
+    return Calibration(tuple(out), min_overlap)
+
+
+class FillResult(NamedTuple):
+    qrels: Qrels
+    sources: pd.DataFrame  # qid, docid, label, source, llm_grade
+    n_human: int
+    n_filled: int
+    n_unfilled: int  # top-k items neither label set judges
+
+
+def _topk_pairs(runs: Mapping[str, Run], k: int, tie_policy: str, seed: int, users: set[str]) -> pd.DataFrame:
+    frames = []
+    for run in runs.values():
+        top = resolve_ties(run, tie_policy, seed, depth=k).frame if run.tie_policy is None else \
+            run.frame[run.frame["rank"] <= k]
+        frames.append(top[["qid", "docid"]])
+    pairs = pd.concat(frames, ignore_index=True).drop_duplicates()
+    return pairs[pairs.qid.isin(users)]
+
+
+def fill_gaps(human: Qrels, llm: Qrels, runs: Mapping[str, Run], calibration: Calibration | None = None,
+              k: int = 100, tie_policy: str = "hash", seed: int = 0, name: str | None = None) -> FillResult:
+    """Human labels where present; calibrated LLM labels for unjudged items in the runs' top-k.
+
+    Only users the human qrels judge are filled (the mixed qrels extend human assessments).
+    """
+    if k <= 0:
+        raise ConfigError(f"--k must be positive, not {k}")
+    calibration = calibration or calibrate(human, llm)
+    h = human.frame[["qid", "docid", "label"]].copy()
+    h["source"], h["llm_grade"] = "human", pd.NA
+    pool = _topk_pairs(runs, k, tie_policy, seed, set(h.qid))
+    gaps = pool.merge(h[["qid", "docid"]], on=["qid", "docid"], how="left", indicator=True)
+    gaps = gaps[gaps["_merge"] == "left_only"].drop(columns="_merge")
+    filled = gaps.merge(llm.frame[["qid", "docid", "label"]], on=["qid", "docid"], how="inner")
+    n_unfilled = len(gaps) - len(filled)
+    filled = filled.rename(columns={"label": "llm_grade"})
+    filled["label"] = calibration.apply(filled.llm_grade.to_numpy())
+    filled["source"] = "llm-calibrated"
+    mixed = pd.concat([h, filled[["qid", "docid", "label", "source", "llm_grade"]]], ignore_index=True)
+    mixed = mixed.sort_values(["qid", "docid"], kind="stable").reset_index(drop=True)
+    qrels = Qrels.from_frame(mixed[["qid", "docid", "label"]], name or f"{human.name}+{llm.name}")
+    return FillResult(qrels, mixed, len(h), len(filled), n_unfilled)
+
+
+def hide_labels(human: Qrels, fraction: float, seed: int = 0) -> tuple[Qrels, pd.DataFrame]:
+    """Hide a seeded fraction of the human labels: (the visible qrels, the hidden rows)."""
+    if not 0 < fraction < 1:
+        raise ConfigError(f"--validate takes a fraction strictly between 0 and 1, not {fraction}")
+    rng = np.random.default_rng(seed)
+    f = human.frame
+    hidden = rng.random(len(f)) < fraction
+    if hidden.all() or not hidden.any():
+        raise ConfigError(f"hiding {fraction:.0%} of {len(f)} labels leaves nothing to compare; change F")
+    return Qrels.from_frame(f[~hidden], f"{human.name}-visible"), f[hidden].reset_index(drop=True)
+
+
+def write_filled(result: FillResult, path: str | Path) -> tuple[Path, Path]:
+    """Write the mixed qrels and a sidecar ``<path>.sources.tsv`` saying where each label came from."""
+    path = Path(path)
+    write_qrels(result.qrels, path)
+    side = path.with_name(path.name + ".sources.tsv")
+    with atomic_write(side) as fh:
+        result.sources.assign(llm_grade=result.sources.llm_grade.astype("string").fillna("")).to_csv(
+            fh, sep="\t", index=False, columns=["qid", "docid", "label", "source", "llm_grade"])
+    return path, side
+
+
+def scenario_names() -> Sequence[str]:
+    return ("Human-only", "LLM fills gaps", "Full LLM")
+
+
+# ------------------------------------------------------------------------------ scenario report
+
+class ScenarioReport(NamedTuple):
+    judged: pd.Series                    # scenario → mean Judged@k over systems
+    tau: Mapping[str, pd.DataFrame]      # measure → scenario × scenario Kendall τ-b
+    scores: Mapping[str, pd.DataFrame]   # measure → systems × scenarios mean scores
+    warnings: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "judged": {k: float(v) for k, v in self.judged.items()},
+            "kendall_tau": {m: t.to_dict() for m, t in self.tau.items()},
+            "scores": {m: s.to_dict() for m, s in self.scores.items()},
+            "warnings": list(self.warnings),
+        }
+
+
+def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100,
+              tie_policy: str = "hash", seed: int = 0) -> ScenarioReport:
+    """Average Judged@k and the Kendall τ matrix on Compat and nDCG@k across label scenarios."""
+    from .metaeval import evaluate, kendall_tau
+
+    judged_m, ndcg_m = f"Judged@{k}", f"nDCG@{k}"
+    measures = [judged_m, "Compat(p=0.95)", ndcg_m]
+    tables = {name: evaluate(runs, q, measures, tie_policy, seed).table for name, q in labels.items()}
+    judged = pd.Series({name: float(t.means(judged_m).mean()) for name, t in tables.items()})
+    taus, scores = {}, {}
+    for m in measures[1:]:
+        sc = pd.DataFrame({name: t.means(m) for name, t in tables.items()})
+        scores[m] = sc
+        names = list(tables)
+        taus[m] = pd.DataFrame([[kendall_tau(sc[a], sc[b]) for b in names] for a in names], index=names, columns=names)
+    warn = (f"{ndcg_m} mixes gains from two label sources in one ideal ranking and proved unstable on "
+            "filled qrels (Penha et al. 2025); read Compat first",)
+    return ScenarioReport(judged, taus, scores, warn)
+
+
+class ValidationReport(NamedTuple):
+    fraction: float
+    n_hidden: int
+    n_hidden_filled: int
+    agreement: dict          # filled labels vs the hidden human labels (recjudge.agreement JSON)
+    tau_without_fill: dict   # measure → τ(full human, visible human)
+    tau_with_fill: dict      # measure → τ(full human, visible human + filled)
+
+    def to_json(self) -> dict:
+        return dict(self._asdict())
+
+
+def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: float, k: int = 100,
+                  min_overlap: int = 30, tie_policy: str = "hash", seed: int = 0) -> ValidationReport:
+    """Hide a seeded fraction of human labels, fill them from the LLM, and check the filled labels."""
+    from .agreement import agreement
+    from .metaeval import evaluate, kendall_tau
+
+    visible, hidden = hide_labels(human, fraction, seed)
+    cal = calibrate(visible, llm, min_overlap)
+    # fill every hidden pair the LLM labelled (not only top-k), so agreement covers the hidden set
+    hidden_llm = hidden[["qid", "docid"]].merge(llm.frame[["qid", "docid", "label"]], on=["qid", "docid"])
+    agree = None
+    if len(hidden_llm):
+        filled_hidden = Qrels.from_frame(hidden_llm.assign(label=cal.apply(hidden_llm.label.to_numpy())), "filled")
+        agree = agreement(Qrels.from_frame(hidden, "hidden"), filled_hidden, missing="drop", bootstrap=200,
+                          seed=seed).to_json()
+    filled = fill_gaps(visible, llm, runs, cal, k, tie_policy, seed).qrels
+    measures = ["Compat(p=0.95)", f"nDCG@{k}"]
+    full = evaluate(runs, human, measures, tie_policy, seed).table
+    vis = evaluate(runs, visible, measures, tie_policy, seed).table
+    fil = evaluate(runs, filled, measures, tie_policy, seed).table
+    without = {m: kendall_tau(full.means(m), vis.means(m)) for m in measures}
+    with_fill = {m: kendall_tau(full.means(m), fil.means(m)) for m in measures}
+    return ValidationReport(fraction, len(hidden), len(hidden_llm), agree or {}, without, with_fill)

@@ -1,0 +1,136 @@
+"""Calibrated gap filling: hand-computed calibration, fill, scenarios, validation, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recjudge.calibration import calibrate, fill_gaps, hide_labels, scenarios, validate_fill
+from recjudge.cli import main
+from recjudge.errors import ConfigError
+from recjudge.trec import Qrels, Run, read_qrels, read_run
+
+HUMAN = (
+    "u1 0 a 3\n"
+    "u1 0 b 1\n"
+    "u1 0 c 0\n"
+    "u2 0 d 2\n"
+    "u2 0 e 0\n"
+)
+LLM = (
+    "u1 0 a 5\n"   # grade 5 over a (human 3) and d (human 2): mean 2.5 → 3 (half up)
+    "u1 0 b 2\n"   # grade 2 over b (human 1): 1, one pair only → flagged at min_overlap 2
+    "u1 0 c 0\n"   # grade 0 over c and e (human 0, 0): 0
+    "u1 0 x 5\n"   # unjudged by humans → filled with 3
+    "u2 0 d 5\n"
+    "u2 0 e 0\n"
+    "u2 0 y 2\n"   # unjudged by humans → filled with 1
+    "u3 0 q 7\n"   # grade 7: no overlap, borrows the nearest grade (5) → 3, flagged
+)
+RUN1 = "u1 Q0 a 1 3 r1\nu1 Q0 x 2 2 r1\nu1 Q0 b 3 1 r1\nu2 Q0 y 1 2 r1\nu2 Q0 d 2 1 r1\n"
+RUN2 = "u1 Q0 z 1 2 r2\nu1 Q0 c 2 1 r2\nu2 Q0 e 1 1 r2\nu3 Q0 q 1 1 r2\n"
+
+
+def test_calibration_by_hand():
+    cal = calibrate(read_qrels(HUMAN), read_qrels(LLM), min_overlap=2)
+    rows = {g.llm_grade: g for g in cal.grades}
+    assert rows[5].mean_human == pytest.approx((3 + 2) / 2) and rows[5].label == 3 and not rows[5].flagged
+    assert rows[2].label == 1 and rows[2].n_overlap == 1 and rows[2].flagged
+    assert rows[0].label == 0 and rows[0].n_overlap == 2
+    assert rows[7].n_overlap == 0 and math.isnan(rows[7].mean_human) and rows[7].label == 3 and rows[7].flagged
+    assert cal.mapping == {0: 0, 2: 1, 5: 3, 7: 3}
+
+
+def test_fill_takes_human_first_then_calibrated_llm_for_topk_gaps():
+    human, llm = read_qrels(HUMAN), read_qrels(LLM)
+    runs = {"r1": read_run(RUN1, "r1"), "r2": read_run(RUN2, "r2")}
+    res = fill_gaps(human, llm, runs, calibrate(human, llm, 2), k=100)
+    got = {(q, d): (lab, src) for q, d, lab, src in zip(res.sources.qid, res.sources.docid, res.sources.label,
+                                                        res.sources.source)}
+    assert got[("u1", "x")] == (3, "llm-calibrated")
+    assert got[("u2", "y")] == (1, "llm-calibrated")
+    assert got[("u1", "a")] == (3, "human")            # human label kept, not the LLM's 5
+    assert ("u1", "z") not in got                       # in the pool but labelled by neither
+    assert ("u3", "q") not in got                       # u3 has no human labels: not filled
+    assert (res.n_human, res.n_filled, res.n_unfilled) == (5, 2, 1)
+    # k=1: only each run's first item per user counts: u1 a (human), z (none); u2 y (fill), e (human)
+    res1 = fill_gaps(human, llm, runs, calibrate(human, llm, 2), k=1)
+    assert (res1.n_filled, res1.n_unfilled) == (1, 1)
+
+
+def test_calibrate_without_overlap_is_an_error():
+    with pytest.raises(ConfigError, match="share no"):
+        calibrate(read_qrels("u1 0 a 1\n"), read_qrels("u2 0 b 1\n"))
+
+
+def test_hide_labels_is_seeded_and_partitions():
+    human = Qrels.from_frame(pd.DataFrame({"qid": ["u"] * 200, "docid": [f"d{i}" for i in range(200)],
+                                           "label": np.arange(200) % 4}), "h")
+    vis, hidden = hide_labels(human, 0.25, seed=1)
+    vis2, hidden2 = hide_labels(human, 0.25, seed=1)
+    assert hidden.docid.tolist() == hidden2.docid.tolist()
+    assert len(vis) + len(hidden) == 200 and 30 < len(hidden) < 70
+    assert not set(vis.frame.docid) & set(hidden.docid)
+    with pytest.raises(ConfigError):
+        hide_labels(human, 1.5)
+
+
+def _synthetic(seed=0, users=40, systems=5, items=120):
+    rng = np.random.default_rng(seed)
+    truth = {(f"u{u}", f"d{d}"): int(rng.integers(0, 5)) for u in range(users) for d in range(items)}
+    runs = {}
+    for s in range(systems):
+        rows = []
+        for u in range(users):
+            docs = rng.choice(items, 30, replace=False)
+            rows += [(f"u{u}", f"d{d}", r + 1, float(30 - r)) for r, d in enumerate(docs)]
+        runs[f"s{s}"] = Run.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "rank", "score"]), f"s{s}")
+    keys = list(truth)
+    human_keys = [keys[i] for i in rng.choice(len(keys), len(keys) // 4, replace=False)]
+    human = Qrels.from_frame(pd.DataFrame([(q, d, truth[q, d]) for q, d in human_keys],
+                                          columns=["qid", "docid", "label"]), "human")
+    # the LLM sees the truth on a stretched, noisy scale: 0–7
+    llm = Qrels.from_frame(pd.DataFrame([(q, d, int(np.clip(truth[q, d] * 1.6 + rng.integers(-1, 2), 0, 7)))
+                                         for q, d in keys], columns=["qid", "docid", "label"]), "llm")
+    return runs, human, llm
+
+
+def test_scenarios_and_validation():
+    runs, human, llm = _synthetic()
+    filled = fill_gaps(human, llm, runs, k=30).qrels
+    rep = scenarios(runs, {"Human-only": human, "LLM fills gaps": filled, "Full LLM": llm}, k=30)
+    # filling can only add judged items
+    assert rep.judged["Human-only"] < rep.judged["LLM fills gaps"] <= rep.judged["Full LLM"] + 1e-12
+    assert rep.judged["Full LLM"] == pytest.approx(1.0)
+    tau = rep.tau["Compat(p=0.95)"]
+    assert tau.loc["Human-only", "Human-only"] == pytest.approx(1.0)
+    assert tau.loc["LLM fills gaps", "Full LLM"] == pytest.approx(tau.loc["Full LLM", "LLM fills gaps"])
+    val = validate_fill(human, llm, runs, 0.3, k=30, min_overlap=5, seed=2)
+    assert val.n_hidden_filled == val.n_hidden  # the LLM labels every pair here
+    # the LLM is a monotone transform of the truth plus noise: calibrated labels agree well
+    assert val.agreement["krippendorff_alpha_ordinal"] > 0.5
+
+
+def test_fill_cli(tmp_path, capsys):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r1.run").write_text(RUN1)
+    (tmp_path / "runs" / "r2.run").write_text(RUN2)
+    (tmp_path / "human.qrels").write_text(HUMAN)
+    (tmp_path / "llm.qrels").write_text(LLM)
+    out = tmp_path / "out" / "filled.qrels"
+    code = main(["fill", "--human", str(tmp_path / "human.qrels"), "--llm", str(tmp_path / "llm.qrels"),
+                 "--runs", str(tmp_path / "runs"), "--out", str(out), "--min-overlap", "2",
+                 "--json", str(tmp_path / "fill.json")])
+    assert code == 0
+    filled = read_qrels(out)
+    assert len(filled) == 7
+    side = pd.read_csv(str(out) + ".sources.tsv", sep="\t", dtype=str)
+    assert side.source.value_counts().to_dict() == {"human": 5, "llm-calibrated": 2}
+    data = json.loads((tmp_path / "fill.json").read_text())
+    assert data["filled"]["n_filled"] == 2
+    assert set(data["scenarios"]["judged"]) == {"Human-only", "LLM fills gaps", "Full LLM"}
+    assert "calibration" in capsys.readouterr().out
