@@ -1,0 +1,37 @@
+"""The judge: profiles, prompt templates, an OpenAI-compatible client with a resumable cache, pair
+selection, offline baseline judges, and the runner that turns pairs into qrels.
+
+    from recjudge.judge import JudgeConfig, judge_pairs, select_pairs
+    pairs = select_pairs(runs, depth=10)
+    result = judge_pairs(pairs, collection, JudgeConfig(judge="overlap"), history=split.train)
+    result.write("qrels/overlap.qrels")
+"""
+
+from .profile import FIELD_SETS, HistoryProfiles, QueryProfiles, parse_fields, read_topics
+from .prompts import Template, load_template, template_names
+from .runner import (
+    AGGREGATIONS,
+    Agreement,
+    JudgeConfig,
+    JudgeResult,
+    JudgeSpec,
+    Judgment,
+    Summary,
+    aggregate_labels,
+    estimate_tokens,
+    get_judge,
+    judge_names,
+    judge_pairs,
+    load_prices,
+    register_judge,
+    repeat_agreement,
+)
+from .select import Pair, select_pairs
+
+__all__ = [
+    "FIELD_SETS", "HistoryProfiles", "QueryProfiles", "parse_fields", "read_topics",
+    "Template", "load_template", "template_names",
+    "AGGREGATIONS", "Agreement", "JudgeConfig", "JudgeResult", "JudgeSpec", "Judgment", "Summary",
+    "aggregate_labels", "estimate_tokens", "get_judge", "judge_names", "judge_pairs", "load_prices",
+    "register_judge", "repeat_agreement", "Pair", "select_pairs",
+]

@@ -1,0 +1,169 @@
+"""The judgment cache: SQLite in WAL mode, one row per model call, committed as each answer arrives.
+
+Key = SHA-256 of (template hash, model, generation parameters, rendered prompt hash, repetition
+index). A row keeps the raw answer, the labels by item, the parse status, token usage, latency and
+the (redacted) error. Only ``ok`` rows count as answered: failed or partial calls are asked again on
+the next run, so re-running a command resumes it and a killed run loses only calls in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+__all__ = ["Usage", "CallRecord", "JudgeCache", "cache_key", "prompt_hash"]
+
+SCHEMA_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt: int = 0
+    cached: int = 0
+    completion: int = 0
+    reasoning: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt + other.prompt, self.cached + other.cached,
+                     self.completion + other.completion, self.reasoning + other.reasoning)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"prompt": self.prompt, "cached": self.cached, "completion": self.completion,
+                "reasoning": self.reasoning}
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One answered (or finally failed) call. ``labels`` and ``item_errors`` are keyed by item id."""
+
+    key: str
+    qid: str
+    items: tuple[str, ...]
+    repeat: int
+    status: str                      # ok | partial | failed
+    reason: str | None = None        # why not ok (first failing reason)
+    error: str | None = None         # redacted error text
+    raw: str | None = None
+    labels: Mapping[str, int] = field(default_factory=dict)
+    criteria: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    item_errors: Mapping[str, str] = field(default_factory=dict)
+    usage: Usage = Usage()
+    latency: float = 0.0
+    attempts: int = 0
+    via: str = "chat"
+    mode: str = ""                   # structured output used: json_schema | text
+
+
+def prompt_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def cache_key(template_sha: str, model: str, params: Mapping, prompt_sha: str, repeat: int) -> str:
+    blob = json.dumps([template_sha, model, dict(sorted(params.items())), prompt_sha, int(repeat)],
+                      sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+_COLUMNS = ("key", "qid", "items", "repeat", "status", "reason", "error", "raw", "labels", "criteria",
+            "item_errors", "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens",
+            "latency", "attempts", "via", "mode", "template_hash", "model", "params", "prompt_hash",
+            "created")
+
+
+class JudgeCache:
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL loses nothing on a process kill (only on power loss) and is much faster than FULL
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS calls (
+                key TEXT PRIMARY KEY, qid TEXT NOT NULL, items TEXT NOT NULL, repeat INTEGER NOT NULL,
+                status TEXT NOT NULL, reason TEXT, error TEXT, raw TEXT, labels TEXT, criteria TEXT,
+                item_errors TEXT, prompt_tokens INTEGER, cached_tokens INTEGER, completion_tokens INTEGER,
+                reasoning_tokens INTEGER, latency REAL, attempts INTEGER, via TEXT, mode TEXT,
+                template_hash TEXT, model TEXT, params TEXT, prompt_hash TEXT, created REAL);
+            CREATE TABLE IF NOT EXISTS batches (
+                batch_id TEXT PRIMARY KEY, input_file_id TEXT, keys TEXT NOT NULL, status TEXT NOT NULL,
+                created REAL);
+            CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT);
+            """)
+        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> JudgeCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def get_ok(self, keys: Sequence[str]) -> dict[str, CallRecord]:
+        """The answered calls among ``keys``."""
+        out: dict[str, CallRecord] = {}
+        keys = list(keys)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM calls WHERE status = 'ok' AND key IN ({marks})", chunk)
+            for row in rows:
+                rec = _record(row)
+                out[rec.key] = rec
+        return out
+
+    def put(self, rec: CallRecord, template_hash: str, model: str, params: Mapping, prompt_sha: str) -> None:
+        """Store a call; an ``ok`` row is never replaced by a later failure of the same key."""
+        values = (
+            rec.key, rec.qid, json.dumps(list(rec.items)), rec.repeat, rec.status, rec.reason, rec.error,
+            rec.raw, json.dumps(dict(rec.labels)), json.dumps({k: dict(v) for k, v in rec.criteria.items()}),
+            json.dumps(dict(rec.item_errors)), rec.usage.prompt, rec.usage.cached, rec.usage.completion,
+            rec.usage.reasoning, rec.latency, rec.attempts, rec.via, rec.mode, template_hash, model,
+            json.dumps(dict(sorted(params.items())), default=str), prompt_sha, time.time())
+        marks = ",".join("?" * len(_COLUMNS))
+        self._db.execute(
+            f"INSERT INTO calls ({', '.join(_COLUMNS)}) VALUES ({marks}) ON CONFLICT(key) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
+            + " WHERE calls.status != 'ok'", values)
+
+    def count(self, status: str | None = None) -> int:
+        if status is None:
+            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        return self._db.execute("SELECT COUNT(*) FROM calls WHERE status = ?", (status,)).fetchone()[0]
+
+    def ok_keys(self) -> set[str]:
+        return {r[0] for r in self._db.execute("SELECT key FROM calls WHERE status = 'ok'")}
+
+    # batches ----------------------------------------------------------------------------------
+    def add_batch(self, batch_id: str, input_file_id: str, keys: Iterable[str]) -> None:
+        self._db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?, ?, 'pending', ?)",
+                         (batch_id, input_file_id, json.dumps(list(keys)), time.time()))
+
+    def pending_batches(self) -> list[tuple[str, list[str]]]:
+        rows = self._db.execute("SELECT batch_id, keys FROM batches WHERE status = 'pending' ORDER BY created")
+        return [(b, json.loads(k)) for b, k in rows]
+
+    def close_batch(self, batch_id: str, status: str) -> None:
+        self._db.execute("UPDATE batches SET status = ? WHERE batch_id = ?", (status, batch_id))
+
+
+def _record(row) -> CallRecord:
+    d = dict(zip(_COLUMNS, row))
+    return CallRecord(
+        key=d["key"], qid=d["qid"], items=tuple(json.loads(d["items"])), repeat=d["repeat"],
+        status=d["status"], reason=d["reason"], error=d["error"], raw=d["raw"],
+        labels=json.loads(d["labels"] or "{}"), criteria=json.loads(d["criteria"] or "{}"),
+        item_errors=json.loads(d["item_errors"] or "{}"),
+        usage=Usage(d["prompt_tokens"] or 0, d["cached_tokens"] or 0, d["completion_tokens"] or 0,
+                    d["reasoning_tokens"] or 0),
+        latency=d["latency"] or 0.0, attempts=d["attempts"] or 0, via=d["via"] or "chat", mode=d["mode"] or "")

@@ -1,0 +1,355 @@
+"""Calling an OpenAI-compatible endpoint: retries, timeouts, structured output, usage, Batch API.
+
+Retries (tenacity) cover 408/409/429/5xx, timeouts, connection errors and answers that do not
+parse into in-range labels; waits grow exponentially with full jitter unless the server sends
+``Retry-After``, which is honoured. Authentication and not-found errors stop the whole run. The API
+key is kept in memory only and scrubbed from every error text recjudge stores or raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import ConfigError
+from .cache import CallRecord, Usage
+from .parse import SINGLE, ParseResult, parse_answer
+from .prompts import Messages, Template
+
+__all__ = ["ClientSettings", "OpenAIJudgeClient", "Redactor", "Request", "GENERATION_PARAMS"]
+
+log = logging.getLogger(__name__)
+
+# generation parameters passed through to chat completions; anything else is a typo or unsupported
+GENERATION_PARAMS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "reasoning_effort",
+                     "seed", "frequency_penalty", "presence_penalty", "verbosity", "extra_body")
+_RETRY_STATUS = {408, 409, 429}
+_FATAL_STATUS = {401, 403, 404}
+
+
+class Redactor:
+    """Scrubs the API key (and anything shaped like an OpenAI key) from text."""
+
+    _KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]+")
+
+    def __init__(self, *secrets: str | None):
+        self.secrets = tuple(s for s in secrets if s and len(s) >= 4)
+
+    def __call__(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        for s in self.secrets:
+            text = text.replace(s, "[redacted]")
+        return self._KEYLIKE.sub(r"\1…[redacted]", text)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call: a user's profile with one or more candidates, for one repetition."""
+
+    key: str
+    qid: str
+    items: tuple[str, ...]
+    keys: tuple[str, ...] | None     # candidate keys in the prompt (None: one candidate)
+    repeat: int
+    messages: Messages
+    prompt_sha: str
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    model: str
+    base_url: str | None
+    api_key: str
+    timeout: float = 60.0
+    max_attempts: int = 6
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    structured: str = "auto"          # auto | on | off
+    params: Mapping[str, Any] = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:  # never print the key
+        return f"ClientSettings(model={self.model!r}, base_url={self.base_url!r}, api_key='[redacted]')"
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, message: str, retry_after: float | None = None, outcome=None):
+        super().__init__(message)
+        self.reason = reason
+        self.retry_after = retry_after
+        self.outcome = outcome
+
+
+class _Fatal(Exception):
+    pass
+
+
+def _retry_after(headers) -> float | None:
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _usage(resp_usage) -> Usage:
+    if resp_usage is None:
+        return Usage()
+    get = (lambda o, k: o.get(k) if isinstance(o, Mapping) else getattr(o, k, None))
+    pt = get(resp_usage, "prompt_tokens_details")
+    ct = get(resp_usage, "completion_tokens_details")
+    return Usage(int(get(resp_usage, "prompt_tokens") or 0), int((pt and get(pt, "cached_tokens")) or 0),
+                 int(get(resp_usage, "completion_tokens") or 0), int((ct and get(ct, "reasoning_tokens")) or 0))
+
+
+def outcome_from_answer(req: Request, template: Template, content: str | None, finish: str | None,
+                        refusal: str | None, usage: Usage, latency: float, attempts: int, via: str,
+                        mode: str) -> CallRecord:
+    """Parse an answer into a call record keyed by item id (status ok, partial or failed)."""
+    if refusal:
+        parsed = ParseResult({}, {k: "refused" for k in (req.keys or [SINGLE])})
+    else:
+        parsed = parse_answer(content, template.scale, req.keys, template.criteria, finish)
+    to_item = dict(zip(req.keys, req.items)) if req.keys is not None else {SINGLE: req.items[0]}
+    labels = {to_item[k]: v for k, v in parsed.labels.items() if k in to_item}
+    criteria = {to_item[k]: v for k, v in parsed.criteria.items() if k in to_item}
+    errors = {to_item[k]: v for k, v in parsed.errors.items() if k in to_item}
+    status = "ok" if not errors and len(labels) == len(req.items) else ("partial" if labels else "failed")
+    reason = None if status == "ok" else next(iter(errors.values()), "unparseable")
+    return CallRecord(req.key, req.qid, req.items, req.repeat, status, reason,
+                      None if status == "ok" else f"answer not usable: {reason}",
+                      content if content is not None else refusal, labels, criteria, errors, usage, latency,
+                      attempts, via, mode)
+
+
+class OpenAIJudgeClient:
+    """Async chat-completions client with bounded retries; one instance per judging run."""
+
+    def __init__(self, settings: ClientSettings, template: Template):
+        try:
+            import openai  # noqa: F401
+        except ImportError:  # pragma: no cover - a core dependency
+            from ..errors import MissingExtraError
+            raise MissingExtraError("openai", "llm", "the LLM judge") from None
+        from openai import AsyncOpenAI
+
+        self.settings = settings
+        self.template = template
+        self.redact = Redactor(settings.api_key)
+        self.params = dict(settings.params or {})
+        self._structured = settings.structured != "off"
+        # our own retry policy (tenacity) replaces the SDK's
+        self._client = AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
+                                   timeout=settings.timeout, max_retries=0)
+        self.attempts = 0  # HTTP requests sent, retries included
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    # chat ---------------------------------------------------------------------------------------
+    def body(self, req: Request, structured: bool | None = None) -> dict:
+        structured = self._structured if structured is None else structured
+        body: dict[str, Any] = {"model": self.settings.model, "messages": req.messages.as_openai()}
+        body.update({k: v for k, v in self.params.items() if k != "extra_body"})
+        if structured:
+            body["response_format"] = {"type": "json_schema", "json_schema": self.template.json_schema(req.keys)}
+        return body
+
+    async def _attempt(self, req: Request) -> CallRecord:
+        import openai
+
+        body = self.body(req)
+        extra = self.params.get("extra_body")
+        self.attempts += 1
+        start = time.perf_counter()
+        try:
+            resp = await self._client.chat.completions.create(**body, **({"extra_body": extra} if extra else {}))
+        except openai.APITimeoutError:
+            raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s") from None
+        except openai.APIConnectionError as exc:
+            raise _Retryable("connection", self.redact(f"connection error: {exc}")) from None
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            text = self.redact(f"HTTP {code}: {_error_text(exc)}")
+            if code in _RETRY_STATUS or code >= 500:
+                reason = "rate_limited" if code == 429 else ("server_error" if code >= 500 else f"http_{code}")
+                raise _Retryable(reason, text, _retry_after(exc.response.headers)) from None
+            if code in (400, 422) and self._structured and self.settings.structured == "auto" \
+                    and _mentions_response_format(exc):
+                log.warning("the endpoint rejected structured output (response_format); parsing text answers "
+                            "instead")
+                self._structured = False
+                return await self._attempt(req)
+            if code in _FATAL_STATUS:
+                raise _Fatal(_fatal_message(code, text, self.settings)) from None
+            return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", "bad_request", text,
+                              attempts=1)
+        latency = time.perf_counter() - start
+        choice = resp.choices[0] if resp.choices else None
+        message = choice.message if choice else None
+        content = message.content if message else None
+        refusal = getattr(message, "refusal", None) if message else None
+        rec = outcome_from_answer(req, self.template, content, choice.finish_reason if choice else None,
+                                  refusal, _usage(resp.usage), latency, 1, "chat",
+                                  "json_schema" if "response_format" in body else "text")
+        if rec.status != "ok":
+            raise _Retryable(rec.reason or "unparseable", rec.error or "answer not usable", outcome=rec)
+        return rec
+
+    async def call(self, req: Request) -> CallRecord:
+        """Ask until an answer parses or the attempts run out; never raises for one call's failure."""
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+        usage = Usage()
+        attempts = 0
+        last: _Retryable | None = None
+        started = time.perf_counter()
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.settings.max_attempts), wait=self._wait,
+                                 retry=retry_if_exception_type(_Retryable), reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    try:
+                        rec = await self._attempt(req)
+                    except _Retryable as exc:
+                        last = exc
+                        if exc.outcome is not None:
+                            usage = usage + exc.outcome.usage
+                        log.debug("%s attempt %d: %s", req.qid, attempts, exc)
+                        raise
+            return replace(rec, usage=usage + rec.usage, attempts=attempts,
+                           latency=time.perf_counter() - started)
+        except _Retryable:
+            assert last is not None
+            if last.outcome is not None:  # keep the last answer and any labels that did parse
+                return replace(last.outcome, usage=usage, attempts=attempts,
+                               latency=time.perf_counter() - started)
+            return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", last.reason, str(last),
+                              usage=usage, attempts=attempts, latency=time.perf_counter() - started)
+        except _Fatal as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _wait(self, retry_state) -> float:
+        import random
+
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        cap = self.settings.backoff_max
+        if isinstance(exc, _Retryable) and exc.retry_after is not None:
+            return min(exc.retry_after, cap)
+        # full jitter: uniform in [0, initial * 2^(n-1)], capped
+        return random.uniform(0, min(cap, self.settings.backoff_initial * 2 ** (retry_state.attempt_number - 1)))
+
+    # batch --------------------------------------------------------------------------------------
+    async def submit_batch(self, requests: Sequence[Request]) -> tuple[str, str]:
+        """Upload a JSONL of chat requests and create a batch; returns (batch id, input file id)."""
+        lines = []
+        structured = self.settings.structured != "off"
+        for req in requests:
+            body = self.body(req, structured)
+            if self.params.get("extra_body"):
+                body.update(self.params["extra_body"])
+            lines.append(json.dumps({"custom_id": req.key, "method": "POST", "url": "/v1/chat/completions",
+                                     "body": body}, separators=(",", ":")))
+        payload = ("\n".join(lines) + "\n").encode("utf-8")
+        f = await self._guard(lambda: self._client.files.create(
+            file=("recjudge-batch.jsonl", payload, "application/jsonl"), purpose="batch"))
+        batch = await self._guard(lambda: self._client.batches.create(
+            input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h"))
+        return batch.id, f.id
+
+    async def poll_batch(self, batch_id: str, interval: float,
+                         on_progress: Callable[[str, Any], None] | None = None):
+        """Wait for a batch to end; returns (status, output text, error text)."""
+        while True:
+            batch = await self._guard(lambda: self._client.batches.retrieve(batch_id))
+            if on_progress:
+                on_progress(batch.status, getattr(batch, "request_counts", None))
+            if batch.status in ("completed", "failed", "expired", "cancelled"):
+                break
+            await asyncio.sleep(interval)
+        out = err = ""
+        if getattr(batch, "output_file_id", None):
+            out = (await self._guard(lambda: self._client.files.content(batch.output_file_id))).text
+        if getattr(batch, "error_file_id", None):
+            err = (await self._guard(lambda: self._client.files.content(batch.error_file_id))).text
+        return batch.status, out, err
+
+    async def _guard(self, factory: Callable[[], Any]):
+        """Run a files/batches call with retries on transient errors; other errors stop the run."""
+        import openai
+
+        for attempt in range(1, self.settings.max_attempts + 1):
+            self.attempts += 1
+            try:
+                return await factory()
+            except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
+                    openai.InternalServerError) as exc:
+                if attempt == self.settings.max_attempts:
+                    raise ConfigError(self.redact(f"batch API call failed after {attempt} attempts: {exc}")) \
+                        from None
+                headers = getattr(getattr(exc, "response", None), "headers", None)
+                wait = _retry_after(headers)
+                await asyncio.sleep(min(self.settings.backoff_max, wait if wait is not None else
+                                        self.settings.backoff_initial * 2 ** (attempt - 1)))
+            except openai.APIStatusError as exc:
+                text = self.redact(f"HTTP {exc.status_code}: {_error_text(exc)}")
+                if exc.status_code in _FATAL_STATUS:
+                    raise ConfigError(_fatal_message(exc.status_code, text, self.settings)) from None
+                raise ConfigError(f"batch API call failed: {text}") from None
+        raise AssertionError("unreachable")
+
+    def batch_line(self, req: Request, line: Mapping) -> CallRecord:
+        """A call record from one line of a batch's output or error file."""
+        response = line.get("response") or {}
+        error = line.get("error")
+        code = response.get("status_code")
+        body = response.get("body") or {}
+        if error or code != 200:
+            msg = self.redact(json.dumps(error or body.get("error") or body)[:500])
+            reason = "rate_limited" if code == 429 else ("server_error" if code and code >= 500 else "batch_error")
+            return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", reason,
+                              f"HTTP {code}: {msg}", attempts=1, via="batch")
+        choice = (body.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        return outcome_from_answer(req, self.template, message.get("content"), choice.get("finish_reason"),
+                                   message.get("refusal"), _usage(body.get("usage")), 0.0, 1, "batch",
+                                   "json_schema" if self.settings.structured != "off" else "text")
+
+
+def _error_text(exc) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and inner.get("message"):
+            return str(inner["message"])[:300]
+    return str(getattr(exc, "message", exc))[:300]
+
+
+def _mentions_response_format(exc) -> bool:
+    return "response_format" in _error_text(exc).lower() or "json_schema" in _error_text(exc).lower()
+
+
+def _fatal_message(code: int, text: str, s: ClientSettings) -> str:
+    where = s.base_url or "the OpenAI API"
+    if code in (401, 403):
+        return (f"{where} refused the API key ({text}); set a valid key in the environment variable "
+                "named by --api-key-env (default OPENAI_API_KEY)")
+    return f"{where} answered {text}; check --model {s.model!r} and --base-url"

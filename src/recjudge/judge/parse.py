@@ -1,0 +1,148 @@
+"""Reading labels out of a model's answer: JSON, fenced JSON, or ``score: N`` text.
+
+Anything that does not yield an in-range integer for every expected candidate is a failure with a
+reason — never a label 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+__all__ = ["ParseResult", "parse_answer", "SINGLE"]
+
+SINGLE = "_"  # the key of the only candidate when a call judges one item
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+_SCORE = re.compile(r"(?:label|score|rating|interest|relevance|overall)\s*[\"']?\s*[:=]\s*(-?\d+(?:\.\d+)?)",
+                    re.I)
+_KEYED = re.compile(r"^\W*\[?(c\d+)\]?\W*(?:[a-z ]*[:=])?\s*(-?\d+(?:\.\d+)?)\s*$", re.I | re.M)
+_LABEL_KEYS = ("label", "score", "overall", "relevance", "interest", "rating")
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    labels: Mapping[str, int]
+    errors: Mapping[str, str] = field(default_factory=dict)  # key -> reason
+    criteria: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _json_candidates(text: str):
+    yield text
+    for m in _FENCE.finditer(text):
+        yield m.group(1)
+    start = text.find("{")
+    if start >= 0:
+        end = text.rfind("}")
+        if end > start:
+            yield text[start:end + 1]
+
+
+def _load_json(text: str):
+    for chunk in _json_candidates(text.strip()):
+        try:
+            return json.loads(chunk), True
+        except (json.JSONDecodeError, ValueError):
+            continue
+    return None, False
+
+
+def _as_int(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+(?:\.0+)?\s*", value):
+        return int(float(value))
+    return None
+
+
+def _one(value, criteria: Sequence[str]) -> tuple[int | None, dict[str, int], str | None]:
+    """A label (and criteria) from one answer value; the reason when it is not usable."""
+    crit: dict[str, int] = {}
+    if isinstance(value, Mapping):
+        if criteria:
+            src = value.get("criteria", value)
+            if isinstance(src, Mapping):
+                for c in criteria:
+                    v = _as_int(src.get(c))
+                    if v is None:
+                        return None, crit, "missing_criterion"
+                    crit[c] = v
+        raw = next((value[k] for k in _LABEL_KEYS if k in value), None)
+        if raw is None:
+            return None, crit, "unparseable"
+        value = raw
+    label = _as_int(value)
+    if label is None:
+        return None, crit, "unparseable"
+    return label, crit, None
+
+
+def parse_answer(text: str | None, scale: tuple[int, int], keys: Sequence[str] | None = None,
+                 criteria: Sequence[str] = (), finish_reason: str | None = None) -> ParseResult:
+    """Labels for ``keys`` (or the single candidate, keyed :data:`SINGLE`) from an answer text."""
+    expected = list(keys) if keys is not None else [SINGLE]
+    lo, hi = scale
+
+    def fail(reason: str) -> ParseResult:
+        return ParseResult({}, {k: reason for k in expected})
+
+    if text is None or not text.strip():
+        return fail("truncated" if finish_reason == "length" else "empty")
+    obj, is_json = _load_json(text)
+    values: dict[str, object] = {}
+    if is_json:
+        if keys is None:
+            values[SINGLE] = obj
+        elif isinstance(obj, Mapping):
+            inner = obj.get("labels", obj.get("judgments", obj))
+            if isinstance(inner, Mapping):
+                values = {str(k): v for k, v in inner.items()}
+            elif isinstance(inner, list):
+                obj = inner
+        if keys is not None and isinstance(obj, list):
+            for entry in obj:
+                if isinstance(entry, Mapping):
+                    k = next((entry[n] for n in ("key", "item", "id", "candidate") if n in entry), None)
+                    if k is not None:
+                        values[str(k)] = entry
+    else:
+        if keys is None:
+            m = _SCORE.search(text)
+            if m:
+                values[SINGLE] = m.group(1)
+            elif re.fullmatch(r"\s*-?\d+\s*\.?\s*", text):
+                values[SINGLE] = text.strip().rstrip(".")
+        else:
+            values = {m.group(1).lower(): m.group(2) for m in _KEYED.finditer(text)}
+        if criteria:
+            values = {}  # criteria answers must be JSON
+    if not values:
+        return fail("truncated" if finish_reason == "length" else "unparseable")
+    labels: dict[str, int] = {}
+    crits: dict[str, dict[str, int]] = {}
+    errors: dict[str, str] = {}
+    for k in expected:
+        if k not in values:
+            errors[k] = "missing_item"
+            continue
+        label, crit, reason = _one(values[k], criteria)
+        if reason is None and not lo <= label <= hi:
+            reason = "out_of_range"
+        if reason is None and any(not lo <= v <= hi for v in crit.values()):
+            reason = "out_of_range"
+        if reason is not None:
+            errors[k] = reason
+            continue
+        labels[k] = label
+        if crit:
+            crits[k] = crit
+    return ParseResult(labels, errors, crits)

@@ -1,0 +1,303 @@
+"""Profiles: a user's sampled rated history (or a query's text) and the items rendered with chosen fields.
+
+Field sets are named as in Penha et al. 2025, Table 3 (``title``, ``title+genres``, …, ``all``); any
+``+``-joined list of known fields works too. A field the collection lacks is an error. Average
+rating and number of ratings are derived from the interactions given as history (a split's
+training part), never from held-out ratings.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Mapping, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._io import read_text
+from ..errors import ConfigError, InputError
+from ..trec import hash_keys
+
+__all__ = [
+    "METADATA_FIELDS",
+    "DERIVED_FIELDS",
+    "FIELD_SETS",
+    "SAMPLINGS",
+    "parse_fields",
+    "HistoryProfiles",
+    "QueryProfiles",
+    "ProfileSource",
+    "read_topics",
+    "candidates_block",
+]
+
+METADATA_FIELDS = ("title", "year", "genres", "directors", "cast", "overview", "runtime", "languages")
+DERIVED_FIELDS = ("avg_rating", "num_ratings")
+ALL_FIELDS = METADATA_FIELDS + DERIVED_FIELDS
+FIELD_SETS: Mapping[str, tuple[str, ...]] = {
+    "title": ("title",),
+    "title+genres": ("title", "genres"),
+    "title+directors": ("title", "directors"),
+    "title+overview": ("title", "overview"),
+    "title+cast": ("title", "cast"),
+    "title+runtime": ("title", "runtime"),
+    "title+num_ratings": ("title", "num_ratings"),
+    "title+year": ("title", "year"),
+    "title+languages": ("title", "languages"),
+    "title+avg_rating": ("title", "avg_rating"),
+    "all": ALL_FIELDS,
+}
+SAMPLINGS = ("random", "recent")
+_LABELS = {
+    "title": "Title", "year": "Year", "genres": "Genres", "directors": "Directors", "cast": "Cast",
+    "overview": "Overview", "runtime": "Runtime", "languages": "Languages",
+    "avg_rating": "Average rating", "num_ratings": "Number of ratings",
+}
+
+
+def parse_fields(spec: str | Sequence[str]) -> tuple[str, ...]:
+    """A named field set, a ``+``-joined list of fields, or a sequence of field names."""
+    if isinstance(spec, str):
+        if spec in FIELD_SETS:
+            return FIELD_SETS[spec]
+        names = tuple(s.strip() for s in spec.split("+"))
+    else:
+        names = tuple(spec)
+    unknown = [n for n in names if n not in ALL_FIELDS]
+    if unknown or not names:
+        raise ConfigError(f"unknown field(s) {unknown or [spec]!r}: choose a field set "
+                          f"({', '.join(FIELD_SETS)}) or join fields with '+' from {', '.join(ALL_FIELDS)}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"field list {spec!r} names a field twice")
+    return names
+
+
+def _format(field: str, value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "unknown"
+    if isinstance(value, (tuple, list, np.ndarray)):
+        return ", ".join(str(v) for v in value) if len(value) else "unknown"
+    if field in ("year", "num_ratings"):
+        return str(int(value))
+    if field == "runtime":
+        return f"{int(round(float(value)))} min"
+    if field == "avg_rating":
+        return f"{float(value):.2f}/5"
+    return " ".join(str(value).split())  # one line per item
+
+
+def _fmt_rating(r: float) -> str:
+    return f"{r:g}"
+
+
+def candidates_block(lines: Sequence[str], keys: Sequence[str] | None) -> str:
+    """The rendered candidates: one without a key, or several as ``[c1] …`` lines."""
+    if keys is None:
+        (line,) = lines
+        return f"Candidate item:\n{line}"
+    return "Candidate items:\n" + "\n".join(f"[{k}] {line}" for k, line in zip(keys, lines))
+
+
+class ProfileSource(Protocol):
+    kind: str
+
+    def has(self, qid: str) -> bool: ...
+
+    def profile_text(self, qid: str, exclude: Sequence[str] = ()) -> str: ...
+
+    def render_item(self, item: str) -> str: ...
+
+    def knows_item(self, item: str) -> bool: ...
+
+    def provenance(self) -> dict: ...
+
+
+@dataclass(frozen=True)
+class _History:
+    items: np.ndarray      # in sampling preference order (first = most preferred)
+    ratings: np.ndarray
+    order_key: np.ndarray  # presentation order (chronological)
+
+
+class HistoryProfiles:
+    """Users' rated histories, sampled and rendered.
+
+    ``history`` is the interactions used as history (``split.train``); it defaults to all of the
+    collection's interactions. ``sampling='random'`` takes a seeded sample of ``size`` rated items
+    (the same sample for every candidate of the user); ``'recent'`` takes the latest ``size``. Items
+    being judged in a request are left out of the sample so a candidate's own rating never leaks.
+    Sampled items are shown oldest first.
+    """
+
+    kind = "history"
+
+    def __init__(self, collection, fields: str | Sequence[str] = "title+genres", size: int = 50,
+                 history: pd.DataFrame | None = None, sampling: str = "random", seed: int = 0):
+        if sampling not in SAMPLINGS:
+            raise ConfigError(f"unknown history sampling {sampling!r}; choose {' or '.join(SAMPLINGS)}")
+        if int(size) < 1:
+            raise ConfigError(f"profile size must be at least 1, got {size}")
+        self.fields = parse_fields(fields)
+        self.field_spec = fields if isinstance(fields, str) else "+".join(self.fields)
+        self.size = int(size)
+        self.sampling = sampling
+        self.seed = int(seed)
+        self.collection_name = collection.name
+        history = collection.interactions if history is None else history
+        items = collection.items
+        missing = [f for f in self.fields if f in METADATA_FIELDS and f not in items.columns]
+        if missing:
+            raise ConfigError(
+                f"collection {collection.name!r} has no {', '.join(missing)} field(s), which field set "
+                f"{self.field_spec!r} needs; its fields are {', '.join(map(str, items.columns)) or 'none'}. "
+                "Choose a field set this collection supports")
+        table = pd.DataFrame(index=items.index.astype(str))
+        for f in self.fields:
+            if f in METADATA_FIELDS:
+                table[f] = items[f].to_numpy()
+        if set(DERIVED_FIELDS) & set(self.fields):
+            stats = history.groupby(history["item"].astype(str))["rating"].agg(["mean", "size"])
+            if "avg_rating" in self.fields:
+                table["avg_rating"] = stats["mean"].reindex(table.index).to_numpy()
+            if "num_ratings" in self.fields:
+                table["num_ratings"] = stats["size"].reindex(table.index).fillna(0).to_numpy()
+        self._table = table
+        self._lines: dict[str, str] = {}
+        self._histories = self._index(history)
+
+    def _index(self, history: pd.DataFrame) -> dict[str, _History]:
+        h = history[["user", "item", "rating", "timestamp"]].copy()
+        h["user"] = h["user"].astype(str)
+        h["item"] = h["item"].astype(str)
+        key = hash_keys(h["user"].to_numpy(), h["item"].to_numpy(), self.seed)
+        ts = pd.to_numeric(h["timestamp"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
+        h["hk"] = key
+        h["ts"] = ts
+        out: dict[str, _History] = {}
+        for user, g in h.groupby("user", sort=False):
+            items = g["item"].to_numpy()
+            ratings = g["rating"].to_numpy(dtype=float)
+            hk = g["hk"].to_numpy()
+            t = g["ts"].to_numpy()
+            if self.sampling == "random":
+                pref = np.argsort(hk, kind="stable")
+            else:
+                pref = np.lexsort((hk, -t))  # newest first, hash among equal times
+            chrono = np.empty(len(items), dtype=np.int64)
+            chrono[np.lexsort((hk, t))] = np.arange(len(items))
+            out[user] = _History(items[pref], ratings[pref], chrono[pref])
+        return out
+
+    def has(self, qid: str) -> bool:
+        return qid in self._histories
+
+    def knows_item(self, item: str) -> bool:
+        return item in self._table.index
+
+    def render_item(self, item: str) -> str:
+        line = self._lines.get(item)
+        if line is None:
+            row = self._table.loc[item]
+            line = " | ".join(f"{_LABELS[f]}: {_format(f, row[f])}" for f in self.fields)
+            self._lines[item] = line
+        return line
+
+    def sample(self, qid: str, exclude: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """The sampled (item, rating) pairs of a user, oldest first."""
+        h = self._histories[qid]
+        skip = set(exclude)
+        picked = []
+        for i, item in enumerate(h.items):
+            if item in skip or item not in self._table.index:
+                continue
+            picked.append(i)
+            if len(picked) == self.size:
+                break
+        picked.sort(key=lambda i: h.order_key[i])
+        return [(str(h.items[i]), float(h.ratings[i])) for i in picked]
+
+    def profile_text(self, qid: str, exclude: Sequence[str] = ()) -> str:
+        return "\n".join(f"- {self.render_item(item)} | Rating: {_fmt_rating(r)}"
+                         for item, r in self.sample(qid, exclude))
+
+    def user_history(self, qid: str) -> list[tuple[str, float]]:
+        """Every rated item of a user (no sampling), for the offline judges."""
+        h = self._histories.get(qid)
+        if h is None:
+            return []
+        return [(str(i), float(r)) for i, r in zip(h.items, h.ratings)]
+
+    def provenance(self) -> dict:
+        return {"kind": "history", "collection": self.collection_name, "fields": list(self.fields),
+                "field_set": self.field_spec, "profile_size": self.size, "sampling": self.sampling,
+                "seed": self.seed}
+
+
+class QueryProfiles:
+    """Queries as profiles: ``{profile}`` is the query's text; candidates are rendered like items."""
+
+    kind = "query"
+
+    def __init__(self, topics: Mapping[str, str], collection, fields: str | Sequence[str] = "title",
+                 source: str = "<topics>"):
+        self.topics = {str(k): v for k, v in topics.items()}
+        self.source = source
+        self._items = HistoryProfiles(collection, fields=fields, size=1,
+                                      history=collection.interactions.iloc[:0]
+                                      if set(DERIVED_FIELDS).isdisjoint(parse_fields(fields))
+                                      else collection.interactions)
+        self.fields = self._items.fields
+
+    def has(self, qid: str) -> bool:
+        return qid in self.topics
+
+    def knows_item(self, item: str) -> bool:
+        return self._items.knows_item(item)
+
+    def render_item(self, item: str) -> str:
+        return self._items.render_item(item)
+
+    def profile_text(self, qid: str, exclude: Sequence[str] = ()) -> str:
+        return self.topics[qid]
+
+    def provenance(self) -> dict:
+        return {"kind": "query", "topics": os.path.basename(self.source), "fields": list(self.fields),
+                "queries": len(self.topics)}
+
+
+def read_topics(source) -> dict[str, str]:
+    """Topics as ``qid<TAB>text`` lines, or JSON lines with ``qid``/``query_id`` and ``text``/``query``."""
+    import json
+
+    name, text = read_text(source, "topics file")
+    topics: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(name, f"invalid JSON: {exc.msg}", "write one JSON object per line",
+                                 line=number) from None
+            qid = obj.get("qid", obj.get("query_id"))
+            body = obj.get("text", obj.get("query"))
+            if qid is None or not isinstance(body, str):
+                raise InputError(name, "a JSON topic needs 'qid' (or 'query_id') and 'text' (or 'query')",
+                                 "add both keys", line=number)
+        else:
+            qid, sep, body = line.partition("\t")
+            if not sep:
+                raise InputError(name, "expected 'qid<TAB>query text'", "separate the id and text by a tab",
+                                 line=number)
+        qid, body = str(qid).strip(), " ".join(str(body).split())
+        if not qid or not body:
+            raise InputError(name, "empty query id or text", "give both", line=number)
+        if qid in topics:
+            raise InputError(name, f"query {qid!r} appears twice", "keep one line per query", line=number)
+        topics[qid] = body
+    if not topics:
+        raise InputError(name, "no topics", "write one 'qid<TAB>text' line per query")
+    return topics

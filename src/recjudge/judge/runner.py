@@ -1,0 +1,741 @@
+"""Judging pairs: configuration, the judge registry, the LLM run loop, aggregation and outputs."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import math
+import os
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._io import atomic_write, write_json
+from ..errors import ConfigError, InputError
+from ..trec import Qrels, write_qrels
+from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
+from .client import GENERATION_PARAMS, ClientSettings, OpenAIJudgeClient, Request
+from .profile import HistoryProfiles, ProfileSource, QueryProfiles, candidates_block
+from .prompts import Template, load_template, template_provenance
+from .select import Pair
+
+__all__ = [
+    "JudgeConfig", "Judgment", "JudgeResult", "Summary", "Agreement", "JudgeSpec", "JudgeContext",
+    "register_judge", "get_judge", "judge_names", "judge_pairs", "aggregate_labels", "repeat_agreement",
+    "estimate_tokens", "load_prices", "AGGREGATIONS",
+]
+
+log = logging.getLogger("recjudge.judge")
+AGGREGATIONS = ("mean", "mode")
+STRUCTURED = ("auto", "on", "off")
+
+
+# ------------------------------------------------------------------------------------ configuration
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything that decides a judgment. Unknown keys are rejected (:meth:`from_dict`)."""
+
+    judge: str = "openai"
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    prompt: str = "baseline"
+    fields: str = "title+genres"
+    profile_size: int = 50
+    sampling: str = "random"
+    seed: int = 0
+    repeats: int = 1
+    aggregate: str = "mean"
+    items_per_call: int = 1
+    concurrency: int = 8
+    timeout: float = 60.0
+    max_attempts: int = 6
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    structured: str = "auto"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    max_calls: int | None = None
+    max_cost: float | None = None
+    prices: str | None = None
+    batch: bool = False
+    batch_poll: float = 30.0
+    dry_run: bool = False
+
+    def __post_init__(self):
+        checks = [
+            (self.profile_size >= 1, f"profile_size must be at least 1, got {self.profile_size}"),
+            (self.repeats >= 1, f"repeats must be at least 1, got {self.repeats}"),
+            (self.items_per_call >= 1, f"items_per_call must be at least 1, got {self.items_per_call}"),
+            (self.concurrency >= 1, f"concurrency must be at least 1, got {self.concurrency}"),
+            (self.max_attempts >= 1, f"max_attempts must be at least 1, got {self.max_attempts}"),
+            (self.timeout > 0, f"timeout must be positive, got {self.timeout}"),
+            (self.aggregate in AGGREGATIONS, f"aggregate must be one of {', '.join(AGGREGATIONS)}"),
+            (self.structured in STRUCTURED, f"structured must be one of {', '.join(STRUCTURED)}"),
+            (self.max_calls is None or self.max_calls >= 0, "max_calls must be 0 or more"),
+            (self.max_cost is None or self.max_cost >= 0, "max_cost must be 0 or more"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+        unknown = sorted(set(self.params) - set(GENERATION_PARAMS))
+        if unknown:
+            raise ConfigError(f"unknown generation parameter(s) {', '.join(unknown)}; "
+                              f"pass-through parameters are {', '.join(GENERATION_PARAMS)}")
+        object.__setattr__(self, "params", dict(self.params))
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> JudgeConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown judge setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**values)
+
+    def replace(self, **changes) -> JudgeConfig:
+        return dataclasses.replace(self, **changes)
+
+    def key_params(self) -> dict[str, Any]:
+        """The generation parameters that enter the cache key."""
+        return {"structured": self.structured, **self.params}
+
+
+# ------------------------------------------------------------------------------------------ records
+
+@dataclass(frozen=True)
+class Judgment:
+    """One (user, item) pair: the aggregated label (None when every repeat failed) and its evidence."""
+
+    qid: str
+    docid: str
+    label: int | None
+    status: str                                  # ok | failed
+    reason: str | None
+    repeat_labels: tuple[int | None, ...]
+    repeat_reasons: tuple[str | None, ...] = ()
+    criteria: tuple[Mapping[str, int] | None, ...] = ()
+    from_cache: int = 0                          # repeats answered from the cache
+    usage: Usage = Usage()                       # this pair's share of its calls' tokens
+    score: float | None = None                   # the offline judges' raw score
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement between repeats over pairs with at least two successful repeats."""
+
+    repeats: int
+    pairs: int
+    all_equal: float
+    pairwise_exact: float
+    alpha_interval: float
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Summary:
+    judge: str
+    kind: str
+    pairs: int
+    judged: int
+    failures: Mapping[str, int]
+    planned_calls: int
+    calls: int
+    attempts: int
+    cache_hits: int
+    skipped_calls: int
+    stopped: str | None
+    usage: Usage
+    cost: float | None
+    estimated_input_tokens: int
+    estimated_cost: float | None
+    dry_run: bool
+    elapsed: float
+    agreement: Agreement | None = None
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["usage"] = self.usage.as_dict()
+        return d
+
+    def format(self) -> str:
+        rows = [("pairs", f"{self.pairs:,}"), ("judged", f"{self.judged:,}")]
+        failed = self.pairs - self.judged
+        rows.append(("failed", f"{failed:,}" + (" (" + ", ".join(
+            f"{r}: {n:,}" for r, n in sorted(self.failures.items(), key=lambda x: -x[1])) + ")"
+            if self.failures else "")))
+        if self.kind == "llm":
+            rows += [("calls planned", f"{self.planned_calls:,}"), ("cache hits", f"{self.cache_hits:,}")]
+            if self.dry_run:
+                rows += [("calls to make", f"{self.planned_calls - self.cache_hits:,}"),
+                         ("est. input tokens", f"{self.estimated_input_tokens:,} (≈4 characters per token)"),
+                         ("est. cost", _money(self.estimated_cost))]
+            else:
+                rows += [("calls made", f"{self.calls:,} ({self.attempts:,} HTTP requests)"),
+                         ("tokens", f"prompt {self.usage.prompt:,} (cached {self.usage.cached:,}), "
+                                    f"completion {self.usage.completion:,} (reasoning {self.usage.reasoning:,})"),
+                         ("cost", _money(self.cost))]
+            if self.skipped_calls:
+                rows.append(("not asked", f"{self.skipped_calls:,} calls ({self.stopped})"))
+        if self.agreement is not None:
+            a = self.agreement
+            rows.append(("repeat agreement", f"{a.repeats} repeats over {a.pairs:,} pairs: all equal "
+                                             f"{a.all_equal:.3f}, pairwise exact {a.pairwise_exact:.3f}, "
+                                             f"Krippendorff alpha (interval) {a.alpha_interval:.3f}"))
+        rows.append(("time", f"{self.elapsed:.1f} s"))
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _money(x: float | None) -> str:
+    return "unknown (no price for this model; see --prices)" if x is None else f"${x:,.4f}"
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    name: str
+    judgments: tuple[Judgment, ...]
+    summary: Summary
+    provenance: Mapping[str, Any]
+
+    @property
+    def labels(self) -> dict[tuple[str, str], int]:
+        return {(j.qid, j.docid): j.label for j in self.judgments if j.label is not None}
+
+    def qrels(self) -> Qrels | None:
+        """Integer labels of the judged pairs; failed pairs are absent (never 0)."""
+        rows = [(j.qid, j.docid, int(j.label)) for j in self.judgments if j.label is not None]
+        if not rows:
+            return None
+        return Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "label"]), self.name)
+
+    def write(self, qrels_path: str | os.PathLike, judgments_path: str | os.PathLike | None = None,
+              summary_path: str | os.PathLike | None = None) -> dict[str, Path]:
+        """Write qrels, the judgments JSONL and a summary JSON, each atomically."""
+        qrels_path = Path(qrels_path)
+        stem = qrels_path.name[: -len(".qrels")] if qrels_path.name.endswith(".qrels") else qrels_path.stem
+        judgments_path = Path(judgments_path or qrels_path.with_name(stem + ".judgments.jsonl"))
+        summary_path = Path(summary_path or qrels_path.with_name(stem + ".summary.json"))
+        out: dict[str, Path] = {}
+        qrels = self.qrels()
+        if qrels is not None:
+            out["qrels"] = write_qrels(qrels, qrels_path)
+        prov = dict(self.provenance)
+        with atomic_write(judgments_path) as fh:
+            for j in self.judgments:
+                fh.write(json.dumps({
+                    "qid": j.qid, "docid": j.docid, "label": j.label, "status": j.status, "reason": j.reason,
+                    "repeat_labels": list(j.repeat_labels), "repeat_reasons": list(j.repeat_reasons),
+                    **({"criteria": list(j.criteria)} if any(c for c in j.criteria) else {}),
+                    **({"score": j.score} if j.score is not None else {}),
+                    "from_cache": j.from_cache, "usage": j.usage.as_dict(), "provenance": prov,
+                }, separators=(",", ":")) + "\n")
+        out["judgments"] = judgments_path
+        write_json(summary_path, {"summary": self.summary.as_dict(), "provenance": prov})
+        out["summary"] = summary_path
+        return out
+
+
+# ---------------------------------------------------------------------------------------- registry
+
+@dataclass(frozen=True)
+class JudgeContext:
+    pairs: tuple[Pair, ...]
+    collection: Any
+    profiles: ProfileSource
+    config: JudgeConfig
+    cache_path: Path | None
+    name: str
+    history: pd.DataFrame | None = None
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A judge: ``kind`` is ``llm`` or ``baseline`` (a non-LLM reference, declared as such in outputs)."""
+
+    name: str
+    kind: str
+    description: str
+    run: Callable[[JudgeContext], JudgeResult]
+
+
+_JUDGES: dict[str, JudgeSpec] = {}
+
+
+def register_judge(spec: JudgeSpec) -> JudgeSpec:
+    if spec.name in _JUDGES:
+        raise ValueError(f"a judge named {spec.name!r} is already registered")
+    if spec.kind not in ("llm", "baseline"):
+        raise ValueError(f"judge kind must be 'llm' or 'baseline', got {spec.kind!r}")
+    _JUDGES[spec.name] = spec
+    return spec
+
+
+def get_judge(name: str) -> JudgeSpec:
+    _ensure_builtin()
+    try:
+        return _JUDGES[name]
+    except KeyError:
+        raise ConfigError(f"unknown judge {name!r}; choose one of {', '.join(judge_names())}") from None
+
+
+def judge_names() -> tuple[str, ...]:
+    _ensure_builtin()
+    return tuple(_JUDGES)
+
+
+def _ensure_builtin() -> None:
+    if "openai" not in _JUDGES:
+        register_judge(JudgeSpec("openai", "llm", "an LLM behind any OpenAI-compatible endpoint", _run_llm))
+        from . import baselines  # noqa: F401  (registers overlap and popularity)
+
+
+# ------------------------------------------------------------------------------------------ entry
+
+def judge_pairs(pairs: Iterable[Pair | tuple[str, str]], collection=None, config: JudgeConfig | None = None,
+                *, cache_path: str | os.PathLike | None = None, history: pd.DataFrame | None = None,
+                topics: Mapping[str, str] | None = None, topics_source: str = "<topics>",
+                name: str = "judge", progress: Callable[[str], None] | None = None) -> JudgeResult:
+    """Judge (user, item) pairs with the judge ``config.judge`` names.
+
+    ``history`` is the interactions used as profiles (a split's ``train``; default: all of the
+    collection's). ``topics`` (qid -> text) replaces histories with queries. ``cache_path`` is the
+    SQLite cache that makes re-runs resume; without it answers are kept in memory only.
+    """
+    config = config or JudgeConfig()
+    spec = get_judge(config.judge)
+    pairs = tuple(Pair(str(q), str(d)) for q, d in pairs)
+    if len(set(pairs)) != len(pairs):
+        raise ConfigError("the pairs to judge hold duplicates; select them with select_pairs")
+    if collection is None:
+        raise ConfigError("judging needs a collection (item metadata)")
+    if topics is not None:
+        profiles: ProfileSource = QueryProfiles(topics, collection, config.fields, source=topics_source)
+    else:
+        profiles = HistoryProfiles(collection, config.fields, config.profile_size, history=history,
+                                   sampling=config.sampling, seed=config.seed)
+    ctx = JudgeContext(pairs, collection, profiles, config, Path(cache_path) if cache_path else None, name,
+                       history, progress)
+    return spec.run(ctx)
+
+
+# ------------------------------------------------------------------------------------- aggregation
+
+def aggregate_labels(labels: Sequence[int], how: str = "mean") -> int:
+    """``mean``: the mean rounded half up (2.5 -> 3). ``mode``: the most frequent label; among tied
+    modes the one closest to the mean, then the lower."""
+    if not labels:
+        raise ValueError("no labels to aggregate")
+    mean = sum(labels) / len(labels)
+    if how == "mean":
+        return int(math.floor(mean + 0.5))
+    if how == "mode":
+        counts = Counter(labels)
+        top = max(counts.values())
+        return min((v for v, n in counts.items() if n == top), key=lambda v: (abs(v - mean), v))
+    raise ConfigError(f"aggregate must be one of {', '.join(AGGREGATIONS)}")
+
+
+def repeat_agreement(rows: Sequence[Sequence[int | None]]) -> Agreement | None:
+    """Share of pairs whose repeats all agree, mean pairwise exact agreement, Krippendorff's alpha
+    (interval metric) over units with at least two values."""
+    units = [[v for v in r if v is not None] for r in rows]
+    units = [u for u in units if len(u) >= 2]
+    if not units:
+        return None
+    all_equal = float(np.mean([len(set(u)) == 1 for u in units]))
+    exact = []
+    for u in units:
+        m = len(u)
+        same = sum(c * (c - 1) for c in Counter(u).values())
+        exact.append(same / (m * (m - 1)))
+    values = np.concatenate([np.asarray(u, dtype=float) for u in units])
+    n = len(values)
+    # sum over ordered pairs i != j of (a - b)^2 = 2 (m * sum(v^2) - (sum v)^2)
+    d_o = sum(2 * (len(u) * np.sum(np.square(u)) - np.sum(u) ** 2) / (len(u) - 1) for u in
+              (np.asarray(x, dtype=float) for x in units)) / n
+    d_e = 2 * (n * np.sum(values ** 2) - np.sum(values) ** 2) / (n * (n - 1))
+    alpha = 1.0 - d_o / d_e if d_e > 0 else (1.0 if d_o == 0 else float("nan"))
+    return Agreement(max(len(r) for r in rows), len(units), all_equal, float(np.mean(exact)), float(alpha))
+
+
+# ------------------------------------------------------------------------------------ cost and tokens
+
+def estimate_tokens(text: str) -> int:
+    """Input tokens without a tokenizer: ≈ 4 characters per token, OpenAI's rule of thumb for English
+    text (it overestimates for plain English with BPE tokenizers of 200k vocabularies and
+    underestimates for digits and non-Latin scripts; good to ±25% for budgeting)."""
+    return (len(text) + 3) // 4
+
+
+def estimate_messages_tokens(system: str, user: str) -> int:
+    return estimate_tokens(system) + estimate_tokens(user) + 3 * 2 + 3  # per-message and reply priming
+
+
+def load_prices(path: str | os.PathLike | None = None) -> dict[str, dict[str, float]]:
+    """Built-in prices (USD per million tokens) updated with a user file of the same shape."""
+    builtin = json.loads((Path(__file__).with_name("prices.json")).read_text("utf-8"))
+    table = {k: v for k, v in builtin.items() if not k.startswith("_")}
+    if path is not None:
+        p = Path(path)
+        try:
+            user = json.loads(p.read_text("utf-8"))
+        except FileNotFoundError:
+            raise InputError(str(p), "price table not found", "check the path") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(str(p), f"invalid JSON: {exc.msg}", "write {\"MODEL\": {\"input\": USD_PER_MTOK, "
+                             "\"output\": USD_PER_MTOK}}", line=exc.lineno) from None
+        for model, entry in user.items():
+            if model.startswith("_"):
+                continue
+            if not isinstance(entry, dict) or not {"input", "output"} <= set(entry) or \
+                    set(entry) - {"input", "cached_input", "output"}:
+                raise InputError(str(p), f"model {model!r}: expected keys input, output and optionally "
+                                 "cached_input (USD per million tokens)", "fix the entry")
+            table[model] = {k: float(v) for k, v in entry.items()}
+    return table
+
+
+def _cost(usage: Usage, price: Mapping[str, float] | None) -> float | None:
+    if price is None:
+        return None
+    cached_price = price.get("cached_input", price["input"])
+    return ((usage.prompt - usage.cached) * price["input"] + usage.cached * cached_price
+            + usage.completion * price["output"]) / 1e6
+
+
+# --------------------------------------------------------------------------------------- LLM judge
+
+def _api_key(config: JudgeConfig) -> str:
+    key = os.environ.get(config.api_key_env)
+    if key:
+        return key
+    if config.base_url:
+        return "not-needed"  # local servers (vLLM, Ollama, llama.cpp) usually ignore the key
+    raise ConfigError(f"no API key: set the environment variable {config.api_key_env} "
+                      "(or name another with --api-key-env), or point --base-url at a server that needs none")
+
+
+def _output_estimate(template: Template, n_items: int) -> int:
+    per_item = 8 + 6 * len(template.criteria)
+    return 10 + per_item * n_items
+
+
+class _Budget:
+    def __init__(self, config: JudgeConfig, price):
+        self.max_calls = config.max_calls
+        self.max_cost = config.max_cost
+        self.price = price
+        self.started = 0
+        self.spent = 0.0
+        self.reserved = 0.0
+        self.stopped: str | None = None
+
+    def take(self, est_cost: float, retry: bool = False) -> bool:
+        if self.stopped:
+            return False
+        if not retry and self.max_calls is not None and self.started >= self.max_calls:
+            self.stopped = f"--max-calls {self.max_calls} reached"
+            return False
+        if self.max_cost is not None and self.spent + self.reserved + est_cost > self.max_cost:
+            self.stopped = f"--max-cost ${self.max_cost:g} would be exceeded"
+            return False
+        self.started += not retry
+        self.reserved += est_cost
+        return True
+
+    def settle(self, est_cost: float, usage: Usage) -> None:
+        self.reserved -= est_cost
+        self.spent += _cost(usage, self.price) or 0.0
+
+
+def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: Sequence[str],
+                       key_params: Mapping) -> Iterator[Request]:
+    m = ctx.config.items_per_call
+    for start in range(0, len(items), m):
+        chunk = tuple(items[start:start + m])
+        keys = None if m == 1 else tuple(f"c{i + 1}" for i in range(len(chunk)))
+        profile = ctx.profiles.profile_text(qid, exclude=chunk)
+        cands = candidates_block([ctx.profiles.render_item(i) for i in chunk], keys)
+        messages = template.render(profile, cands, keys)
+        psha = prompt_hash(messages.system + "\x00" + messages.user)
+        for r in range(ctx.config.repeats):
+            yield Request(cache_key(template.sha256, ctx.config.model, key_params, psha, r), qid, chunk, keys,
+                          r, messages, psha)
+
+
+def _run_llm(ctx: JudgeContext) -> JudgeResult:
+    config = ctx.config
+    template = load_template(config.prompt)
+    if template.profile_kind != ctx.profiles.kind:
+        need = "--topics (queries as profiles)" if template.profile_kind == "query" else "user histories"
+        raise ConfigError(f"prompt template {template.name!r} expects {template.profile_kind} profiles: "
+                          f"use it with {need}, or choose a template for {ctx.profiles.kind} profiles")
+    return asyncio.run(_LLMRun(ctx, template).run())
+
+
+class _LLMRun:
+    def __init__(self, ctx: JudgeContext, template: Template):
+        self.ctx = ctx
+        self.config = ctx.config
+        self.template = template
+        self.prices = load_prices(self.config.prices)
+        self.price = self.prices.get(self.config.model)
+        if self.config.max_cost is not None and self.price is None and not self.config.dry_run:
+            raise ConfigError(f"--max-cost needs a price for model {self.config.model!r}; add it to a price table "
+                              "passed with --prices (USD per million tokens: input, cached_input, output)")
+        self.key_params = self.config.key_params()
+        self.results: dict[str, CallRecord] = {}
+        self.hits = 0
+        self.planned = 0
+        self.skipped = 0
+        self.est_tokens = 0
+        self.est_cost = 0.0
+        self.calls = 0
+        self.pre_failed: dict[Pair, str] = {}
+        self.budget = _Budget(self.config, self.price)
+        self._reserved: dict[str, float] = {}
+
+    def _plan(self) -> Iterator[tuple[str, list[str]]]:
+        by_user: dict[str, list[str]] = defaultdict(list)
+        for p in self.ctx.pairs:
+            if not self.ctx.profiles.has(p.qid):
+                self.pre_failed[p] = "no_profile"
+            elif not self.ctx.profiles.knows_item(p.docid):
+                self.pre_failed[p] = "unknown_item"
+            else:
+                by_user[p.qid].append(p.docid)
+        yield from by_user.items()
+
+    def _est(self, req: Request) -> tuple[int, float]:
+        tokens = estimate_messages_tokens(req.messages.system, req.messages.user)
+        out = _output_estimate(self.template, len(req.items))
+        cost = _cost(Usage(tokens, 0, out, 0), self.price)
+        return tokens, cost or 0.0
+
+    async def run(self) -> JudgeResult:
+        started = time.perf_counter()
+        cache = JudgeCache(self.ctx.cache_path if self.ctx.cache_path else ":memory:")
+        client = None
+        try:
+            if not self.config.dry_run:
+                client = OpenAIJudgeClient(ClientSettings(
+                    self.config.model, self.config.base_url, _api_key(self.config), self.config.timeout,
+                    self.config.max_attempts, self.config.backoff_initial, self.config.backoff_max,
+                    self.config.structured, self.config.params), self.template)
+            if self.config.batch and not self.config.dry_run:
+                await self._run_batch(cache, client)
+            else:
+                await self._run_chat(cache, client)
+        finally:
+            if client is not None:
+                await client.close()
+            cache.close()
+        return self._result(time.perf_counter() - started, client.attempts if client else 0)
+
+    def _pending(self, cache: JudgeCache) -> Iterator[list[Request]]:
+        """Per user: the requests the cache cannot answer (hits are recorded on the way)."""
+        for qid, items in self._plan():
+            reqs = list(_requests_for_user(self.ctx, self.template, qid, items, self.key_params))
+            self.planned += len(reqs)
+            found = cache.get_ok([r.key for r in reqs])
+            self.hits += len(found)
+            self.results.update({k: dataclasses.replace(v, via="cache") for k, v in found.items()})
+            missing = [r for r in reqs if r.key not in found]
+            for r in missing:
+                tokens, cost = self._est(r)
+                self.est_tokens += tokens
+                self.est_cost += cost
+            yield missing
+
+    def _store(self, cache: JudgeCache, rec: CallRecord, req: Request) -> None:
+        cache.put(rec, self.template.sha256, self.config.model, self.key_params, req.prompt_sha)
+        self.results[req.key] = rec
+        self.calls += 1
+
+    async def _run_chat(self, cache: JudgeCache, client: OpenAIJudgeClient | None) -> None:
+        queue: asyncio.Queue = asyncio.Queue(maxsize=self.config.concurrency * 4)
+        workers_n = self.config.concurrency
+        progress = _Progress(self.ctx.progress)
+
+        async def produce():
+            for missing in self._pending(cache):
+                for req in missing:
+                    await queue.put(req)
+            for _ in range(workers_n):
+                await queue.put(None)
+
+        async def work():
+            while True:
+                req = await queue.get()
+                if req is None:
+                    return
+                if client is None:  # dry run: counted in _pending
+                    continue
+                _, est_cost = self._est(req)
+                if not self.budget.take(est_cost):
+                    self.skipped += 1
+                    continue
+                rec = await client.call(req)
+                self.budget.settle(est_cost, rec.usage)
+                self._store(cache, rec, req)
+                progress.tick(self.calls, self.hits)
+
+        if client is None:
+            for _ in self._pending(cache):
+                pass
+            return
+        results = await asyncio.gather(produce(), *(work() for _ in range(workers_n)), return_exceptions=True)
+        for res in results:
+            if isinstance(res, BaseException):
+                raise res
+
+    async def _run_batch(self, cache: JudgeCache, client: OpenAIJudgeClient) -> None:
+        by_key: dict[str, Request] = {}
+        todo: list[Request] = []
+        for missing in self._pending(cache):
+            for req in missing:
+                by_key[req.key] = req
+                todo.append(req)
+        # a batch submitted by an interrupted run is collected, not submitted again
+        for batch_id, keys in cache.pending_batches():
+            mine = [k for k in keys if k in by_key]
+            if mine:
+                log.info("resuming batch %s (%d calls)", batch_id, len(mine))
+                await self._collect(cache, client, batch_id, keys, by_key)
+        for round_ in range(self.config.max_attempts):
+            todo = [r for r in todo if r.key not in self.results or self.results[r.key].status != "ok"]
+            if not todo:
+                return
+            allowed = []
+            for req in todo:
+                est = self._est(req)[1]
+                # resubmitting a failed call is a retry: --max-calls counts first submissions only
+                if self.budget.take(est, retry=round_ > 0):
+                    allowed.append(req)
+                    self._reserved[req.key] = est
+                else:
+                    self.skipped += len(todo) - len(allowed)
+                    break
+            todo = allowed
+            if not allowed:
+                return
+            for start in range(0, len(allowed), 50_000):  # the Batch API's per-file request limit
+                part = allowed[start:start + 50_000]
+                batch_id, file_id = await client.submit_batch(part)
+                cache.add_batch(batch_id, file_id, [r.key for r in part])
+                log.info("batch %s submitted (%d calls, round %d)", batch_id, len(part), round_ + 1)
+                await self._collect(cache, client, batch_id, [r.key for r in part], by_key)
+
+    async def _collect(self, cache, client, batch_id, keys, by_key) -> None:
+        status, out, err = await client.poll_batch(
+            batch_id, self.config.batch_poll,
+            lambda s, counts: log.info("batch %s: %s %s", batch_id, s, counts or ""))
+        seen = set()
+        for text in (out, err):
+            for line in text.splitlines():
+                if not line.strip():
+                    continue
+                obj = json.loads(line)
+                req = by_key.get(obj.get("custom_id"))
+                if req is None:
+                    continue
+                rec = client.batch_line(req, obj)
+                self.budget.settle(self._reserved.pop(req.key, 0.0), rec.usage)
+                self._store(cache, rec, req)
+                seen.add(req.key)
+        for k in keys:
+            if k not in seen and k in by_key:
+                req = by_key[k]
+                self.budget.settle(self._reserved.pop(k, 0.0), Usage())
+                self._store(cache, CallRecord(k, req.qid, req.items, req.repeat, "failed", f"batch_{status}",
+                                              f"batch {batch_id} ended {status} without this request",
+                                              via="batch"), req)
+        cache.close_batch(batch_id, status)
+
+    def _result(self, elapsed: float, attempts: int) -> JudgeResult:
+        config = self.config
+        per_pair: dict[Pair, list[tuple[int, CallRecord | None]]] = defaultdict(list)
+        for rec in self.results.values():
+            for item in rec.items:
+                per_pair[Pair(rec.qid, item)].append((rec.repeat, rec))
+        judgments = []
+        failures: Counter = Counter()
+        rows_for_agreement = []
+        for p in self.ctx.pairs:
+            if p in self.pre_failed:
+                reason = self.pre_failed[p]
+                failures[reason] += 1
+                judgments.append(Judgment(p.qid, p.docid, None, "failed", reason, (None,) * config.repeats,
+                                          (reason,) * config.repeats))
+                continue
+            by_repeat = {r: rec for r, rec in per_pair.get(p, [])}
+            labels: list[int | None] = []
+            reasons: list[str | None] = []
+            crits: list[Mapping[str, int] | None] = []
+            usage = Usage()
+            from_cache = 0
+            for r in range(config.repeats):
+                rec = by_repeat.get(r)
+                if rec is None:
+                    labels.append(None)
+                    reasons.append("not_asked" if not config.dry_run else "dry_run")
+                    crits.append(None)
+                    continue
+                n = len(rec.items)
+                usage = usage + Usage(*(round(v / n) for v in rec.usage.as_dict().values()))
+                from_cache += rec.via == "cache"
+                label = rec.labels.get(p.docid)
+                labels.append(label)
+                reasons.append(None if label is not None else (rec.item_errors.get(p.docid) or rec.reason))
+                crits.append(rec.criteria.get(p.docid))
+            ok = [v for v in labels if v is not None]
+            rows_for_agreement.append(labels)
+            if ok:
+                judgments.append(Judgment(p.qid, p.docid, aggregate_labels(ok, config.aggregate), "ok", None,
+                                          tuple(labels), tuple(reasons), tuple(crits), from_cache, usage))
+            else:
+                reason = next((r for r in reasons if r), "unknown")
+                failures[reason] += 1
+                judgments.append(Judgment(p.qid, p.docid, None, "failed", reason, tuple(labels), tuple(reasons),
+                                          tuple(crits), from_cache, usage))
+        usage = sum((rec.usage for rec in self.results.values() if rec.via != "cache"), Usage())
+        summary = Summary(
+            judge=config.judge, kind="llm", pairs=len(self.ctx.pairs),
+            judged=sum(j.label is not None for j in judgments), failures=dict(failures),
+            planned_calls=self.planned, calls=self.calls, attempts=attempts, cache_hits=self.hits,
+            skipped_calls=self.skipped, stopped=self.budget.stopped, usage=usage,
+            cost=_cost(usage, self.price), estimated_input_tokens=self.est_tokens,
+            estimated_cost=self.est_cost if self.price is not None else None, dry_run=config.dry_run,
+            elapsed=elapsed,
+            agreement=repeat_agreement(rows_for_agreement) if config.repeats > 1 else None)
+        prov = {
+            "judge": config.judge, "kind": "llm", "model": config.model, "base_url": config.base_url,
+            "template": template_provenance(self.template), "params": self.key_params,
+            "profiles": self.ctx.profiles.provenance(), "items_per_call": config.items_per_call,
+            "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
+        }
+        return JudgeResult(self.ctx.name, tuple(judgments), summary, prov)
+
+
+class _Progress:
+    def __init__(self, sink: Callable[[str], None] | None, every: float = 5.0):
+        self.sink = sink
+        self.every = every
+        self.last = time.monotonic()
+
+    def tick(self, calls: int, hits: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            message = f"{calls:,} calls answered, {hits:,} from cache"
+            (self.sink or log.info)(message)

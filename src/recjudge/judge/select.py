@@ -1,0 +1,70 @@
+"""Which (user, item) pairs to judge: a depth pool, K sampled per user, or only the unjudged ones."""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from ..trec import Qrels, Run, hash_keys, resolve_ties
+
+__all__ = ["Pair", "select_pairs"]
+
+
+class Pair(NamedTuple):
+    qid: str
+    docid: str
+
+
+def _frames(runs: Mapping[str, Run] | Iterable[Run], depth: int | None, tie_policy: str, seed: int):
+    items = runs.values() if isinstance(runs, Mapping) else runs
+    for run in items:
+        if run.tie_policy is None or depth is not None:
+            # a depth cut needs one order among tied scores: the declared tie policy decides it
+            run = resolve_ties(run, run.tie_policy or tie_policy, seed if run.seed is None else run.seed,
+                               depth=depth)
+        yield run.frame[["qid", "docid"]]
+
+
+def select_pairs(runs: Mapping[str, Run] | Iterable[Run] = (), depth: int | None = None,
+                 per_user: int | None = None, reference: Qrels | None = None,
+                 only_unjudged: Qrels | None = None, seed: int = 0, tie_policy: str = "hash",
+                 users: Iterable[str] | None = None) -> tuple[Pair, ...]:
+    """Pairs to judge, sorted by (qid, docid).
+
+    - ``depth``: the union of every run's top-``depth`` (ties ordered by ``tie_policy``), deduplicated
+      across systems; without it, every ranked item.
+    - ``per_user``: ``K`` items per user sampled (seeded hash order, so the choice for one user does
+      not depend on the others) from the pool, or from the items ``reference`` judges for the user
+      when a reference is given (the alignment setting of Penha et al. 2025). Users with fewer than
+      ``K`` candidates keep all of them.
+    - ``only_unjudged``: drop the pairs these qrels already judge (gap filling).
+    - ``users``: restrict to these users.
+    """
+    if depth is not None and depth < 1:
+        raise ConfigError(f"--depth must be at least 1, got {depth}")
+    if per_user is not None and per_user < 1:
+        raise ConfigError(f"--per-user must be at least 1, got {per_user}")
+    if reference is not None and per_user is None:
+        raise ConfigError("a reference qrels selects the items to sample K from: give --per-user K too")
+    if reference is not None:
+        pool = reference.frame[["qid", "docid"]]
+    else:
+        frames = list(_frames(runs, depth, tie_policy, seed))
+        if not frames:
+            raise ConfigError("no runs to select pairs from: give run files, or a reference qrels with --per-user")
+        pool = pd.concat(frames, ignore_index=True)
+    pool = pool.drop_duplicates(["qid", "docid"])
+    if users is not None:
+        pool = pool[pool.qid.isin(set(map(str, users)))]
+    if only_unjudged is not None:
+        judged = pd.MultiIndex.from_frame(only_unjudged.frame[["qid", "docid"]])
+        pool = pool[~pd.MultiIndex.from_frame(pool[["qid", "docid"]]).isin(judged)]
+    if per_user is not None and len(pool):
+        key = hash_keys(pool.qid.to_numpy(), pool.docid.to_numpy(), seed)
+        pool = pool.assign(_k=key.astype(np.uint64)).sort_values(["qid", "_k", "docid"], kind="stable")
+        pool = pool[pool.groupby("qid", sort=False).cumcount().to_numpy() < per_user]
+    pool = pool.sort_values(["qid", "docid"], kind="stable")
+    return tuple(Pair(q, d) for q, d in zip(pool.qid.tolist(), pool.docid.tolist()))

@@ -1,0 +1,34 @@
+"""Shared fixtures: the local OpenAI-compatible server and the shared data folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+from fake_openai import FakeOpenAI  # noqa: E402
+
+
+@pytest.fixture
+def fake_openai():
+    """A started :class:`fake_openai.FakeOpenAI` on 127.0.0.1; script it through its attributes."""
+    server = FakeOpenAI().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """``../shared/data`` relative to the repository root; skips when it is absent."""
+    path = REPO.parent / "shared" / "data"
+    if not path.is_dir():
+        pytest.skip(f"shared data not available at {path}")
+    return path
