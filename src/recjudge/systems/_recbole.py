@@ -1,0 +1,253 @@
+"""The RecBole adapter: train a configuration on a split and score every item for given users.
+
+We write the split ourselves as RecBole benchmark files (``.train/.valid/.test.inter``, user and
+item tokens only), so RecBole never re-splits or sees float32 timestamps. Known RecBole defects
+are fixed here rather than passed on: ADMMSLIM's prediction noise (scored without it), RaCT's
+three stages (actor pretrain → critic pretrain → finetune, each loading the previous checkpoint
+with ``weights_only=False``), NeuMF's missing ``full_sort_predict`` (pairs scored in batches
+under a memory bound), DGCF's thread non-determinism (one thread), ``sys.argv`` parsing and
+tensorboard folders in the working directory. Pop and Random do not come from RecBole (see
+``native``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..collections import Split
+from ..errors import ConfigError
+from . import _compat
+from .registry import TRAINING_KEYS, SystemConfig
+
+DATASET = "recjudge"  # not a RecBole dataset name, so RecBole never loads a bundled config or downloads
+PARTS = ("train", "valid", "test")
+# NeuMF-style pairwise scoring: at most this many (user, item) pairs per forward pass (~200 MB for
+# NeuMF's default sizes)
+MAX_PAIRS = 1 << 17
+
+
+def write_benchmark_files(split: Split, folder: Path) -> dict[str, int]:
+    """Write the split as RecBole benchmark files; returns rows per part.
+
+    A split without validation writes the test part as validation too: RecBole needs three
+    files, we never validate on it (no early stopping), and RecBole's test-time history mask —
+    all seen items minus the test items — is then exactly the training history.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = {"train": split.train, "valid": split.valid if split.valid is not None and len(split.valid) else split.test,
+             "test": split.test}
+    counts = {}
+    for part, frame in parts.items():
+        bad = frame.user.str.contains(r"\s", regex=True) | frame.item.str.contains(r"\s", regex=True)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ConfigError(f"user/item id with whitespace ({frame.user.iloc[i]!r}, {frame.item.iloc[i]!r}) "
+                              "cannot be written to RecBole's tab-separated files")
+        path = folder / f"{DATASET}.{part}.inter"
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write("user_id:token\titem_id:token\n")
+            fh.writelines(f"{u}\t{i}\n" for u, i in zip(frame.user.tolist(), frame.item.tolist()))
+        counts[part] = len(frame)
+    return counts
+
+
+def _model_defaults(model: str) -> dict:
+    import yaml
+
+    import recbole
+
+    path = Path(recbole.__file__).parent / "properties" / "model" / f"{model}.yaml"
+    if not path.exists():
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh) or {}
+
+
+def check_params(config: SystemConfig) -> None:
+    """Refuse hyperparameters the model does not have (RecBole would silently ignore them)."""
+    known = set(_model_defaults(config.model)) | TRAINING_KEYS
+    unknown = sorted(set(config.param_dict) - known)
+    if unknown:
+        raise ConfigError(f"system {config.name!r}: {config.model} has no parameter(s) {unknown}; "
+                          f"it accepts {sorted(known)}")
+
+
+def _device_options(device: str) -> dict:
+    if device == "cpu":
+        return {"use_gpu": False}
+    if device == "cuda" or device.startswith("cuda:"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device {device!r} requested but torch sees no CUDA device")
+        return {"use_gpu": True, "gpu_id": device.split(":", 1)[1] if ":" in device else "0"}
+    raise ConfigError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
+@dataclass
+class TrainedModel:
+    """A trained RecBole model and what scoring needs. ``items`` is the catalogue (RecBole's item
+    tokens without the padding token), in RecBole's internal id order."""
+
+    config: SystemConfig
+    model: object
+    dataset: object
+    items: np.ndarray
+    device: str
+    recbole_test: dict | None
+
+    def score(self, users: list[str]) -> np.ndarray:
+        import torch
+        from recbole.data.interaction import Interaction
+        from recbole.model.abstract_recommender import AbstractRecommender
+
+        ds = self.dataset
+        uids = np.asarray(ds.token2id(ds.uid_field, list(users)), dtype=np.int64).reshape(-1)
+        n_items = ds.item_num  # includes the padding id 0
+        model = self.model
+        with self._scoring_context(), torch.no_grad():
+            model.eval()
+            if type(model).full_sort_predict is not AbstractRecommender.full_sort_predict:
+                inter = Interaction({ds.uid_field: torch.as_tensor(uids)}).to(model.device)
+                scores = model.full_sort_predict(inter).view(len(uids), -1)
+            else:
+                scores = self._pairwise(uids, n_items)
+            out = scores[:, 1:].detach().to("cpu").numpy()
+        return out
+
+    def _pairwise(self, uids: np.ndarray, n_items: int):
+        import torch
+        from recbole.data.interaction import Interaction
+
+        ds, model = self.dataset, self.model
+        per = max(1, MAX_PAIRS // n_items)
+        items = torch.arange(n_items)
+        rows = []
+        for start in range(0, len(uids), per):
+            chunk = torch.as_tensor(uids[start:start + per])
+            inter = Interaction({ds.uid_field: chunk.repeat_interleave(n_items),
+                                 ds.iid_field: items.repeat(len(chunk))}).to(model.device)
+            rows.append(model.predict(inter).view(len(chunk), n_items).to("cpu"))
+        return torch.cat(rows, dim=0)
+
+    def _scoring_context(self):
+        stack = contextlib.ExitStack()
+        if self.config.model == "ADMMSLIM":
+            stack.enter_context(_compat.no_admmslim_noise())
+        if self.config.model == "DGCF":
+            stack.enter_context(_compat.torch_threads(1))
+        return stack
+
+
+def _build(config: SystemConfig, options: dict, data_dir: Path, ckpt_dir: Path, device: str, epochs_override):
+    from recbole.config import Config
+    from recbole.data import create_dataset, data_preparation
+    from recbole.utils import init_seed
+
+    params = dict(config.param_dict)
+    for key in ("actor_epochs", "critic_epochs"):
+        params.pop(key, None)
+    if epochs_override is not None and "epochs" in params:
+        params["epochs"] = epochs_override
+    if not config.family.negatives:
+        params["train_neg_sample_args"] = None
+    cd = {
+        "data_path": str(data_dir),
+        "checkpoint_dir": str(ckpt_dir),
+        "benchmark_filename": list(PARTS),
+        "load_col": {"inter": ["user_id", "item_id"]},
+        "seed": config.seed,
+        "reproducibility": True,
+        "show_progress": False,
+        "save_dataset": False,
+        "save_dataloaders": False,
+        "log_wandb": False,
+        "worker": 0,
+        "metrics": ["NDCG", "Recall"],
+        "topk": [10],
+        "valid_metric": "NDCG@10",
+        "metric_decimal_place": 12,  # RecBole rounds metrics to 4 places by default
+        "eval_args": {"split": {"RS": [0.8, 0.1, 0.1]}, "group_by": "user", "order": "RO", "mode": "full"},
+        **_device_options(device),
+        **params,
+        **options,
+    }
+    with _compat.clean_argv():
+        rb_config = Config(model=config.model, dataset=DATASET, config_dict=cd)
+    init_seed(rb_config["seed"], rb_config["reproducibility"])
+    dataset = create_dataset(rb_config)
+    train_data, valid_data, test_data = data_preparation(rb_config, dataset)
+    init_seed(rb_config["seed"] + rb_config["local_rank"], rb_config["reproducibility"])
+    return rb_config, dataset, train_data, valid_data, test_data
+
+
+def train(config: SystemConfig, split: Split, workdir: Path, device: str = "cpu",
+          epochs_override: int | None = None, evaluate: bool = False, verbose: bool = False) -> TrainedModel:
+    """Train ``config`` on ``split`` inside ``workdir`` (its own data and checkpoint folders)."""
+    _compat.import_recbole()
+    from recbole.utils import get_model, get_trainer
+
+    check_params(config)
+    data_dir = workdir / "data"
+    write_benchmark_files(split, data_dir / DATASET)
+    has_valid = split.valid is not None and len(split.valid) > 0
+    threads = 1 if config.model == "DGCF" else None
+    stack = contextlib.ExitStack()
+    with stack:
+        stack.enter_context(_compat.quiet_recbole(verbose))
+        stack.enter_context(_compat.torch_threads(threads))
+        stack.enter_context(_compat.trusted_torch_load())
+        stages = _stages(config, epochs_override)
+        prev_ckpt = None
+        for i, (stage_options, pretrain) in enumerate(stages):
+            if prev_ckpt is not None:
+                stage_options = {**stage_options, "pre_model_path": prev_ckpt}
+            ckpt_dir = workdir / "checkpoints" / (stage_options.get("train_stage") or "model")
+            rb_config, dataset, train_data, valid_data, test_data = _build(
+                config, stage_options, data_dir, ckpt_dir, device, epochs_override)
+            model = get_model(rb_config["model"])(rb_config, train_data._dataset).to(rb_config["device"])
+            trainer = get_trainer(rb_config["MODEL_TYPE"], rb_config["model"])(rb_config, model)
+            if pretrain:
+                trainer.fit(train_data, None, verbose=verbose, saved=True, show_progress=False)
+                prev_ckpt = trainer.saved_model_file
+                continue
+            use_valid = has_valid and config.family.kind == "neural"
+            trainer.fit(train_data, valid_data if use_valid else None, verbose=verbose, saved=use_valid,
+                        show_progress=False)
+            if use_valid:
+                import torch
+
+                state = torch.load(trainer.saved_model_file, map_location=rb_config["device"], weights_only=False)
+                model.load_state_dict(state["state_dict"])
+                model.load_other_parameter(state.get("other_parameter"))
+            recbole_test = None
+            if evaluate:
+                with _admmslim_quiet(config):
+                    result = trainer.evaluate(test_data, load_best_model=False, show_progress=False)
+                recbole_test = {k: float(v) for k, v in result.items()}
+    tokens = np.asarray(dataset.field2id_token[dataset.iid_field])[1:].astype(str)
+    return TrainedModel(config, model, dataset, tokens, str(rb_config["device"]), recbole_test)
+
+
+def _admmslim_quiet(config: SystemConfig):
+    return _compat.no_admmslim_noise() if config.model == "ADMMSLIM" else contextlib.nullcontext()
+
+
+def _stages(config: SystemConfig, epochs_override: int | None) -> list[tuple[dict, bool]]:
+    """(extra RecBole options, is_pretrain) per stage; RaCT has three, every other model one."""
+    if config.model != "RaCT":
+        return [({}, False)]
+    p = config.param_dict
+    actor = epochs_override if epochs_override is not None else int(p.get("actor_epochs", 150))
+    critic = epochs_override if epochs_override is not None else int(p.get("critic_epochs", 50))
+    return [
+        ({"train_stage": "actor_pretrain", "pretrain_epochs": actor, "save_step": actor}, True),
+        ({"train_stage": "critic_pretrain", "pretrain_epochs": critic, "save_step": critic}, True),
+        ({"train_stage": "finetune"}, False),
+    ]
+

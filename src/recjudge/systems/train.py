@@ -1,0 +1,243 @@
+"""Train a grid of systems on a split and export tie-free top-k runs, with a cache.
+
+For each configuration: train (RecBole, or our Pop/Random), score every catalogue item for every
+test user, mask the user's own history (train + validation), keep the top-k *and every item tied
+with the k-th*, measure tie prevalence, order by the tie policy, cut to k and write
+``<out_dir>/<system>.run`` with rank-derived scores. A sidecar ``<system>.json`` records the
+cache key — a hash of (collection, split contents, configuration, k, tie policy) — and
+provenance; a later call with the same key skips the system. A failing system is reported and
+the rest continue.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .._io import write_json
+from ..collections import Collection, Split
+from ..errors import ConfigError, MissingExtraError
+from ..trec import TIE_POLICIES, Run, resolve_ties, tied_user_share, write_run
+from .registry import SystemConfig, resolve_systems
+
+__all__ = ["TrainResult", "train_systems", "export_run", "split_fingerprint", "cache_key"]
+
+log = logging.getLogger("recjudge.systems")
+SCORE_BATCH_USERS = 256
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What happened to one system. ``status``: trained, cached or failed (then ``error`` says why)."""
+
+    system: str
+    model: str
+    status: str
+    run_path: Path | None
+    key: str
+    seconds: float = 0.0
+    train_seconds: float = 0.0
+    users: int = 0
+    tied_user_share: float | None = None
+    recbole_test: dict | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+
+def _frame_digest(frame: pd.DataFrame | None) -> str:
+    if frame is None:
+        return "none"
+    cols = frame[["user", "item", "rating", "timestamp"]].reset_index(drop=True)
+    return hashlib.sha256(pd.util.hash_pandas_object(cols, index=False).to_numpy().tobytes()).hexdigest()
+
+
+def split_fingerprint(split: Split) -> str:
+    """A digest of the split's contents (not just its parameters): same data, same fingerprint."""
+    parts = {"collection": split.collection.name, "train": _frame_digest(split.train),
+             "valid": _frame_digest(split.valid), "test": _frame_digest(split.test)}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def cache_key(fingerprint: str, config: SystemConfig, k: int, tie_policy: str, tie_seed: int,
+              epochs_override: int | None) -> str:
+    blob = json.dumps({"split": fingerprint, "system": json.loads(config.key()), "k": k, "tie_policy": tie_policy,
+                       "tie_seed": tie_seed, "epochs_override": epochs_override, "format": 1},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def export_run(model, users: list[str], history: pd.DataFrame, k: int, name: str, tie_policy: str = "hash",
+               tie_seed: int = 0, batch_users: int = SCORE_BATCH_USERS) -> tuple[Run, float]:
+    """Top-``k`` run of ``model`` (``.items``, ``.score(users)``) for ``users``, history masked.
+
+    Returns the tie-free run and the share of users whose top-k held tied scores before the tie
+    policy ordered them (ties that straddle position k count: they decide who enters the list).
+    """
+    items = np.asarray(model.items, dtype=object)
+    col_of = pd.Series(np.arange(len(items)), index=pd.Index(items.astype(str)))
+    hist = history[history.user.isin(set(users))]
+    hist_cols = col_of.reindex(hist.item.to_numpy()).to_numpy()
+    known = ~np.isnan(hist_cols)
+    hist_users = hist.user.to_numpy()[known]
+    hist_cols = hist_cols[known].astype(np.int64)
+    by_user = pd.Series(hist_cols).groupby(hist_users).agg(list).to_dict() if len(hist_cols) else {}
+    qids, docs, scores = [], [], []
+    for start in range(0, len(users), batch_users):
+        batch = users[start:start + batch_users]
+        s = np.array(model.score(batch), dtype=np.float64)  # float32 scores convert exactly
+        if s.shape != (len(batch), len(items)):
+            raise RuntimeError(f"{name}: scorer returned shape {s.shape}, expected {(len(batch), len(items))}")
+        for row, user in enumerate(batch):
+            cols = by_user.get(user)
+            if cols:
+                s[row, cols] = -np.inf
+        s[np.isnan(s)] = -np.inf
+        kk = min(k, s.shape[1])
+        kth = -np.partition(-s, kk - 1, axis=1)[:, kk - 1]
+        keep = (s >= kth[:, None]) & np.isfinite(s)
+        r, c = np.nonzero(keep)
+        qids.append(np.asarray(batch, dtype=object)[r])
+        docs.append(items[c])
+        scores.append(s[r, c])
+    if not qids or sum(len(q) for q in qids) == 0:
+        raise RuntimeError(f"{name}: no user has an unseen item to recommend")
+    raw = Run.from_frame(pd.DataFrame({"qid": np.concatenate(qids), "docid": np.concatenate(docs),
+                                       "score": np.concatenate(scores)}), name=name, tag=name)
+    share = tied_user_share(raw, k)
+    return resolve_ties(raw, tie_policy, tie_seed, depth=k), share
+
+
+def _as_split(collection_or_split: Collection | Split, split: str, split_options: dict | None) -> Split:
+    if isinstance(collection_or_split, Split):
+        if split_options:
+            raise ConfigError("split options given together with a ready Split")
+        return collection_or_split
+    from ..splits import make_split
+
+    return make_split(collection_or_split, split, **(split_options or {}))
+
+
+def _read_sidecar(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def train_systems(collection_or_split: Collection | Split, grid: str = "quick", out_dir: str | Path | None = None,
+                  k: int = 100, device: str = "cpu", systems: Iterable[str | SystemConfig] | None = None, *,
+                  split: str = "global_time", split_options: dict | None = None, tie_policy: str = "hash",
+                  tie_seed: int = 0, epochs: int | None = None, force: bool = False,
+                  evaluate: bool = False, keep_checkpoints: bool = False, verbose: bool = False,
+                  progress: Callable[[str], None] | None = None) -> list[TrainResult]:
+    """Train systems and write ``<out_dir>/<system>.run`` (default ``runs/<collection>``).
+
+    - ``grid``: ``quick``, ``all18``, ``paper52`` (ignored when ``systems`` names systems or
+      passes :class:`SystemConfig` objects).
+    - ``split``/``split_options``: how to split a Collection (default global time split, 0.8).
+    - ``epochs``: override every neural configuration's epochs (RaCT: each stage) — the reduced
+      setting for quick checks; it is part of the cache key.
+    - ``evaluate``: also record RecBole's own test NDCG@10/Recall@10 (``recbole_test``).
+    - ``force``: retrain even when the cache holds the system.
+    """
+    if tie_policy not in TIE_POLICIES:
+        raise ConfigError(f"unknown tie policy {tie_policy!r}; choose one of {', '.join(TIE_POLICIES)}")
+    if k < 1:
+        raise ConfigError(f"k must be at least 1, got {k}")
+    if epochs is not None and epochs < 1:
+        raise ConfigError(f"epochs must be at least 1, got {epochs}")
+    sp = _as_split(collection_or_split, split, split_options)
+    configs = resolve_systems(grid, systems)
+    out = Path(out_dir) if out_dir is not None else Path("runs") / sp.collection.name
+    out.mkdir(parents=True, exist_ok=True)
+    say = progress or log.info
+    fingerprint = split_fingerprint(sp)
+    users = sp.test_users
+    history = sp.history()
+    results = []
+    for n, cfg in enumerate(configs, start=1):
+        head = f"[{n}/{len(configs)}] {cfg.name}"
+        key = cache_key(fingerprint, cfg, k, tie_policy, tie_seed, epochs)
+        run_path, meta_path = out / f"{cfg.name}.run", out / f"{cfg.name}.json"
+        meta = _read_sidecar(meta_path) if not force else None
+        if meta and meta.get("key") == key and run_path.exists() and (not evaluate or meta.get("recbole_test")):
+            say(f"{head}: cached ({run_path})")
+            results.append(TrainResult(cfg.name, cfg.model, "cached", run_path, key, 0.0,
+                                       float(meta.get("train_seconds", 0.0)), int(meta.get("users", 0)),
+                                       meta.get("tied_user_share"), meta.get("recbole_test")))
+            continue
+        say(f"{head}: training {cfg.model}")
+        t0 = time.perf_counter()
+        workdir = out / ".work" / f"{cfg.name}-{key[:12]}"
+        try:
+            if cfg.family.kind == "native":
+                from . import native
+
+                model = native.train(cfg, sp)
+            else:
+                from . import _recbole
+
+                if workdir.exists():
+                    shutil.rmtree(workdir)
+                model = _recbole.train(cfg, sp, workdir, device=device, epochs_override=epochs,
+                                       evaluate=evaluate, verbose=verbose)
+            t_train = time.perf_counter() - t0
+            run, share = export_run(model, users, history, k, cfg.name, tie_policy, tie_seed)
+            write_run(run, run_path)
+            seconds = time.perf_counter() - t0
+            record = {
+                "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
+                "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs,
+                "device": device, "collection": sp.collection.name, "split": dict(sp.info),
+                "split_fingerprint": fingerprint, "users": int(run.frame.qid.nunique()),
+                "catalogue_items": int(len(model.items)), "tied_user_share": share,
+                "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),
+                "recbole_test": model.recbole_test,
+            }
+            write_json(meta_path, record)
+            say(f"{head}: done in {seconds:.1f} s, {record['users']} users, "
+                f"ties before policy in {share:.0%} of top-{k} lists")
+            results.append(TrainResult(cfg.name, cfg.model, "trained", run_path, key, seconds, t_train,
+                                       record["users"], share, model.recbole_test))
+        except (MissingExtraError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # one failing system must not stop the rest
+            seconds = time.perf_counter() - t0
+            message = f"{type(exc).__name__}: {exc}"
+            say(f"{head}: FAILED after {seconds:.1f} s — {message}")
+            log.debug("%s", traceback.format_exc())
+            results.append(TrainResult(cfg.name, cfg.model, "failed", None, key, seconds, error=message))
+        finally:
+            if not keep_checkpoints and workdir.exists():
+                shutil.rmtree(workdir, ignore_errors=True)
+    work_root = out / ".work"
+    if work_root.exists() and not any(work_root.iterdir()):
+        work_root.rmdir()
+    return results
+
+
+def results_table(results: list[TrainResult]) -> str:
+    """A plain-text table of results for the CLI."""
+    rows = [("system", "model", "status", "seconds", "users", "tied@k", "note")]
+    for r in results:
+        rows.append((r.system, r.model, r.status, f"{r.seconds:.1f}", str(r.users or ""),
+                     "" if r.tied_user_share is None else f"{r.tied_user_share:.0%}",
+                     r.error or (str(r.run_path) if r.run_path else "")))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + "  " + row[-1] for row in rows)
+
+
+__all__ += ["results_table"]
