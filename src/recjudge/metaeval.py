@@ -81,12 +81,13 @@ def tau_ap(reference: Sequence[float], candidate: Sequence[float], names: Sequen
 
     τ_AP = 2/(n−1) · Σ_{i=2..n} C(i)/(i−1) − 1, where C(i) counts the systems above position i of
     the candidate ranking that the reference also ranks above the system at position i. Equal
-    scores are ordered by system name (τ_AP has no tie correction).
+    scores are ordered by system name (τ_AP has no tie correction); if either vector is constant
+    the ranking is arbitrary and τ_AP is NaN, as τ-b is.
     """
     ref = np.asarray(reference, float)
     cand = np.asarray(candidate, float)
     n = len(ref)
-    if n < 2:
+    if n < 2 or np.all(ref == ref[0]) or np.all(cand == cand[0]):
         return math.nan
     names = list(names) if names is not None else [f"{i:09d}" for i in range(n)]
     ref_pos = np.empty(n, int)

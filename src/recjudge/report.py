@@ -124,8 +124,8 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
                 "95% CI": f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
                 "weighted τ_h": ra.weighted_tau,
                 "τ_AP": ra.tau_ap,
-                "median |Δrank|": ra.median_abs_rank_displacement,
-                "max |Δrank|": ra.max_abs_rank_displacement,
+                "median abs Δrank": ra.median_abs_rank_displacement,
+                "max abs Δrank": ra.max_abs_rank_displacement,
             })
         md += [markdown_table(pd.DataFrame(rows).set_index("measure")), ""]
         table = result.candidates[cand]
