@@ -167,11 +167,12 @@ class Summary:
         return d
 
     def format(self) -> str:
-        rows = [("pairs", f"{self.pairs:,}"), ("judged", f"{self.judged:,}")]
+        rows = [("pairs", f"{self.pairs:,}")]
         failed = self.pairs - self.judged
-        rows.append(("failed", f"{failed:,}" + (" (" + ", ".join(
-            f"{r}: {n:,}" for r, n in sorted(self.failures.items(), key=lambda x: -x[1])) + ")"
-            if self.failures else "")))
+        if not self.dry_run:
+            rows.append(("judged", f"{self.judged:,}"))
+            reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(self.failures.items(), key=lambda x: -x[1]))
+            rows.append(("failed", f"{failed:,}" + (f" ({reasons})" if reasons else "")))
         if self.kind == "llm":
             rows += [("calls planned", f"{self.planned_calls:,}"), ("cache hits", f"{self.cache_hits:,}")]
             if self.dry_run:
@@ -524,7 +525,10 @@ class _LLMRun:
 
     async def run(self) -> JudgeResult:
         started = time.perf_counter()
-        cache = JudgeCache(self.ctx.cache_path if self.ctx.cache_path else ":memory:")
+        path = self.ctx.cache_path
+        if path is None or (self.config.dry_run and not Path(path).exists()):
+            path = ":memory:"  # a dry run reads an existing cache and creates none
+        cache = JudgeCache(path)
         client = None
         try:
             if not self.config.dry_run:
