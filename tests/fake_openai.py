@@ -188,8 +188,10 @@ class FakeOpenAI:
                                           "type": "invalid_request_error", "code": "invalid_api_key"}})
             return
         if method == "POST" and path == "/v1/chat/completions":
-            status, payload, extra, sha = self._chat(body, live=True)
-            self._record(method, path, headers, body, status, sha)
+            status, payload, extra, sha, delay = self._chat(body)
+            self._record(method, path, headers, body, status, sha)  # logged on arrival
+            if delay:
+                time.sleep(delay)
             self._send(h, status, payload, extra)
         elif method == "POST" and path == "/v1/files":
             status, payload = self._upload(headers, raw)
@@ -217,7 +219,7 @@ class FakeOpenAI:
             self._send(h, 404, {"error": {"message": f"no route {method} {path}"}})
 
     # chat --------------------------------------------------------------------------------------
-    def _chat(self, body: dict, live: bool):
+    def _chat(self, body: dict):
         messages = body.get("messages") or []
         user = next((m["content"] for m in messages if m.get("role") == "user"), "")
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
@@ -230,14 +232,12 @@ class FakeOpenAI:
         call = ChatCall(body, user, cands, labels, seen, next(self._chat_index), sha)
         reply = (self.rule(call) if self.rule else None) or Reply()
         delay = self.latency if reply.delay is None else reply.delay
-        if live and delay:
-            time.sleep(delay)
         if reply.raw is not None:
-            return reply.status, reply.raw, reply.headers, sha
+            return reply.status, reply.raw, reply.headers, sha, delay
         if reply.status != 200:
             kind = {429: "rate_limit_exceeded", 500: "server_error"}.get(reply.status, "invalid_request_error")
             return reply.status, {"error": {"message": reply.content or f"scripted {reply.status}",
-                                            "type": kind}}, reply.headers, sha
+                                            "type": kind}}, reply.headers, sha, delay
         content = reply.content if reply.content is not None else self._answer(body, cands, labels)
         prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
         payload = {
@@ -250,7 +250,7 @@ class FakeOpenAI:
                       "prompt_tokens_details": {"cached_tokens": 0},
                       "completion_tokens_details": {"reasoning_tokens": 0}},
         }
-        return 200, payload, reply.headers, sha
+        return 200, payload, reply.headers, sha, delay
 
     def _answer(self, body: dict, cands: list, labels: dict) -> str:
         fmt = body.get("response_format") or {}
@@ -306,7 +306,7 @@ class FakeOpenAI:
             if not line.strip():
                 continue
             req = json.loads(line)
-            status, payload, _, sha = self._chat(req["body"], live=False)
+            status, payload, _, sha, _ = self._chat(req["body"])  # a batch takes no latency
             self._record("BATCH", "/v1/chat/completions", {}, req["body"], status, sha)
             entry = {"id": f"batch_req_{next(self._ids)}", "custom_id": req["custom_id"],
                      "response": {"status_code": status, "request_id": f"req_{next(self._ids)}",

@@ -31,6 +31,7 @@ GENERATION_PARAMS = ("temperature", "top_p", "max_tokens", "max_completion_token
                      "seed", "frequency_penalty", "presence_penalty", "verbosity", "extra_body")
 _RETRY_STATUS = {408, 409, 429}
 _FATAL_STATUS = {401, 403, 404}
+RETRY_AFTER_MAX = 600.0  # a server's Retry-After is honoured up to this many seconds
 
 
 class Redactor:
@@ -253,7 +254,7 @@ class OpenAIJudgeClient:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         cap = self.settings.backoff_max
         if isinstance(exc, _Retryable) and exc.retry_after is not None:
-            return min(exc.retry_after, cap)
+            return min(exc.retry_after, max(cap, RETRY_AFTER_MAX))
         # full jitter: uniform in [0, initial * 2^(n-1)], capped
         return random.uniform(0, min(cap, self.settings.backoff_initial * 2 ** (retry_state.attempt_number - 1)))
 

@@ -1,0 +1,296 @@
+"""The LLM judge against a real local HTTP server speaking the OpenAI API (tests/fake_openai.py).
+
+The real ``openai`` client runs; the server's request log is the evidence for retries, caching,
+budgets and batches.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from fake_openai import Reply
+from recjudge.collections import Collection
+from recjudge.errors import ConfigError
+from recjudge.judge import JudgeConfig, judge_pairs
+from recjudge.judge.runner import estimate_messages_tokens
+
+FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0)
+
+
+def movies(n_items: int = 30, n_users: int = 3, history: int = 6) -> Collection:
+    """Items 'Movie k' (the fake labels them k % 8); user u rated items 0..history-1 shifted by u."""
+    items = pd.DataFrame({"title": [f"Movie {k}" for k in range(n_items)],
+                          "genres": [("Drama",) if k % 2 else ("Comedy",) for k in range(n_items)]},
+                         index=[str(k) for k in range(n_items)])
+    rows = [(f"u{u}", str(u + k), float(1 + (u + k) % 5), 100 * u + k)
+            for u in range(n_users) for k in range(history)]
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
+    return Collection("movies", inter, items)
+
+
+def pairs_for(items, users=("u0", "u1", "u2")):
+    return [(u, str(i)) for u in users for i in items]
+
+
+def run(server, pairs, tmp_path=None, coll=None, **cfg):
+    cache = tmp_path / "cache.sqlite" if tmp_path is not None else None
+    config = JudgeConfig(base_url=server.url, **{"model": "fake-model", **FAST, **cfg})
+    return judge_pairs(pairs, coll or movies(), config, cache_path=cache)
+
+
+def test_labels_come_from_the_answers_and_reach_the_qrels(fake_openai, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unit-key-for-the-fake")
+    pairs = pairs_for(range(10, 14))
+    res = run(fake_openai, pairs, tmp_path)
+    # the fake answers k % 8 for 'Movie k'
+    assert res.labels == {(u, d): int(d) % 8 for u, d in pairs}
+    log = fake_openai.chat_log()
+    assert len(log) == len(pairs) == res.summary.calls
+    assert log[0].headers["authorization"] == "Bearer sk-unit-key-for-the-fake"
+    assert log[0].json["response_format"]["type"] == "json_schema"
+    assert log[0].json["model"] == "fake-model"
+    paths = res.write(tmp_path / "qrels" / "llm.qrels")
+    lines = (tmp_path / "qrels" / "llm.qrels").read_text().splitlines()
+    assert sorted(lines) == sorted(f"{u} 0 {d} {int(d) % 8}" for u, d in pairs)
+    first = json.loads(paths["judgments"].read_text().splitlines()[0])
+    prov = first["provenance"]
+    assert prov["model"] == "fake-model" and prov["template"]["name"] == "baseline"
+    assert len(prov["template"]["sha256"]) == 64 and prov["profiles"]["profile_size"] == 50
+    assert prov["profiles"]["fields"] == ["title", "genres"] and prov["seed"] == 0
+    assert first["repeat_labels"] == [first["label"]] and first["usage"]["prompt"] > 0
+
+
+def test_text_answers_and_structured_output_fallback(fake_openai):
+    # this server refuses response_format, as some local servers do
+    def rule(call):
+        if "response_format" in call.body:
+            return Reply(400, "response_format json_schema is not supported")
+        return None
+    fake_openai.rule = rule
+    pairs = pairs_for(range(3, 6), ["u0"])
+    res = run(fake_openai, pairs, concurrency=1)
+    assert res.labels == {(u, d): int(d) for u, d in pairs}
+    log = fake_openai.chat_log()
+    # one refused request, then text answers ("Score: N") for each pair
+    assert [("response_format" in r.json) for r in log] == [True, False, False, False]
+    assert res.summary.failures == {}
+
+
+def test_429_with_retry_after_and_500_are_retried(fake_openai):
+    def rule(call):
+        if call.seen == 0 and "Movie 11" in call.user:
+            return Reply(429, headers={"Retry-After": "1"})
+        if call.seen < 2 and "Movie 12" in call.user:
+            return Reply(500)
+        return None
+    fake_openai.rule = rule
+    pairs = pairs_for([10, 11, 12], ["u0"])
+    res = run(fake_openai, pairs)
+    assert res.labels == {("u0", "10"): 2, ("u0", "11"): 3, ("u0", "12"): 4}
+    log = fake_openai.chat_log()
+    by_prompt: dict[str, list] = {}
+    for r in log:
+        by_prompt.setdefault(r.prompt_sha, []).append(r)
+    statuses = sorted([x.status for x in v] for v in by_prompt.values())
+    assert statuses == [[200], [429, 200], [500, 500, 200]]
+    limited = next(v for v in by_prompt.values() if v[0].status == 429)
+    assert limited[1].time - limited[0].time >= 1.0  # Retry-After honoured, not the 0.05 s backoff cap
+    assert res.summary.attempts == 1 + 2 + 3 and res.summary.calls == 3
+
+
+def test_timeouts_are_retried(fake_openai):
+    fake_openai.rule = lambda call: Reply(delay=2.0) if call.seen == 0 else None
+    res = run(fake_openai, pairs_for([9], ["u0"]), timeout=0.3)
+    assert res.labels == {("u0", "9"): 1}
+    assert len(fake_openai.chat_log()) == 2
+
+
+def test_malformed_truncated_and_out_of_range_answers_are_retried(fake_openai):
+    answers = ['{"label": ', '```json\n{"label": 99}\n```', None]
+    fake_openai.rule = lambda call: Reply(content=answers[call.seen],
+                                          finish_reason="length" if call.seen == 0 else "stop")
+    res = run(fake_openai, pairs_for([13], ["u0"]), max_attempts=3)
+    assert res.labels == {("u0", "13"): 5}
+    assert len(fake_openai.chat_log()) == 3
+    # all three answers cost tokens
+    assert res.summary.usage.completion == sum(max(1, len(a or '{"label": 5}') // 4) for a in answers)
+
+
+def test_persistent_failures_are_reported_and_absent_from_qrels(fake_openai, tmp_path):
+    def rule(call):
+        if "Movie 13" in call.user:
+            return Reply(content="I would rather not say.")
+        if "Movie 14" in call.user:
+            return Reply(500)
+        if "Movie 15" in call.user:
+            return Reply(content='{"label": 8}')
+        return None
+    fake_openai.rule = rule
+    pairs = pairs_for([12, 13, 14, 15], ["u0"])
+    res = run(fake_openai, pairs, tmp_path, max_attempts=3)
+    assert res.labels == {("u0", "12"): 4}
+    assert res.summary.failures == {"unparseable": 1, "server_error": 1, "out_of_range": 1}
+    assert res.summary.judged == 1 and res.summary.pairs == 4
+    assert len(fake_openai.chat_log()) == 1 + 3 * 3
+    res.write(tmp_path / "q.qrels")
+    assert (tmp_path / "q.qrels").read_text() == "u0 0 12 4\n"
+    rows = {json.loads(x)["docid"]: json.loads(x) for x in (tmp_path / "q.judgments.jsonl").read_text().splitlines()}
+    assert rows["13"]["label"] is None and rows["13"]["status"] == "failed" and rows["13"]["reason"] == "unparseable"
+    assert rows["14"]["reason"] == "server_error" and rows["15"]["reason"] == "out_of_range"
+    # the failures were not cached as answers: a re-run asks exactly those three again
+    fake_openai.rule = None
+    again = run(fake_openai, pairs, tmp_path, max_attempts=3)
+    assert again.summary.cache_hits == 1 and again.summary.calls == 3
+    assert again.labels == {("u0", d): int(d) % 8 for d in ("12", "13", "14", "15")}
+
+
+def test_rerun_asks_nothing_already_answered(fake_openai, tmp_path):
+    pairs = pairs_for(range(10, 16))
+    first = run(fake_openai, pairs, tmp_path)
+    n = len(fake_openai.chat_log())
+    assert n == 18 and first.summary.cache_hits == 0
+    second = run(fake_openai, pairs, tmp_path)
+    assert len(fake_openai.chat_log()) == n and second.summary.cache_hits == 18 and second.summary.calls == 0
+    assert second.labels == first.labels
+    # a third repeat: only the new repetition index is asked
+    third = run(fake_openai, pairs, tmp_path, repeats=2)
+    assert len(fake_openai.chat_log()) == n + 18 and third.summary.cache_hits == 18
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM calls WHERE status='ok'").fetchone() == (36, 36)
+
+
+def test_items_per_call_repeats_and_agreement(fake_openai):
+    # repeat answers per prompt: base, base + 1, base + 1 (capped at 7)
+    def rule(call):
+        labels = {k: min(7, v + (call.seen > 0)) for k, v in call.labels.items()}
+        return Reply(content=json.dumps({"labels": labels}))
+    fake_openai.rule = rule
+    pairs = pairs_for(range(10, 15), ["u0"])  # Movie 10..14 -> base 2..6
+    res = run(fake_openai, pairs, items_per_call=3, repeats=3, concurrency=1)
+    log = fake_openai.chat_log()
+    assert len(log) == 2 * 3  # ceil(5 / 3) calls x 3 repeats
+    assert "[c1] Title: Movie 10" in log[0].json["messages"][1]["content"]
+    assert sorted(len(r.json["response_format"]["json_schema"]["schema"]["properties"]["labels"]["required"])
+                  for r in log) == [2, 2, 2, 3, 3, 3]
+    # mean of (b, b+1, b+1) = b + 2/3 -> rounds to b + 1
+    assert res.labels == {("u0", str(k)): k % 8 + 1 for k in range(10, 15)}
+    j = {x.docid: x for x in res.judgments}
+    assert j["12"].repeat_labels == (4, 5, 5)
+    mode = run(fake_openai, pairs, items_per_call=3, repeats=3, aggregate="mode")
+    assert mode.labels == res.labels  # mode of (b, b+1, b+1) is b+1 as well
+    a = res.summary.agreement
+    # every pair: one of three pairs of repeats agrees -> pairwise 1/3, never all equal
+    assert a.pairs == 5 and a.all_equal == 0.0 and a.pairwise_exact == pytest.approx(1 / 3)
+
+
+def test_profile_precedes_candidates_and_is_shared(fake_openai):
+    pairs = pairs_for(range(10, 14), ["u1"])
+    run(fake_openai, pairs, items_per_call=2, concurrency=1, profile_size=3)
+    users = [r.json["messages"][1]["content"] for r in fake_openai.chat_log()]
+    prefix = [u.split("Candidate items:")[0] for u in users]
+    assert prefix[0] == prefix[1] and prefix[0].count("\n- Title:") + prefix[0].startswith("- ") >= 2
+
+
+def test_max_calls_stops_cleanly(fake_openai, tmp_path):
+    pairs = pairs_for(range(10, 20), ["u0"])
+    res = run(fake_openai, pairs, tmp_path, max_calls=3, concurrency=2)
+    assert len(fake_openai.chat_log()) == 3 and res.summary.calls == 3
+    assert res.summary.judged == 3 and res.summary.skipped_calls == 7
+    assert "max-calls 3" in res.summary.stopped and res.summary.failures == {"not_asked": 7}
+    # resuming with a larger budget asks only the rest
+    more = run(fake_openai, pairs, tmp_path)
+    assert len(fake_openai.chat_log()) == 10 and more.summary.judged == 10
+
+
+def test_max_cost_stops_before_the_budget_is_exceeded(fake_openai, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"fake-model": {"input": 1000.0, "output": 1000.0}}))  # $0.001 per token
+    pairs = pairs_for(range(10, 30), ["u0"])
+    dry = run(fake_openai, pairs, prices=str(prices), dry_run=True)
+    per_call = dry.summary.estimated_cost / 20
+    budget = 5.5 * per_call
+    res = run(fake_openai, pairs, tmp_path, prices=str(prices), max_cost=budget, concurrency=1)
+    assert res.summary.cost <= budget and "max-cost" in res.summary.stopped
+    assert 1 <= res.summary.calls < 20 and res.summary.calls + res.summary.skipped_calls == 20
+    with pytest.raises(ConfigError, match="price"):
+        run(fake_openai, pairs, model="unpriced", max_cost=1.0)
+
+
+def test_dry_run_makes_no_request_and_estimates_tokens(fake_openai, tmp_path):
+    pairs = pairs_for(range(10, 16))
+    dry = run(fake_openai, pairs, tmp_path, dry_run=True)
+    assert fake_openai.log == [] and not (tmp_path / "cache.sqlite").exists()
+    assert dry.summary.planned_calls == 18 and dry.summary.cache_hits == 0 and dry.qrels() is None
+    real = run(fake_openai, pairs, tmp_path)
+    prompts = [r.json["messages"] for r in fake_openai.chat_log()]
+    expected = sum(estimate_messages_tokens(m[0]["content"], m[1]["content"]) for m in prompts)
+    assert dry.summary.estimated_input_tokens == expected
+    # the fake counts floor(all chars / 4); the estimate is ceil(chars / 4) per message + 9 framing tokens:
+    # per call it is 9 .. 9 + 2 (two ceilings) + 1 (the floor) = 12 tokens above
+    assert 9 * 18 <= expected - real.summary.usage.prompt <= 12 * 18
+    after = run(fake_openai, pairs + [("u0", "20")], tmp_path, dry_run=True)
+    assert after.summary.cache_hits == 18 and after.summary.planned_calls == 19
+
+
+def test_batch_api_feeds_the_same_cache(fake_openai, tmp_path):
+    fake_openai.rule = lambda call: Reply(content="garbage") if call.seen == 0 and "Movie 11" in call.user else None
+    pairs = pairs_for(range(10, 14), ["u0", "u1"])
+    res = run(fake_openai, pairs, tmp_path, batch=True, batch_poll=0.01)
+    assert res.labels == {(u, d): int(d) % 8 for u, d in pairs}
+    routes = [(r.method, r.path) for r in fake_openai.log if r.method != "BATCH"]
+    # round 1: upload, create, poll (in progress), poll (completed), download output and errors
+    assert routes[:3] == [("POST", "/v1/files"), ("POST", "/v1/batches"), ("GET", routes[2][1])]
+    assert sum(m == "POST" and p == "/v1/batches" for m, p in routes) == 2  # round 2 resubmits the 2 garbled
+    batched = [r for r in fake_openai.log if r.method == "BATCH"]
+    assert len(batched) == 8 + 2 and fake_openai.chat_log() == [] or all(r.method == "BATCH" for r in fake_openai.chat_log())
+    again = run(fake_openai, pairs, tmp_path)
+    assert again.summary.cache_hits == 8 and again.summary.calls == 0
+
+
+def test_criteria_template(fake_openai):
+    pairs = pairs_for([10, 11, 12], ["u0"])
+    res = run(fake_openai, pairs, prompt="criteria", items_per_call=2)
+    assert res.labels == {("u0", "10"): 2, ("u0", "11"): 3, ("u0", "12"): 4}
+    j = {x.docid: x for x in res.judgments}
+    assert j["11"].criteria == ({"topic": 3, "creators": 3, "style_format": 3, "tone_genre": 3},)
+
+
+def test_queries_as_profiles_with_the_relevance_template(fake_openai):
+    fake_openai.labeler = lambda text: int(text.split("Movie ")[1].split()[0]) % 4
+    topics = {"q1": "a comedy about dogs", "q2": "dark drama"}
+    config = JudgeConfig(base_url=fake_openai.url, model="m", prompt="relevance", fields="title", **FAST)
+    res = judge_pairs([("q1", "5"), ("q2", "6"), ("q3", "7")], movies(), config, topics=topics)
+    assert res.labels == {("q1", "5"): 1, ("q2", "6"): 2}
+    assert res.summary.failures == {"no_profile": 1}
+    assert fake_openai.chat_log()[0].json["messages"][1]["content"].startswith("Query: a comedy about dogs")
+    with pytest.raises(ConfigError, match="expects query profiles"):
+        judge_pairs([("u0", "5")], movies(), config)
+
+
+def test_api_key_never_reaches_errors_logs_or_files(fake_openai, tmp_path, monkeypatch, caplog):
+    secret = "sk-proj-SECRETSECRET0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    fake_openai.require_key = "sk-the-right-one"  # answers 401 echoing the presented key
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(ConfigError) as err:
+        run(fake_openai, pairs_for([10], ["u0"]), tmp_path)
+    assert "refused the API key" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
+    assert secret not in str(err.value) and "SECRETSECRET" not in repr(err.value.__context__)
+    # a run that works, with failures stored in the cache and judgments
+    fake_openai.require_key = None
+    fake_openai.rule = lambda call: Reply(500, f"internal error for key {secret}") if "Movie 11" in call.user else None
+    res = run(fake_openai, pairs_for([10, 11], ["u0"]), tmp_path, max_attempts=2)
+    res.write(tmp_path / "out.qrels")
+    assert fake_openai.chat_log()[-1].headers["authorization"] == f"Bearer {secret}"  # it was sent
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+            assert b"SECRETSECRET" not in path.read_bytes(), path
+    assert "SECRETSECRET" not in caplog.text
+    assert "redacted" in json.dumps([j.reason for j in res.judgments]) or res.summary.failures == {"server_error": 1}
