@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "recjudge.cli.fill",
     "recjudge.cli.judge",
     "recjudge.cli.ties",
+    "recjudge.cli.train",
 )
 
 
