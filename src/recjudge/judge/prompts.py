@@ -86,24 +86,30 @@ class Template:
 
     def json_schema(self, keys: Sequence[str] | None) -> dict:
         """A strict JSON schema for structured output (``response_format``)."""
-        lo, hi = self.scale
-        integer = {"type": "integer", "minimum": lo, "maximum": hi}
-        if self.answer == "criteria":
-            names = (*self.criteria, "label")
-            one: dict = {"type": "object", "properties": {c: integer for c in names},
-                         "required": list(names), "additionalProperties": False}
-        else:
-            one = integer
-        if keys is None:
-            body = one if self.answer == "criteria" else {
-                "type": "object", "properties": {"label": integer}, "required": ["label"],
-                "additionalProperties": False}
-        else:
-            body = {"type": "object",
-                    "properties": {"labels": {"type": "object", "properties": {k: one for k in keys},
-                                              "required": list(keys), "additionalProperties": False}},
-                    "required": ["labels"], "additionalProperties": False}
-        return {"name": "judgment", "strict": True, "schema": body}
+        return _schema(self, None if keys is None else tuple(keys))
+
+
+@functools.lru_cache(maxsize=256)
+def _schema(t: Template, keys: tuple[str, ...] | None) -> dict:
+    # memoised: one schema per answer shape, shared read-only by every request of that shape
+    lo, hi = t.scale
+    integer = {"type": "integer", "minimum": lo, "maximum": hi}
+    if t.answer == "criteria":
+        names = (*t.criteria, "label")
+        one: dict = {"type": "object", "properties": {c: integer for c in names},
+                     "required": list(names), "additionalProperties": False}
+    else:
+        one = integer
+    if keys is None:
+        body = one if t.answer == "criteria" else {
+            "type": "object", "properties": {"label": integer}, "required": ["label"],
+            "additionalProperties": False}
+    else:
+        body = {"type": "object",
+                "properties": {"labels": {"type": "object", "properties": {k: one for k in keys},
+                                          "required": list(keys), "additionalProperties": False}},
+                "required": ["labels"], "additionalProperties": False}
+    return {"name": "judgment", "strict": True, "schema": body}
 
 
 def prompts_dir() -> Path:
