@@ -652,14 +652,17 @@ def _profiles(path: Path) -> pd.DataFrame:
             raise InputError(str(path), f"no {label} column; found {list(frame.columns)}",
                              "profiles need movie_id, rating and timestamp columns", line=1)
     times = pd.to_numeric(frame[ts], errors="coerce")
-    if times.isna().any():
-        # ISO dates → Unix seconds
-        parsed = pd.to_datetime(frame[ts], errors="coerce", utc=True)
+    dated = times.isna().to_numpy()
+    if dated.any():
+        # ISO dates → Unix seconds; numbers stay as they are
+        parsed = pd.to_datetime(frame[ts][dated], errors="coerce", utc=True, format="ISO8601")
         if parsed.isna().any():
-            i = int(np.flatnonzero(parsed.isna().to_numpy())[0])
+            i = int(np.flatnonzero(dated)[int(np.flatnonzero(parsed.isna().to_numpy())[0])])
             raise InputError(str(path), f"timestamp {frame[ts].iloc[i]!r} is neither a number nor a date",
-                             "write Unix seconds or ISO dates", line=i + 2)
-        times = (parsed - pd.Timestamp("1970-01-01", tz="UTC")) // pd.Timedelta(seconds=1)
+                             "write Unix seconds or ISO 8601 dates", line=i + 2)
+        seconds = (parsed - pd.Timestamp("1970-01-01", tz="UTC")) // pd.Timedelta(seconds=1)
+        times = times.astype("float64")
+        times[dated] = seconds.to_numpy(dtype=np.float64)
     return pd.DataFrame({"user": users.astype(str), "item": frame[item].astype(str),
                          "rating": _numeric_column(frame, rating, path), "timestamp": times.to_numpy()})
 

@@ -1,0 +1,124 @@
+"""Splits on hand-made interactions; expectations written out from the definitions."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from recjudge.collections import Collection
+from recjudge.errors import ConfigError
+from recjudge.splits import (
+    SPLITS,
+    global_time_split,
+    historical_qrels,
+    leave_one_out_split,
+    make_split,
+    timestamp_split,
+    user_ratio_split,
+)
+
+
+def collection(rows) -> Collection:
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
+    inter["rating"] = inter.rating.astype("float64")
+    inter["timestamp"] = inter.timestamp.astype("int64")
+    return Collection("toy", inter, pd.DataFrame(index=pd.Index(sorted(inter.item.unique()), name="item")))
+
+
+# ten interactions at times 1..10; user c only appears after the cut
+TEN = [
+    ("a", "i1", 5, 1), ("a", "i2", 4, 2), ("b", "i1", 3, 3), ("a", "i3", 2, 4), ("b", "i2", 1, 5),
+    ("b", "i3", 4, 6), ("a", "i4", 5, 7), ("b", "i4", 2, 8), ("a", "i5", 4, 9), ("c", "i1", 5, 10),
+]
+
+
+def pairs(frame):
+    return sorted(zip(frame.user, frame.item))
+
+
+def test_global_time_quantile_cut_and_cold_users():
+    s = global_time_split(collection(TEN))
+    # sorted timestamps 1..10, position floor(0.8 * 10) = 8 holds timestamp 9: train is t < 9
+    assert s.info["cut_timestamp"] == 9
+    assert len(s.train) == 8
+    # test rows (a, i5, t=9) and (c, i1, t=10); c has no training history and is dropped
+    assert pairs(s.test) == [("a", "i5")]
+    assert s.info["cold_test_users_dropped"] == 1
+    kept = global_time_split(collection(TEN), keep_cold_users=True)
+    assert pairs(kept.test) == [("a", "i5"), ("c", "i1")]
+
+
+def test_global_time_exact_timestamp_and_ties_go_to_one_side():
+    rows = TEN[:-1] + [("b", "i5", 3, 7)]  # a second interaction at t = 7
+    s = global_time_split(collection(rows), timestamp=7)
+    assert s.info["quantile"] is None and s.info["cut_timestamp"] == 7
+    assert pairs(s.test) == [("a", "i4"), ("a", "i5"), ("b", "i4"), ("b", "i5")]  # every t >= 7
+    with pytest.raises(ConfigError, match="empty train"):
+        global_time_split(collection(TEN), timestamp=0)
+
+
+def test_splits_do_not_depend_on_row_order():
+    shuffled = collection(list(reversed(TEN)))
+    for method in SPLITS:
+        a, b = make_split(collection(TEN), method), make_split(shuffled, method)
+        assert a.train.equals(b.train) and a.test.equals(b.test), method
+        assert a.info == b.info
+
+
+def test_user_ratio_ceil_and_time_order():
+    s = user_ratio_split(collection(TEN), ratio=0.8)
+    # a has 5 interactions: ceil(0.8 * 5) = 4 train, the latest (i5 at t=9) test
+    # b has 4: ceil(3.2) = 4 train, none test; c has 1: train only
+    assert pairs(s.test) == [("a", "i5")]
+    assert len(s.train) == 9
+    s2 = user_ratio_split(collection(TEN), ratio=0.5)
+    # a: ceil(2.5) = 3 train → test i4 (t=7), i5 (t=9); b: ceil(2) = 2 → test i3 (t=6), i4 (t=8)
+    assert pairs(s2.test) == [("a", "i4"), ("a", "i5"), ("b", "i3"), ("b", "i4")]
+
+
+def test_leave_one_out_with_time_ties_broken_by_item():
+    rows = [("u", "z", 1, 5), ("u", "y", 1, 5), ("u", "x", 1, 1), ("v", "x", 1, 1)]
+    s = leave_one_out_split(collection(rows))
+    # u's last two share t=5; by item id 'y' < 'z' so 'z' is last; v has one interaction: train only
+    assert pairs(s.test) == [("u", "z")]
+    sv = leave_one_out_split(collection(rows), valid=True)
+    assert pairs(sv.valid) == [("u", "y")] and pairs(sv.test) == [("u", "z")]
+    assert pairs(sv.train) == [("u", "x"), ("v", "x")]
+
+
+def test_timestamp_811():
+    s = timestamp_split(collection(TEN))
+    # cuts at sorted positions floor(0.8 * 10) = 8 → t=9 and floor(0.9 * 10) = 9 → t=10
+    assert s.info["cut_timestamps"] == [9, 10]
+    assert pairs(s.valid) == [("a", "i5")]
+    assert len(s.test) == 0 and s.info["cold_test_users_dropped"] == 1  # (c, i1) is cold
+    assert pairs(s.history()) == pairs(pd.concat([s.train, s.valid]))
+
+
+def test_historical_qrels_mappings():
+    s = user_ratio_split(collection(TEN), ratio=0.5)
+    # test rows: (a, i4, 5), (a, i5, 4), (b, i3, 4), (b, i4, 2)
+    def labels(q):
+        return {(r.qid, r.docid): r.label for r in q}
+
+    assert set(labels(historical_qrels(s)).values()) == {1}
+    assert labels(historical_qrels(s, "threshold:4")) == {("a", "i4"): 1, ("a", "i5"): 1, ("b", "i3"): 1,
+                                                          ("b", "i4"): 0}
+    assert labels(historical_qrels(s, "rating"))[("b", "i4")] == 2
+    assert labels(historical_qrels(s, {5: 3, 4: 2, 2: 0}))[("a", "i4")] == 3
+    assert historical_qrels(s, "threshold:4").name == "toy-historical-threshold4"
+    with pytest.raises(ConfigError, match="no label for rating"):
+        historical_qrels(s, {5: 1})
+    half = user_ratio_split(collection([("a", "x", 3.5, 1), ("a", "y", 4.5, 2)]), ratio=0.5)
+    with pytest.raises(ConfigError, match="half_stars"):
+        historical_qrels(half, "rating")
+    assert labels(historical_qrels(half, "half_stars")) == {("a", "y"): 9}  # 2 × 4.5
+
+
+def test_bad_split_options():
+    with pytest.raises(ConfigError, match="unknown split method"):
+        make_split(collection(TEN), "random")
+    with pytest.raises(ConfigError, match="ratio"):
+        make_split(collection(TEN), "global_time", ratio=0.5)
+    with pytest.raises(ConfigError, match="quantile"):
+        global_time_split(collection(TEN), quantile=1.0)
