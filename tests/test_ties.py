@@ -536,3 +536,11 @@ def test_cli_errors_exit_non_zero_and_write_nothing(ties_cli, tmp_path, capsys):
     assert ties_cli(["ties", str(good), "--k", "ten"]) == 2
     assert ties_cli(["ties", str(good)]) == 0  # prevalence only
     assert "Tie prevalence" in capsys.readouterr().out
+    import gzip
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "a.run").write_text("u Q0 a 1 1.0 t\n")
+    (folder / "a.run.gz").write_bytes(gzip.compress(b"u Q0 a 1 1.0 t\n"))
+    assert ties_cli(["ties", str(folder)]) == 2
+    assert "also used by" in capsys.readouterr().err

@@ -66,7 +66,9 @@ __all__ = [
     "TiePrevalence",
     "MeasureTies",
     "RunTies",
+    "TieSettings",
     "TieAudit",
+    "PermutationResult",
     "SampledCandidates",
     "tie_prevalence",
     "policy_metrics",
@@ -75,6 +77,7 @@ __all__ = [
     "shuffle_rows",
     "audit_run",
     "audit_ties",
+    "format_audit",
     "sampled_candidate_run",
     "popularity_scorer",
     "attribute_overlap_scorer",
@@ -640,6 +643,8 @@ def permutation_test(run: Run, qrels: Qrels, measures=DEFAULT_TIE_MEASURES, perm
     Shuffle p uses ``shuffle_rows(run, seed=[seed, p])``. An evaluator is row-order invariant when
     every change is 0.
     """
+    if policy not in ("input", "hash"):
+        raise ConfigError(f"the permutation test compares 'input' or 'hash' tie-breaking, not {policy!r}")
     specs = _specs(measures)
     r = _Ranked(run, qrels)
     ev = _Evaluator(r, specs)
@@ -792,6 +797,10 @@ def audit_run(run: Run, qrels: Qrels | None = None, measures=DEFAULT_TIE_MEASURE
     ev = _Evaluator(r, specs)
     rows = r.tied_rows if ev.specs else r.sub_rows
     seed = settings.seed
+    if ev.specs and len(r.tied_rows):
+        log.info("%s: %s have no closed form; up to %d evaluations of the run (Monte Carlo, hash seeds, "
+                 "shuffles)", run.name, ", ".join(s.name for s in ev.specs),
+                 2 + settings.seeds + settings.mc_samples + settings.permutations)
     inp, hsh = _per_user(r, specs, ev, [r.treatment(rows, "input"), r.treatment(rows, "hash", seed=seed)])
     seed_means = np.stack([
         _per_user(r, specs, ev, [r.treatment(rows, "hash", seed=seed + i)])[0].mean(axis=1)
@@ -924,10 +933,12 @@ def format_audit(audit: TieAudit) -> str:
                          f"{m.input_order - m.expected:+.4f}", _num(m.permutation), _num(m.permutation_hash)])
         out += _table(header, rows)
     if audit.runs and audit.runs[0].measures:
+        mc = any(m.expected_ci is not None for m in audit.runs[0].measures)
         out.append("")
-        out.append(f"expected: uniformly random order within tie blocks (exact; MC = Monte Carlo over "
-                   f"{s.mc_samples} orders, {s.confidence:.0%} CI). perm: {s.permutations} seeded "
-                   "shuffles of each user's rows.")
+        out.append("expected: uniformly random order within tie blocks (exact closed form"
+                   + (f"; MC = Monte Carlo over {s.mc_samples} orders with a {s.confidence:.0%} CI" if mc else "")
+                   + f"). perm: largest change of the mean over {s.permutations} seeded shuffles of "
+                   "each user's rows.")
     for note in audit.notes:
         out.append(f"note: {note}")
     return "\n".join(out)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from ..errors import ConfigError
+
+log = logging.getLogger("recjudge.ties")
 
 DESCRIPTION = """\
 Audit tie handling in runs. Prints, per run, how many users have exactly equal scores (overall,
@@ -50,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._io import write_json
-    from ..trec import iter_run_files, read_qrels, read_run
+    from ..errors import InputError
+    from ..trec import iter_run_files, read_qrels, read_run, run_name
     from ..ties import audit_ties
 
     cutoffs = _cutoffs(args.k)
@@ -58,7 +62,20 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--measures needs --qrels (measures need relevance labels)")
     qrels = read_qrels(args.qrels) if args.qrels else None
     files = iter_run_files(args.runs)  # checks every path before the long work starts
-    audit = audit_ties((read_run(f) for f in files), qrels, measures=args.measures, cutoffs=cutoffs,
+    names: dict[str, object] = {}
+    for f in files:
+        name = run_name(f)
+        if name in names:
+            raise InputError(str(f), f"run name {name!r} is also used by {names[name]}",
+                             "rename one of the files: a run's name is its file name")
+        names[name] = f
+
+    def lazily():  # one run in memory at a time
+        for i, f in enumerate(files, start=1):
+            log.info("auditing %s (%d/%d)", f, i, len(files))
+            yield read_run(f)
+
+    audit = audit_ties(lazily(), qrels, measures=args.measures, cutoffs=cutoffs,
                        seeds=args.seeds, permutations=args.permutations, seed=args.seed,
                        mc_samples=args.mc_samples)
     print(audit.format())
