@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import math
+import warnings
 
+import ir_measures
+import numpy as np
+import pandas as pd
 import pytest
 
 from recjudge.errors import ConfigError
-from recjudge.measures import parse_measures, per_query_matrix
-from recjudge.trec import read_qrels, read_run, resolve_ties
+from recjudge.measures import DEFAULT_MEASURES, measure_key, parse_measures, per_query_matrix
+from recjudge.trec import Qrels, Run, read_qrels, read_run, resolve_ties
 
 QRELS = read_qrels(
     "q1 0 a 2\n"   # relevant, gain 2
     "q1 0 b 0\n"   # judged non-relevant
-    "q1 0 c -1\n"  # negative: judged for Judged, ignored by trec_eval
+    "q1 0 c -1\n"  # negative: judged for Judged, "unjudged" for trec_eval
     "q1 0 d 1\n"   # relevant, gain 1
     "q1 0 f 0\n"   # judged non-relevant, not retrieved
     "q2 0 a 0\n"   # q2 has no relevant document
+    "q3 0 a 1\n"   # q3 is not ranked by the run
 )
 RUN = resolve_ties(read_run(
     "q1 Q0 c 1 6 t\n"
@@ -24,26 +29,214 @@ RUN = resolve_ties(read_run(
     "q1 Q0 a 3 3 t\n"
     "q1 Q0 z 4 2 t\n"  # z is not judged
     "q1 Q0 d 5 1 t\n"
-    "q2 Q0 a 1 1 t\n"
+    "q2 Q0 a 1 2 t\n"
+    "q2 Q0 y 2 1 t\n"
     "q9 Q0 a 1 1 t\n"  # q9 is not in the qrels: ignored
 ))
 
+FAST = ("Judged@100", "Judged@3", "Judged", "Compat(p=0.95)", "Compat(p=0.5)", "Compat(p=0.8,normalize=False)",
+        "nDCG@100", "nDCG@3", "nDCG", "Bpref", "Bpref(rel=2)", "P@5", "P(rel=2)@3", "R@5", "Success@1",
+        "Success@50", "RR", "RR(rel=2)", "AP", "AP@3")
 
-@pytest.mark.parametrize("backend", ["ir_measures"])
+
+@pytest.mark.parametrize("backend", ["ir_measures", "numpy", "auto"])
 def test_hand_arithmetic(backend):
-    m = per_query_matrix({"r": RUN}, QRELS, ["nDCG@100", "Bpref", "Judged@100"], backend=backend)
-    # ranking c b a z d; gains 0 0 2 0 1 at ranks 1..5
+    m = per_query_matrix({"r": RUN}, QRELS, [*DEFAULT_MEASURES, "P@2", "RR", "AP"], backend=backend)
+    q1 = {k: v.loc["q1", "r"] for k, v in m.items()}
+    # ranking c b a z d; gains (negative -> 0) 0 0 2 0 1 at ranks 1..5; ideal gains 2, 1
     dcg = 2 / math.log2(3 + 1) + 1 / math.log2(5 + 1)
-    idcg = 2 / math.log2(2) + 1 / math.log2(3)
-    assert m["nDCG@100"].loc["q1", "r"] == pytest.approx(dcg / idcg, abs=1e-12)
-    # R = 2 (a, d), N = 2 (b, f); a after 1 nonrel: 1 - 1/2; d after 1 nonrel: 1 - 1/2
-    assert m["Bpref"].loc["q1", "r"] == pytest.approx(((1 - 1 / 2) + (1 - 1 / 2)) / 2, abs=1e-12)
-    # c, b, a, d judged of 5 retrieved
-    assert m["Judged@100"].loc["q1", "r"] == pytest.approx(4 / 5, abs=1e-12)
-    assert list(m["Bpref"].index) == ["q1", "q2"]
-    assert m["nDCG@100"].loc["q2", "r"] == 0.0
+    idcg = 2 / math.log2(1 + 1) + 1 / math.log2(2 + 1)
+    assert q1["nDCG@100"] == pytest.approx(dcg / idcg, abs=1e-12)
+    # R = 2 (a, d), N = 2 (b, f); c (-1) is skipped; a and d each follow 1 non-relevant
+    assert q1["Bpref"] == pytest.approx(((1 - 1 / 2) + (1 - 1 / 2)) / 2, abs=1e-12)
+    # c, b, a, d judged among 5 retrieved
+    assert q1["Judged@100"] == pytest.approx(4 / 5, abs=1e-12)
+    assert q1["P@2"] == 0.0
+    assert q1["RR"] == pytest.approx(1 / 3, abs=1e-12)
+    assert q1["AP"] == pytest.approx((1 / 3 + 2 / 5) / 2, abs=1e-12)
+    # Compat p=0.95: ideal [a, d]; ranking [c, b, a, z, d]; depth 5; overlap at depth 1..5: 0 0 1 1 2
+    w = [0.95 ** i for i in range(5)]
+    rbo = (w[2] * 1 / 3 + w[3] * 1 / 4 + w[4] * 2 / 5) / sum(w)
+    best = (w[0] * 1 / 1 + w[1] * 2 / 2 + w[2] * 2 / 3 + w[3] * 2 / 4 + w[4] * 2 / 5) / sum(w)
+    assert q1["Compat"] == pytest.approx(rbo / best, abs=1e-12)
+    # q2: no relevant document; y unjudged, a judged: Judged = 1/2, the rest 0
+    assert m["Judged@100"].loc["q2", "r"] == pytest.approx(1 / 2, abs=1e-12)
+    assert [m[k].loc["q2", "r"] for k in ("nDCG@100", "Bpref", "Compat")] == [0.0, 0.0, 0.0]
+    # q3 is not ranked by the run: 0 everywhere; q9 is not judged: not in the index
+    assert list(m["Bpref"].index) == ["q1", "q2", "q3"]
+    assert all(m[k].loc["q3", "r"] == 0.0 for k in m)
 
 
-def test_parse_measures_rejects_unknown():
+@pytest.mark.parametrize("backend", ["ir_measures", "numpy"])
+def test_compat_and_judged_by_hand(backend):
+    qrels = read_qrels("u 0 a 1\nu 0 b 1\nu 0 x 0\n")
+    run = resolve_ties(read_run("u Q0 x 1 2 t\nu Q0 a 2 1 t\n"))
+    m = per_query_matrix({"r": run}, qrels, ["Compat(p=0.5)", "Judged@10"], backend=backend)
+    # ranking [x, a], ideal [a, b] (b unretrieved), depth 2, p = 0.5, weights 1, 0.5:
+    # rbo = (1 * 0/1 + 0.5 * 1/2) / 1.5; best = (1 * 1/1 + 0.5 * 2/2) / 1.5
+    assert m["Compat(p=0.5)"].loc["u", "r"] == pytest.approx((0.5 * 1 / 2) / (1 + 0.5 * 2 / 2), abs=1e-12)
+    # two judged of a two-document run: the cutoff 10 beyond the run length divides by 2
+    assert m["Judged@10"].loc["u", "r"] == 1.0
+
+
+# ------------------------------------------------------------------------ randomised equality
+
+def _random_case(seed: int, n_queries: int = 40, n_runs: int = 4):
+    rng = np.random.default_rng(seed)
+    docs = np.array([f"d{i}" for i in range(60)])
+    rows = []
+    for qi in range(n_queries):
+        n_judged = int(rng.integers(1, 30))
+        judged = rng.choice(docs, n_judged, replace=False)
+        kind = qi % 5
+        if kind == 0:  # no relevant document
+            labels = rng.choice([0, -1, 0], n_judged)
+        elif kind == 1:  # only negative labels
+            labels = rng.choice([-1, -2], n_judged)
+        else:  # graded, with 0 and negatives
+            labels = rng.choice([-1, 0, 0, 1, 1, 2, 3, 4], n_judged)
+        rows += [(f"q{qi}", d, int(lab)) for d, lab in zip(judged, labels)]
+    rng.shuffle(rows)  # qrels row order matters to Compat's ideal list; keep it arbitrary
+    qrels = Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "label"]))
+    runs = {}
+    for r in range(n_runs):
+        rrows = []
+        for qi in range(n_queries + 3):  # three queries the qrels lack
+            if rng.random() < 0.15:
+                continue  # the run misses this query
+            n = int(rng.integers(1, 45))
+            ranked = rng.choice(docs, n, replace=False)
+            scores = rng.choice(np.arange(-3, 8, 0.5), n)  # many exact ties, negative and zero scores
+            rrows += [(f"q{qi}", d, float(s)) for d, s in zip(ranked, scores)]
+        frame = pd.DataFrame(rrows, columns=["qid", "docid", "score"])
+        runs[f"run{r}"] = resolve_ties(Run.from_frame(frame, f"run{r}"), "hash", seed + r)
+    return qrels, runs
+
+
+def _signed_scores(run: Run, rng) -> Run:
+    """Keep the order, rewrite scores to distinct values spanning negative, 0.0 and positive."""
+    f = run.frame.copy()
+    pos = f.groupby("qid", sort=False).cumcount().to_numpy()
+    zero_at = {q: int(rng.integers(0, n)) for q, n in f.groupby("qid", sort=False).size().items()}
+    f["score"] = (zero_at_f := np.array([zero_at[q] for q in f.qid])) - pos.astype(float)
+    assert (f.score[pos == zero_at_f] == 0).all()
+    f = f.sample(frac=1.0, random_state=int(rng.integers(1 << 31))).reset_index(drop=True)  # rows shuffled
+    return Run(run.name, f, tie_policy=run.tie_policy, seed=run.seed)
+
+
+def _assert_equal(a: dict, b: dict, tol: float = 1e-9):
+    assert a.keys() == b.keys()
+    for k in a:
+        pd.testing.assert_index_equal(a[k].index, b[k].index)
+        pd.testing.assert_index_equal(a[k].columns, b[k].columns)
+        diff = float(np.abs(a[k].to_numpy() - b[k].to_numpy()).max())
+        assert diff <= tol, f"{k}: max abs diff {diff}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_numpy_equals_ir_measures(seed):
+    qrels, runs = _random_case(seed)
+    fast = per_query_matrix(runs, qrels, FAST, backend="numpy")
+    ref = per_query_matrix(runs, qrels, FAST, backend="ir_measures")
+    _assert_equal(fast, ref)
+    # the fixture exercises what it claims to
+    assert (ref["nDCG@100"] == 0).all(axis=1).any() and (ref["Judged@100"] > 0).any().any()
+    assert (ref["Compat"] > 0).any().any() and (ref["Bpref"].to_numpy() % 1 != 0).any()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_negative_and_zero_scores_and_unsorted_rows(seed):
+    rng = np.random.default_rng(100 + seed)
+    qrels, runs = _random_case(seed + 50)
+    runs = {k: _signed_scores(v, rng) for k, v in runs.items()}
+    measures = ["Compat(p=0.9)", "Compat(p=0.7,normalize=False)", "nDCG@10", "Bpref", "Judged@5", "AP"]
+    _assert_equal(per_query_matrix(runs, qrels, measures, backend="numpy"),
+                  per_query_matrix(runs, qrels, measures, backend="ir_measures"))
+
+
+def test_reference_backend_matches_plain_ir_measures():
+    qrels, runs = _random_case(7, n_runs=2)
+    m = per_query_matrix(runs, qrels, DEFAULT_MEASURES, backend="auto")
+    # pytrec_eval has undefined behaviour (hangs, crashes) on a query whose labels are all negative
+    qrels_dict = {q: labels for q, labels in qrels.to_dict().items() if max(labels.values()) >= 0}
+    for name, run in runs.items():
+        run_dict: dict = {}
+        for row in run:
+            run_dict.setdefault(row.qid, {})[row.docid] = row.score
+        for metric in ir_measures.iter_calc(parse_measures(DEFAULT_MEASURES), qrels_dict, run_dict):
+            got = m[measure_key(metric.measure)].loc[metric.query_id, name]
+            assert abs(got - metric.value) <= 1e-9, (metric, got)
+
+
+def test_a_changed_label_changes_the_matrix():
+    qrels, runs = _random_case(3, n_runs=1)
+    before = per_query_matrix(runs, qrels, ["nDCG@100"], backend="numpy")["nDCG@100"]
+    f = qrels.frame.copy()
+    retrieved = set(zip(runs["run0"].frame.qid, runs["run0"].frame.docid))
+    i = next(i for i, (q, d, lab) in enumerate(zip(f.qid, f.docid, f.label)) if (q, d) in retrieved and lab > 0)
+    f.loc[i, "label"] = 0
+    after = per_query_matrix(runs, Qrels.from_frame(f), ["nDCG@100"], backend="numpy")["nDCG@100"]
+    assert after.loc[f.qid[i], "run0"] < before.loc[f.qid[i], "run0"]
+
+
+# --------------------------------------------------------------------------------- ties, input
+
+def test_unresolved_run_is_resolved_with_hash_and_warns():
+    qrels, runs = _random_case(11, n_runs=1)
+    raw = Run(runs["run0"].name, runs["run0"].frame.assign(score=1.0))  # every score tied
+    with pytest.warns(UserWarning, match="resolve_ties"):
+        got = per_query_matrix({"r": raw}, qrels, DEFAULT_MEASURES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        want = per_query_matrix({"r": resolve_ties(raw, "hash", 0)}, qrels, DEFAULT_MEASURES, backend="ir_measures")
+    _assert_equal(got, want)
+
+
+def test_float32_ties_in_a_resolved_run_are_resolved_again():
+    qrels = read_qrels("q 0 a 1\nq 0 b 0\n")
+    f = pd.DataFrame({"qid": ["q", "q"], "docid": ["b", "a"], "rank": [1, 2],
+                      "score": [1.0 + 1e-12, 1.0], "tag": ["t", "t"]})  # distinct in float64 only
+    run = Run("r", f, tie_policy="docid")
+    with pytest.warns(UserWarning, match="float32"):
+        fast = per_query_matrix({"r": run}, qrels, ["nDCG@10", "Compat"], backend="numpy")
+    with pytest.warns(UserWarning, match="float32"):
+        ref = per_query_matrix({"r": run}, qrels, ["nDCG@10", "Compat"], backend="ir_measures")
+    _assert_equal(fast, ref)
+
+
+def test_queries_subset_and_columns_order():
+    qrels, runs = _random_case(5, n_runs=3)
+    order = ["run2", "run0", "run1"]
+    m = per_query_matrix({k: runs[k] for k in order}, qrels, ["Bpref"], queries=["q3", "q1", "q10"])
+    assert list(m["Bpref"].index) == ["q1", "q10", "q3"]
+    assert list(m["Bpref"].columns) == order
+    assert m["Bpref"].dtypes.eq(np.float64).all()
+    full = per_query_matrix(runs, qrels, ["Bpref"])["Bpref"]
+    pd.testing.assert_frame_equal(m["Bpref"], full.loc[["q1", "q10", "q3"], order])
+
+
+def test_unjudged_query_requested_is_an_error():
+    with pytest.raises(ConfigError, match="q9"):
+        per_query_matrix({"r": RUN}, QRELS, ["Bpref"], queries=["q1", "q9"])
+
+
+def test_auto_falls_back_to_ir_measures_and_numpy_refuses():
+    measures = ["nDCG@10", "infAP", "nDCG(judged_only=True)@5"]
+    with pytest.raises(ConfigError, match="infAP"):
+        per_query_matrix({"r": RUN}, QRELS, measures, backend="numpy")
+    _assert_equal(per_query_matrix({"r": RUN}, QRELS, measures, backend="auto"),
+                  per_query_matrix({"r": RUN}, QRELS, measures, backend="ir_measures"))
+
+
+def test_parse_measures():
+    parsed = parse_measures("Judged@100, Compat(p=0.9,normalize=False),nDCG@100,Bpref")
+    assert [measure_key(m) for m in parsed] == ["Judged@100", "Compat(p=0.9,normalize=False)", "nDCG@100", "Bpref"]
+    assert [measure_key(m) for m in parse_measures(None)] == ["Judged@100", "Compat", "nDCG@100", "Bpref"]
     with pytest.raises(ConfigError, match="Foo"):
         parse_measures("nDCG@10,Foo")
+    with pytest.raises(ConfigError, match="twice"):
+        parse_measures("nDCG@10,NDCG@10")
+    with pytest.raises(ConfigError, match="no measures"):
+        parse_measures(" , ")
+    with pytest.raises(ConfigError, match="backend"):
+        per_query_matrix({"r": RUN}, QRELS, ["P@1"], backend="fast")
