@@ -93,6 +93,8 @@ class SystemConfig:
         keys = [k for k, _ in self.params]
         if len(set(keys)) != len(keys):
             raise ConfigError(f"system {self.name!r}: a parameter is given twice in {keys}")
+        # one canonical order, so equal configurations are equal records
+        object.__setattr__(self, "params", tuple(sorted(self.params, key=lambda kv: kv[0])))
 
     @classmethod
     def make(cls, name: str, model: str, seed: int = DEFAULT_SEED, description: str = "", **params) -> SystemConfig:
@@ -179,7 +181,7 @@ _base("SLIMElastic", alpha=0.2, l1_ratio=0.02)
 _base("NCEPLRec", rank=450, beta=1.0, reg_weight=100.0)
 _base("ItemKNN", k=100, shrink=0.0)
 _base("AsymKNN", k=100, alpha=0.5, q=1, beta=1.0)
-_base("BPR", embedding_size=64, epochs=30, learning_rate=0.001)
+_base("BPR", embedding_size=64, epochs=20, learning_rate=0.005, train_batch_size=4096)
 _base("NeuMF", mf_embedding_size=64, mlp_embedding_size=64, mlp_hidden_size=[128, 64], dropout_prob=0.1,
       epochs=10, learning_rate=0.001)
 _base("SimpleX", embedding_size=64, epochs=10, train_neg_sample_args={"distribution": "uniform", "sample_num": 10})

@@ -1,0 +1,210 @@
+"""System registry, run export (masking, ties, cut), native Pop/Random, cache and CLI — no training."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recjudge.cli import main
+from recjudge.collections import Collection
+from recjudge.errors import ConfigError, MissingExtraError
+from recjudge.splits import global_time_split, user_ratio_split
+from recjudge.systems import (
+    FAMILIES,
+    GRIDS,
+    SYSTEMS,
+    SystemConfig,
+    export_run,
+    register_grid,
+    register_system,
+    resolve_systems,
+    train_systems,
+)
+from recjudge.systems import _compat, native
+from recjudge.trec import Run, read_run, resolve_ties
+
+
+class Scores:
+    """A scorer with fixed scores per user."""
+
+    def __init__(self, items, table):
+        self.items = np.array(items, dtype=object)
+        self.table = table
+
+    def score(self, users):
+        return np.array([self.table[u] for u in users], dtype=np.float64)
+
+
+ITEMS = ["a", "b", "c", "d", "e"]
+TABLE = {"u1": [5.0, 3.0, 3.0, 3.0, 1.0], "u2": [1.0, 2.0, 3.0, 4.0, 5.0]}
+HISTORY = pd.DataFrame({"user": ["u1"], "item": ["a"], "rating": [4.0], "timestamp": [1]})
+
+
+def ranking(run: Run, user: str) -> list[str]:
+    f = run.frame[run.frame.qid == user].sort_values("rank")
+    return f.docid.tolist()
+
+
+def test_registry_sizes_and_grids():
+    assert len(FAMILIES) == 18
+    assert len(GRIDS["all18"]) == 18 and {SYSTEMS[n].model for n in GRIDS["all18"]} == set(FAMILIES)
+    assert len(GRIDS["paper52"]) == 52
+    assert {SYSTEMS[n].model for n in GRIDS["paper52"]} == set(FAMILIES)
+    assert set(GRIDS["quick"]) <= set(GRIDS["paper52"])
+    assert len({SYSTEMS[n].key() for n in GRIDS["paper52"]}) == 52  # no two configurations identical
+
+
+def test_registry_refuses_duplicates_and_bad_configs():
+    with pytest.raises(ConfigError, match="already registered"):
+        register_system(SystemConfig.make("BPR", "BPR"))
+    with pytest.raises(ConfigError, match="already registered"):
+        register_grid("quick", ["Pop"])
+    with pytest.raises(ConfigError, match="unknown model"):
+        SystemConfig.make("X", "LightGCN")
+    with pytest.raises(ConfigError, match="file name"):
+        SystemConfig.make("a/b", "Pop")
+    with pytest.raises(ConfigError, match="unknown system"):
+        resolve_systems(systems=["Nope"])
+    with pytest.raises(ConfigError, match="unknown grid"):
+        resolve_systems("huge")
+    assert [c.name for c in resolve_systems(systems=["Pop", SystemConfig.make("Mine", "Random", seed=9)])] == [
+        "Pop", "Mine"]
+
+
+def test_config_key_ignores_description_and_orders_params():
+    a = SystemConfig.make("A", "BPR", embedding_size=8, epochs=2, description="x")
+    b = SystemConfig("B", "BPR", (("epochs", 2), ("embedding_size", 8)))
+    assert a.key() == SystemConfig.make("A", "BPR", epochs=2, embedding_size=8).key()
+    assert a.params == b.params
+
+
+def test_export_masks_history_and_resolves_boundary_ties():
+    model = Scores(ITEMS, TABLE)
+    run, share = export_run(model, ["u1", "u2"], HISTORY, k=2, name="s", tie_policy="hash", tie_seed=0)
+    # u1: 'a' (score 5) is history; b, c, d tie at 3 across the cut at k=2 → ties; u2 has none: 1 of 2 users
+    assert share == 1 / 2
+    assert "a" not in ranking(run, "u1") and len(ranking(run, "u1")) == 2
+    assert ranking(run, "u2") == ["e", "d"]
+    # reference: the tie policy applied to u1's whole unmasked list, then cut to 2
+    full = Run.from_frame(pd.DataFrame({"qid": "u1", "docid": ["b", "c", "d", "e"], "score": [3.0, 3.0, 3.0, 1.0]}))
+    assert ranking(run, "u1") == ranking(resolve_ties(full, "hash", 0, depth=2), "u1")
+    assert run.frame.score.tolist() == [2.0, 1.0, 2.0, 1.0] and run.tie_policy == "hash"
+
+
+@pytest.mark.parametrize("policy,expected", [("trec_eval", ["d", "c"]), ("docid", ["b", "c"])])
+def test_export_tie_policies(policy, expected):
+    run, _ = export_run(Scores(ITEMS, TABLE), ["u1"], HISTORY, k=2, name="s", tie_policy=policy)
+    assert ranking(run, "u1") == expected  # trec_eval: docid descending; docid: ascending
+
+
+def test_export_short_catalogue_and_batches():
+    # k larger than the unseen catalogue: every unseen item, nothing masked leaks in
+    run, _ = export_run(Scores(ITEMS, TABLE), ["u1", "u2"], HISTORY, k=10, name="s", batch_users=1)
+    assert sorted(ranking(run, "u1")) == ["b", "c", "d", "e"] and len(ranking(run, "u2")) == 5
+
+
+def tiny_collection() -> Collection:
+    rows = [("u1", "a", 5, 1), ("u1", "b", 4, 2), ("u2", "a", 3, 3), ("u2", "c", 4, 4), ("u3", "a", 1, 5),
+            ("u1", "c", 5, 6), ("u2", "b", 2, 7), ("u3", "d", 4, 8)]
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).astype(
+        {"rating": "float64", "timestamp": "int64"})
+    return Collection("tiny", inter, pd.DataFrame(index=pd.Index(list("abcd"), name="item")))
+
+
+def test_native_pop_counts_true_interactions():
+    sp = user_ratio_split(tiny_collection(), ratio=0.5)
+    # train (first ceil(n/2) per user): u1 a,b; u2 a,c; u3 a → a:3, b:1, c:1, d:0
+    model = native.train(SYSTEMS["Pop"], sp)
+    assert list(model.items) == ["a", "b", "c", "d"]
+    assert model.score(["u1"]).tolist() == [[3.0, 1.0, 1.0, 0.0]]
+
+
+def test_native_random_is_per_user_and_batch_independent():
+    sp = user_ratio_split(tiny_collection(), ratio=0.5)
+    model = native.train(SYSTEMS["Random"], sp)
+    both = model.score(["u1", "u2"])
+    assert both[0].tolist() == model.score(["u1"])[0].tolist()
+    assert both[1].tolist() == model.score(["u2"])[0].tolist()
+    assert sorted(both[0]) == [1.0, 2.0, 3.0, 4.0]  # a permutation: no ties
+    other = native.train(SYSTEMS["Random-s1"], sp)
+    users = [f"user{i}" for i in range(20)]
+    assert not np.array_equal(model.score(users), other.score(users))  # the seed matters
+
+
+def test_train_systems_writes_runs_and_caches(tmp_path):
+    sp = global_time_split(tiny_collection(), timestamp=6)
+    messages = []
+    res = train_systems(sp, systems=["Pop", "Random"], out_dir=tmp_path, k=3, progress=messages.append)
+    assert [r.status for r in res] == ["trained", "trained"]
+    pop = read_run(tmp_path / "Pop.run")
+    # test users with history: u1 (c at 6), u2 (b at 7), u3 (d at 8). Train counts: a:3, b:1, c:1.
+    # u1 saw a, b → candidates c:1, d:0 → ranking [c, d]
+    assert ranking(pop, "u1") == ["c", "d"]
+    assert ranking(pop, "u3") == ["b", "c", "d"] or ranking(pop, "u3") == ["c", "b", "d"]
+    assert any("[1/2] Pop" in m for m in messages)
+    again = train_systems(sp, systems=["Pop", "Random"], out_dir=tmp_path, k=3, progress=messages.append)
+    assert [r.status for r in again] == ["cached", "cached"]
+    assert train_systems(sp, systems=["Pop"], out_dir=tmp_path, k=2)[0].status == "trained"  # k is in the key
+    assert train_systems(sp, systems=["Pop"], out_dir=tmp_path, k=2, force=True)[0].status == "trained"
+    assert not (tmp_path / ".work").exists()
+
+
+def test_a_failing_system_does_not_stop_the_rest(tmp_path, monkeypatch):
+    real = native.train
+
+    def flaky(config, split):
+        if config.name == "Random":
+            raise RuntimeError("boom")
+        return real(config, split)
+
+    monkeypatch.setattr(native, "train", flaky)
+    sp = global_time_split(tiny_collection(), timestamp=6)
+    res = train_systems(sp, systems=["Random", "Pop"], out_dir=tmp_path, progress=lambda m: None)
+    assert [(r.system, r.status) for r in res] == [("Random", "failed"), ("Pop", "trained")]
+    assert "boom" in res[0].error and not (tmp_path / "Random.run").exists()
+
+
+def test_missing_train_extra_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(MissingExtraError, match=r"recjudge\[train\]"):
+        _compat.import_recbole()
+
+
+def test_numpy_alias_shim_restores_missing_names(monkeypatch):
+    import numpy as np
+
+    for name in ("float_", "unicode_"):
+        if hasattr(np, name):
+            monkeypatch.delattr(np, name)
+    restored = _compat.numpy_alias_shim()
+    assert {"float_", "unicode_"} <= set(restored)
+    assert np.float_ is np.float64 and np.unicode_ is np.str_
+
+
+def test_clean_argv_hides_our_command_line(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["recjudge", "train", "--epochs=3"])
+    with _compat.clean_argv():
+        assert sys.argv == ["recjudge"]
+    assert sys.argv[1:] == ["train", "--epochs=3"]
+
+
+def test_cli_train_native_systems(tmp_path, capsys):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    inter = tiny_collection().interactions
+    with open(folder / "tiny.inter", "w") as fh:
+        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
+        for u, i, r, t in inter.itertuples(index=False):
+            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    out = tmp_path / "runs"
+    code = main(["train", "--collection", str(folder), "--systems", "Pop,Random", "--out", str(out), "--k", "2",
+                 "--cut", "6"])
+    assert code == 0
+    assert (out / "Pop.run").exists() and (out / "Random.json").exists()
+    assert "Pop" in capsys.readouterr().out
+    assert main(["train", "--collection", str(folder), "--systems", "Pop", "--split", "user_ratio",
+                 "--cut", "6", "--out", str(out)]) == 2
+    assert "--cut does not apply" in capsys.readouterr().err
