@@ -850,7 +850,11 @@ def audit_ties(runs: Mapping[str, Run] | Iterable[Run], qrels: Qrels | None = No
     specs = _specs(measures if measures is not None else DEFAULT_TIE_MEASURES) if qrels is not None else ()
     settings = TieSettings(tuple(s.name for s in specs), _check_cutoffs(cutoffs), seed, seeds,
                            permutations, mc_samples, confidence)
-    items = runs.values() if isinstance(runs, Mapping) else runs
+    if isinstance(runs, Mapping):  # the mapping's keys name the runs
+        items: Iterable[Run] = (v if v.name == k else Run(k, v.frame, v.tie_policy, v.seed)
+                                for k, v in runs.items())
+    else:
+        items = runs
     out: list[RunTies] = []
     seen: set[str] = set()
     notes: list[str] = []
