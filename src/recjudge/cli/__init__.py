@@ -18,6 +18,7 @@ from ..errors import RecjudgeError
 COMMAND_MODULES = (
     "recjudge.cli.evaluation",  # compare, agreement, evaluate
     "recjudge.cli.fill",
+    "recjudge.cli.ablate",
     "recjudge.cli.judge",
     "recjudge.cli.ties",
     "recjudge.cli.train",
