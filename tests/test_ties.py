@@ -544,3 +544,17 @@ def test_cli_errors_exit_non_zero_and_write_nothing(ties_cli, tmp_path, capsys):
     (folder / "a.run.gz").write_bytes(gzip.compress(b"u Q0 a 1 1.0 t\n"))
     assert ties_cli(["ties", str(folder)]) == 2
     assert "also used by" in capsys.readouterr().err
+
+
+def test_audit_names_runs_by_mapping_key_and_records_settings(one_in_31):
+    run, qrels = one_in_31
+    audit = audit_ties({"renamed": run}, qrels, "Hit@10", seeds=4, permutations=2, seed=7)
+    data = audit.as_dict()
+    assert list(data["runs"]) == ["renamed"]
+    settings = data["settings"]
+    assert settings["hash_seeds"] == {"first": 7, "count": 4} and settings["permutations"] == 2
+    assert settings["counted_users"] == 1 and settings["k"] == [10, 100]
+    with pytest.raises(ConfigError, match="'input' or 'hash'"):
+        permutation_test(run, qrels, "Hit@10", policy="random")
+    with pytest.warns(UserWarning, match="none of"):
+        audit_ties([run], read_qrels("other 0 rel 1\n"), "Hit@10", seeds=2, permutations=1)

@@ -321,7 +321,8 @@ def _order_in_blocks(block: np.ndarray, key: np.ndarray, exact: Callable[[], tup
     """Argsort by (block, 64-bit key) as one unsigned sort of block bits + the key's top bits.
 
     Truncating the key keeps its order; if two truncated keys collide inside a block (odds about
-    block pairs / 2^44), the exact lexsort on ``(block, *reversed(exact()))`` decides instead.
+    pairs in a block / 2^44), an exact lexsort by block, then ``exact()``'s keys (last key first)
+    decides instead.
     """
     bits = int(block.max()).bit_length()
     if bits == 0:
@@ -769,7 +770,7 @@ class TieAudit:
                 "relevant": "label >= 1",
                 "input_order": "stable sort by score: equal scores keep the run file's line order",
                 "hash": f"recjudge.trec.hash_keys(user, item, seed={s.seed}), item id as fallback",
-                "hash_seeds": [s.seed, s.seed + s.seeds - 1],
+                "hash_seeds": {"first": s.seed, "count": s.seeds},
                 "expected": "uniformly random order within tie blocks: exact closed form, or Monte "
                             f"Carlo over {s.mc_samples} seeded orders with a {s.confidence:.0%} CI",
                 "permutations": s.permutations,
