@@ -935,7 +935,8 @@ def format_audit(audit: TieAudit) -> str:
                 exp += f" [{_num(m.expected_ci[0])}, {_num(m.expected_ci[1])}] MC"
             rows.append([r.name, _num(m.input_order), _num(m.hash), exp,
                          f"{_num(m.hash_seeds_mean)} ± {_num(m.hash_seeds_sd)}",
-                         f"{m.input_order - m.expected:+.4f}", _num(m.permutation), _num(m.permutation_hash)])
+                         f"{round(m.input_order - m.expected, 4) + 0.0:+.4f}",  # no "-0.0000"
+                         _num(m.permutation), _num(m.permutation_hash)])
         out += _table(header, rows)
     if audit.runs and audit.runs[0].measures:
         mc = any(m.expected_ci is not None for m in audit.runs[0].measures)
