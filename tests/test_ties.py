@@ -558,3 +558,19 @@ def test_audit_names_runs_by_mapping_key_and_records_settings(one_in_31):
         permutation_test(run, qrels, "Hit@10", policy="random")
     with pytest.warns(UserWarning, match="none of"):
         audit_ties([run], read_qrels("other 0 rel 1\n"), "Hit@10", seeds=2, permutations=1)
+
+
+def test_large_block_matches_exact_rational_arithmetic():
+    """One block of 500 items, 5 relevant: Hit@100 = 1 − C(495, 100) / C(500, 100) and
+    RR = Σ_j C(499 − j, 4) / C(500, 5) / (j + 1), computed with exact fractions."""
+    from fractions import Fraction
+
+    n, rel_at = 500, (3, 100, 200, 400, 499)
+    run = Run.from_frame(pd.DataFrame({"qid": "u", "docid": [f"d{i}" for i in range(n)], "score": 1.0}))
+    qrels = Qrels.from_frame(pd.DataFrame({"qid": "u", "docid": [f"d{i}" for i in rel_at], "label": 1}))
+    exp = expected_metrics(run, qrels, ["Hit@100", "RR", "RR@50"]).iloc[0]
+    hit = 1 - Fraction(math.comb(495, 100), math.comb(500, 100))
+    rr = [Fraction(math.comb(n - 1 - j, 4), math.comb(n, 5)) / (j + 1) for j in range(n - 5 + 1)]
+    assert exp["Hit@100"] == pytest.approx(float(hit), rel=1e-13)
+    assert exp["RR"] == pytest.approx(float(sum(rr)), rel=1e-12)
+    assert exp["RR@50"] == pytest.approx(float(sum(rr[:50])), rel=1e-12)

@@ -427,10 +427,15 @@ def _expected_closed(r: _Ranked, spec: MeasureSpec) -> np.ndarray:
         count = np.bincount(cu, weights=W * c / n, minlength=U)
         return count / k if spec.family == "p" else _safe_div(count, r.nrel(spec.rel).astype(np.float64))
     if spec.family == "hit":
-        # P(no relevant in the block's c top slots) = C(n - R, c) / C(n, c); zero when c > n - R
+        # P(no relevant in the block's c top slots) = C(n - R, c) / C(n, c) = C(n - c, R) / C(n, R)
+        # = Π_{i<R} (n - c - i) / (n - i): R factors (few), each summed as an exact-ish log1p
         impossible = c > n - W
-        log_miss = np.where(impossible, 0.0,
-                            _log_choose(np.maximum(n - W, c), c) - _log_choose(n, c))
+        R = W.astype(np.int64)
+        idx = np.repeat(np.arange(len(R)), R)
+        i = np.arange(R.sum()) - np.repeat(np.cumsum(R) - R, R)
+        ok = ~impossible[idx]
+        terms = np.log1p(-c[idx][ok] / (n[idx][ok] - i[ok]))
+        log_miss = np.bincount(idx[ok], weights=terms, minlength=len(R))
         any_sure = np.bincount(cu, weights=impossible.astype(np.float64), minlength=U) > 0
         miss = np.exp(np.bincount(cu, weights=log_miss, minlength=U))
         has = np.bincount(cu, minlength=U) > 0
