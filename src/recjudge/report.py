@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ._io import atomic_write
@@ -23,17 +24,17 @@ def slug(text: str) -> str:
 
 
 def _fmt(x) -> str:
-    if isinstance(x, float):
+    if isinstance(x, (float, np.floating)):
         return "–" if x != x else f"{x:.4f}"
-    return str(x)
+    return str(x).replace("|", "/")
 
 
 def markdown_table(frame: pd.DataFrame, index: bool = True) -> str:
     cols = ([frame.index.name or ""] if index else []) + [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for idx, row in frame.iterrows():
-        cells = ([str(idx)] if index else []) + [_fmt(v) for v in row.tolist()]
-        lines.append("| " + " | ".join(cells) + " |")
+    # itertuples keeps each column's dtype, so integer columns print as integers
+    for row in frame.itertuples(index=index, name=None):
+        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
     return "\n".join(lines)
 
 

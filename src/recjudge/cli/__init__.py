@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "recjudge.cli.evaluation",  # compare, agreement, evaluate
     "recjudge.cli.fill",
     "recjudge.cli.ablate",
+    "recjudge.cli.demo",
     "recjudge.cli.judge",
     "recjudge.cli.ties",
     "recjudge.cli.train",

@@ -1,0 +1,269 @@
+"""``recjudge demo``: the whole pipeline, offline, on the MovieLens-100K copy inside the recbole wheel.
+
+global time split → train the ``quick`` grid → tie-free runs → historical qrels from the held-out
+ratings → judge a depth-D pool (plus K historical items per user, for calibration and agreement)
+with the offline ``overlap`` judge, or with an LLM when an endpoint is configured → calibrated gap
+filling → compare historical vs judge vs filled → tie audit → report with figures and an
+evaluation card.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._io import write_json
+from .errors import ConfigError
+from .trec import read_run, write_qrels
+
+__all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS"]
+
+# 1 star = not interested (0) … 5 stars = extremely interested (4): the interest scale's first levels
+HISTORICAL_MAPPING = {1.0: 0, 2.0: 1, 3.0: 2, 4.0: 3, 5.0: 4}
+REDUCED_SYSTEMS = ("Pop", "Random", "EASE", "ItemKNN")
+PROFILE_SIZES = (5, 10, 25, 50, 100)
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    out: Path = Path("out/demo")
+    runs_dir: Path | None = None          # default runs/<collection>
+    qrels_dir: Path = Path("qrels")
+    collection: str = "ml-100k"
+    grid: str = "quick"
+    systems: tuple[str, ...] | None = None
+    epochs: int | None = None
+    max_users: int | None = None          # sample the collection's users (seeded) before splitting
+    depth: int = 10
+    per_user: int = 20
+    judge: str = "auto"                   # auto: the LLM when OPENAI_API_KEY or base_url is set, else overlap
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    fields: str = "title+genres"
+    profile_size: int = 50
+    profile_sizes: tuple[int, ...] = PROFILE_SIZES
+    seed: int = 0
+    tie_policy: str = "hash"
+    bootstrap: int = 1000
+    negatives: int = 30
+    reduced: bool = False
+
+    def resolved(self) -> DemoSettings:
+        """Apply ``reduced`` (a few fast systems, 1 epoch, 200 users) and the judge choice."""
+        s = self
+        if s.reduced:
+            s = _replace(s, systems=s.systems or REDUCED_SYSTEMS, epochs=s.epochs or 1,
+                         max_users=s.max_users or 200, bootstrap=min(s.bootstrap, 200))
+        if s.judge == "auto":
+            s = _replace(s, judge="openai" if (s.base_url or os.environ.get("OPENAI_API_KEY")) else "overlap")
+        if s.judge not in ("openai", "overlap", "popularity"):
+            raise ConfigError(f"--judge must be auto, openai, overlap or popularity, not {s.judge!r}")
+        if s.depth < 1 or s.per_user < 1:
+            raise ConfigError("--depth and --per-user must be at least 1")
+        return s
+
+
+def _replace(s: DemoSettings, **changes) -> DemoSettings:
+    from dataclasses import replace
+
+    return replace(s, **changes)
+
+
+@dataclass(frozen=True, eq=False)
+class DemoResult:
+    report: Path
+    runs: Mapping[str, Path]
+    qrels: Mapping[str, Path]
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+
+class _Steps:
+    """Progress lines with the time each step took."""
+
+    def __init__(self, say: Callable[[str], None], total: int):
+        self.say, self.total, self.n, self.t0 = say, total, 0, time.perf_counter()
+        self.times: dict[str, float] = {}
+        self._name: str | None = None
+        self._start = 0.0
+
+    def start(self, name: str) -> None:
+        self._finish()
+        self.n += 1
+        self._name, self._start = name, time.perf_counter()
+        self.say(f"[{self.n}/{self.total}] {name} …")
+
+    def _finish(self) -> None:
+        if self._name is not None:
+            self.times[self._name] = time.perf_counter() - self._start
+            self.say(f"      done in {self.times[self._name]:.1f} s")
+            self._name = None
+
+    def close(self) -> float:
+        self._finish()
+        return time.perf_counter() - self.t0
+
+
+def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], None] | None = None) -> DemoResult:
+    """Run the end-to-end demo; returns where the report, runs and qrels are."""
+    from .agreement import agreement
+    from .calibration import calibrate, fill_gaps, scenarios, write_filled
+    from .collections import load_collection
+    from .judge import JudgeConfig, judge_pairs, select_pairs
+    from .metaeval import compare
+    from .splits import historical_qrels, make_split
+    from .systems import train_systems
+
+    s = (settings or DemoSettings()).resolved()
+    say = progress or print
+    steps = _Steps(say, 9)
+    out = Path(s.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    steps.start(f"load {s.collection} and split it by global time (quantile 0.8)")
+    collection = load_collection(s.collection)
+    if s.max_users:
+        collection = collection.sample_users(s.max_users, s.seed)
+    split = make_split(collection, "global_time", quantile=0.8)
+    info = dict(split.info)
+    say(f"      {collection!r}; train {info['train_interactions']:,} interactions, test "
+        f"{info['test_interactions']:,} from {info['test_users']} users with training history "
+        f"({info['cold_test_users_dropped']} cold test users dropped)")
+
+    steps.start(f"train the {'reduced ' if s.reduced else ''}{s.grid} grid and export top-100 runs")
+    runs_dir = Path(s.runs_dir) if s.runs_dir else Path("runs") / collection.name
+    results = train_systems(split, s.grid, out_dir=runs_dir, k=100, systems=s.systems, epochs=s.epochs,
+                            tie_policy=s.tie_policy, tie_seed=s.seed, progress=lambda m: say(f"      {m}"))
+    ok = [r for r in results if r.ok]
+    failed = [r for r in results if not r.ok]
+    if len(ok) < 2:
+        raise ConfigError("fewer than two systems trained; see the messages above")
+    runs = {r.system: read_run(r.run_path, r.system) for r in ok}
+    runs = {name: _tie_free(run, s) for name, run in runs.items()}
+
+    steps.start("historical qrels from the held-out ratings (rating − 1 → 0–4)")
+    historical = historical_qrels(split, HISTORICAL_MAPPING, name=f"{collection.name}-historical")
+    qrels_dir = Path(s.qrels_dir)
+    paths = {"historical": write_qrels(historical, qrels_dir / f"{collection.name}-historical.qrels")}
+
+    judge_name = s.judge if s.judge != "openai" else f"llm-{_slug(s.model)}"
+    steps.start(f"judge the depth-{s.depth} pool and {s.per_user} historical items per user with "
+                f"the {'LLM' if s.judge == 'openai' else s.judge + ' (non-LLM baseline)'} judge")
+    pool = select_pairs(runs, depth=s.depth, tie_policy=s.tie_policy, seed=s.seed)
+    aligned = select_pairs(reference=historical, per_user=s.per_user, seed=s.seed)
+    pairs = tuple(sorted(set(pool) | set(aligned)))
+    config = JudgeConfig(judge=s.judge, model=s.model, base_url=s.base_url, fields=s.fields,
+                         profile_size=s.profile_size, seed=s.seed)
+    judged = judge_pairs(pairs, collection, config, cache_path=out / "judgments.sqlite", history=split.train,
+                         name=f"{collection.name}-{judge_name}", progress=lambda m: say(f"      {m}"))
+    say("      " + judged.summary.format().replace("\n", "\n      "))
+    judge_q = judged.qrels()
+    if judge_q is None:
+        raise ConfigError("the judge labelled no pair; see the failures above")
+    written = judged.write(qrels_dir / f"{collection.name}-{judge_name}.qrels")
+    paths["judge"] = written["qrels"]
+
+    steps.start("item-level agreement with the historical labels, and agreement against profile size")
+    item_agreement = agreement(historical, judge_q, missing="drop", bootstrap=s.bootstrap, seed=s.seed)
+    sweep = _profile_sweep(s, collection, split.train, aligned, historical) if s.judge != "openai" else []
+
+    steps.start(f"calibrate the judge to the historical scale and fill the top-{s.depth} gaps")
+    cal = calibrate(historical, judge_q, min_overlap=30)
+    filled = fill_gaps(historical, judge_q, runs, cal, k=s.depth, tie_policy=s.tie_policy, seed=s.seed,
+                       name=f"{collection.name}-filled")
+    paths["filled"], sources = write_filled(filled, qrels_dir / f"{collection.name}-filled.qrels")
+
+    steps.start("compare system rankings: historical vs judge vs filled")
+    cmp = compare(runs, historical, {judge_name: judge_q, "filled": filled.qrels}, queries="own",
+                  tie_policy=s.tie_policy, seed=s.seed, bootstrap=s.bootstrap)
+    scen = scenarios(runs, {"Historical only": historical, f"{judge_name} fills gaps": filled.qrels,
+                            f"Full {judge_name}": judge_q}, k=100, tie_policy=s.tie_policy, seed=s.seed)
+
+    steps.start(f"tie audit: sampled candidates (1 held-out + {s.negatives} negatives, relevant first)")
+    audit = _tie_audit(s, collection, split)
+
+    steps.start("write the report")
+    from .demo_report import write_demo_report
+
+    elapsed = steps.times
+    report = write_demo_report(
+        out, settings=s, collection=collection, split_info=info, train_results=results, runs=runs,
+        historical=historical, judge_q=judge_q, judged=judged, judge_name=judge_name, filled=filled,
+        calibration=cal, item_agreement=item_agreement, sweep=sweep, compare_result=cmp, scenario=scen,
+        audit=audit, paths={**paths, "sources": sources}, step_times=elapsed)
+    total = steps.close()
+    summary = {
+        "seconds": round(total, 1),
+        "systems": [r.system for r in ok],
+        "failed_systems": {r.system: r.error for r in failed},
+        "judge": judge_name,
+        "kendall_tau": {c: {m: ra.kendall_tau for m, ra in by.items()} for c, by in cmp.agreement.items()},
+        "judged_at_100": {k: float(v) for k, v in scen.judged.items()},
+    }
+    write_json(out / "summary.json", {"summary": summary, "settings": _settings_json(s)})
+    say(f"finished in {total:.0f} s. Report: {report}")
+    return DemoResult(report, {n: runs_dir / f"{n}.run" for n in runs}, paths, summary)
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
+
+
+def _tie_free(run, s: DemoSettings):
+    from .trec import resolve_ties
+
+    # exported runs are tie-free already; resolving again under the same policy keeps their order
+    return resolve_ties(run, s.tie_policy, s.seed)
+
+
+def _settings_json(s: DemoSettings) -> dict:
+    d = asdict(s)
+    return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in d.items()}
+
+
+def _profile_sweep(s: DemoSettings, collection, history, aligned, historical) -> list[dict]:
+    """Pairwise agreement with the historical labels against profile size (the offline judge is free)."""
+    from .agreement import agreement
+    from .judge import JudgeConfig, judge_pairs
+
+    out = []
+    for size in s.profile_sizes:
+        cfg = JudgeConfig(judge=s.judge, fields=s.fields, profile_size=size, seed=s.seed)
+        res = judge_pairs(aligned, collection, cfg, history=history, name=f"profile-{size}")
+        q = res.qrels()
+        if q is None:
+            continue
+        a = agreement(historical, q, missing="drop", bootstrap=min(s.bootstrap, 300), seed=s.seed)
+        out.append({"profile_size": size, "agree": a.pairwise.agree, "agree_ci": a.pairwise.agree_ci,
+                    "tie": a.pairwise.tie, "disagree": a.pairwise.disagree, "kappa": a.cohen_kappa,
+                    "pairs": a.pairwise.n_pairs})
+    return out
+
+
+def _tie_audit(s: DemoSettings, collection, split):
+    """Sampled-candidate protocol on the held-out data: tie-heavy scorers under every tie treatment."""
+    from .ties import attribute_overlap_scorer, audit_ties, popularity_scorer, sampled_candidate_run
+
+    test = split.test[split.test.rating >= 4]
+    # one held-out item per user: the earliest liked test interaction (deterministic)
+    held = test.sort_values(["user", "timestamp", "item"]).drop_duplicates("user")[["user", "item"]]
+    catalogue = sorted(set(split.train.item))
+    held = held[held.item.isin(set(catalogue))]
+    exclude = split.train[["user", "item"]]
+    scorers = {
+        "popularity": popularity_scorer(split.train),
+        "genre-overlap": attribute_overlap_scorer(split.train, collection.items, ["genres"]),
+    }
+    runs, qrels = {}, None
+    for name, scorer in scorers.items():
+        sc = sampled_candidate_run(held, catalogue, scorer, n_negatives=s.negatives, seed=s.seed,
+                                   exclude=exclude, name=name)
+        runs[name], qrels = sc.run, sc.qrels
+    audit = audit_ties(runs, qrels, measures="Hit@10,nDCG@10", cutoffs=(10,), seeds=50, permutations=10,
+                       seed=s.seed)
+    return {"audit": audit, "users": len(held), "negatives": s.negatives, "catalogue": len(catalogue)}

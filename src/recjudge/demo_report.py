@@ -1,0 +1,319 @@
+"""The demo's report: Markdown (+ a plain HTML rendering), figures, and the evaluation card."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import Path
+import numpy as np
+import pandas as pd
+
+from ._io import atomic_write, write_json
+from .report import _pyplot, _save, markdown_table, slug
+
+CARD_FIELDS = (
+    "collection", "split", "candidate set", "systems", "pre-sort candidate order", "tie prevalence",
+    "tie-breaking rule", "permutation check", "tie sensitivity", "judge", "judge model", "template hash",
+    "fields", "profile size", "repeats", "judge cost", "labels compared", "users counted", "seeds",
+)
+
+
+def _fig_system_scores(out: Path, cmp, measure: str) -> str:
+    plt = _pyplot()
+    cands = list(cmp.candidates)
+    fig, axes = plt.subplots(1, len(cands), figsize=(5.0 * len(cands), 4.4), squeeze=False)
+    ref = cmp.reference.means(measure)
+    for ax, cand in zip(axes[0], cands):
+        c = cmp.candidates[cand].means(measure).reindex(ref.index)
+        ra = cmp.agreement[cand][measure]
+        ax.scatter(ref.to_numpy(), c.to_numpy(), s=30)
+        for name in ref.index:
+            ax.annotate(name, (ref[name], c[name]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel(f"{measure}, historical labels")
+        ax.set_ylabel(f"{measure}, {cand}")
+        ax.set_title(f"{cand}: τ-b {ra.kendall_tau:.3f} [{ra.kendall_tau_ci[0]:.2f}, {ra.kendall_tau_ci[1]:.2f}]",
+                     fontsize=10)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"System scores under each label source: {measure}", fontsize=11)
+    fig.tight_layout()
+    name = f"fig-system-scores-{slug(measure)}.png"
+    _save(fig, out / name)
+    plt.close(fig)
+    return name
+
+
+def _fig_by_distance(out: Path, item_agreement) -> str:
+    plt = _pyplot()
+    by = item_agreement.pairwise_by_distance
+    d = sorted(by)
+    agree = np.array([by[x].agree for x in d])
+    tie = np.array([by[x].tie for x in d])
+    dis = np.array([by[x].disagree for x in d])
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    x = np.arange(len(d))
+    ax.bar(x, agree, label="agree", color="tab:green")
+    ax.bar(x, tie, bottom=agree, label="tie", color="tab:gray")
+    ax.bar(x, dis, bottom=agree + tie, label="disagree", color="tab:red")
+    ax.set_xticks(x, [f"{k}\n(n={by[k].n_pairs})" for k in d])
+    ax.set_xlabel("distance between the two historical labels")
+    ax.set_ylabel("share of item pairs")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("Judge vs historical labels: pairwise agreement by label distance", fontsize=10)
+    fig.tight_layout()
+    _save(fig, out / "fig-agreement-by-distance.png")
+    plt.close(fig)
+    return "fig-agreement-by-distance.png"
+
+
+def _fig_profile_size(out: Path, sweep: list[dict]) -> str | None:
+    if not sweep:
+        return None
+    plt = _pyplot()
+    sizes = [r["profile_size"] for r in sweep]
+    agree = np.array([r["agree"] for r in sweep])
+    lo = np.array([r["agree_ci"][0] for r in sweep])
+    hi = np.array([r["agree_ci"][1] for r in sweep])
+    fig, ax = plt.subplots(figsize=(5.4, 3.6))
+    ax.plot(sizes, agree, marker="o", label="agree")
+    ax.fill_between(sizes, lo, hi, alpha=0.2, label="95% CI (users resampled)")
+    ax.plot(sizes, [r["tie"] for r in sweep], marker="s", ls="--", label="tie")
+    ax.set_xscale("log")
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.set_xlabel("profile size (rated history items shown to the judge)")
+    ax.set_ylabel("share of item pairs")
+    ax.legend(fontsize=8)
+    ax.set_title("Agreement with historical labels against profile size", fontsize=10)
+    fig.tight_layout()
+    _save(fig, out / "fig-agreement-vs-profile-size.png")
+    plt.close(fig)
+    return "fig-agreement-vs-profile-size.png"
+
+
+def _fig_judged(out: Path, judged_per_system: Mapping[str, pd.Series]) -> str:
+    plt = _pyplot()
+    frame = pd.DataFrame(dict(judged_per_system))
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.8 * len(frame) + 2), 3.8))
+    width = 0.8 / len(frame.columns)
+    x = np.arange(len(frame))
+    for i, col in enumerate(frame.columns):
+        ax.bar(x + i * width, frame[col].to_numpy(), width, label=col)
+    ax.set_xticks(x + width * (len(frame.columns) - 1) / 2, frame.index, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("Judged@100")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=8)
+    ax.set_title("Judged@100 per system under each label source", fontsize=10)
+    fig.tight_layout()
+    _save(fig, out / "fig-judged-at-100.png")
+    plt.close(fig)
+    return "fig-judged-at-100.png"
+
+
+def evaluation_card(*, settings, collection, split_info, train_results, judged, judge_name, audit, cmp,
+                    item_agreement) -> dict[str, str]:
+    prov = dict(judged.provenance)
+    shares = {r.system: r.tied_user_share for r in train_results if r.ok and r.tied_user_share is not None}
+    tied_systems = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]))
+    tie_audit = audit["audit"]
+    perm, sens = [], []
+    for run in tie_audit.runs:
+        for m in run.measures:
+            perm.append(f"{run.name} {m.measure}: input order moves up to {m.permutation:.3f}, hash "
+                        f"{m.permutation_hash:.3f}")
+            sens.append(f"{run.name} {m.measure}: input order {m.input_order:.3f}, hash {m.hash:.3f}, "
+                        f"expected {m.expected:.3f} ({m.expected_method}), hash seeds "
+                        f"{m.hash_seeds_mean:.3f} ± {m.hash_seeds_sd:.3f}")
+    template = prov.get("template") or {}
+    profiles = prov.get("profiles") or {}
+    summary = judged.summary
+    llm = prov.get("llm", summary.kind == "llm")
+    cost = f"${summary.cost:.4f}" if summary.cost is not None else "unknown (no price for this model)"
+    return {
+        "collection": f"{collection.name} ({collection.info.get('source', 'recbole wheel')}): "
+                      f"{collection.interactions.user.nunique()} users, {len(collection.items)} items, "
+                      f"{len(collection.interactions):,} ratings" + (
+                          f"; users sampled: {settings.max_users} (seed {settings.seed})" if settings.max_users else ""),
+        "split": f"global time split at timestamp {split_info.get('cut_timestamp')} (quantile 0.8, exact "
+                 f"seconds); {split_info.get('test_users')} test users with training history, "
+                 f"{split_info.get('cold_test_users_dropped')} cold test users dropped",
+        "candidate set": "full catalogue of training items minus each user's own training history; top-100 per "
+                         f"user. Tie audit: sampled candidates, 1 held-out liked item + {audit['negatives']} "
+                         f"negatives from {audit['catalogue']} items, seeded, history excluded, "
+                         f"{audit['users']} users",
+        "systems": ", ".join(r.system for r in train_results if r.ok) + (
+            "; failed: " + ", ".join(r.system for r in train_results if not r.ok)
+            if any(not r.ok for r in train_results) else ""),
+        "pre-sort candidate order": "full-catalogue runs: item-id order of the model's score vector; sampled "
+                                    "candidates: relevant item first, then negatives in sampled order",
+        "tie prevalence": f"users with exact score ties in their top-100 before the policy: {tied_systems}",
+        "tie-breaking rule": f"{settings.tie_policy} (seed {settings.seed}): BLAKE2b+splitmix64 of seed, user, "
+                             "item; item id as collision fallback; scores then rewritten as n…1",
+        "permutation check": "; ".join(perm),
+        "tie sensitivity": "; ".join(sens),
+        "judge": f"{judge_name} — {'LLM' if llm else 'non-LLM baseline (not an LLM)'}",
+        "judge model": str(prov.get("model", "none (offline)")),
+        "template hash": str(template.get("sha256", template.get("hash", "none (no prompt)")))[:16],
+        "fields": str(profiles.get("fields", settings.fields)),
+        "profile size": str(profiles.get("profile_size", settings.profile_size)),
+        "repeats": str(prov.get("repeats", 1)),
+        "judge cost": f"{summary.calls} calls, {summary.cache_hits} cache hits, {summary.usage.prompt:,} "
+                      f"prompt tokens, cost {cost}",
+        "labels compared": f"historical (held-out ratings, rating − 1 → 0–4) vs {judge_name} vs filled; "
+                           f"{item_agreement.n_pairs} shared pairs for item agreement",
+        "users counted": f"{cmp.settings['queries']}: each label set over the users it judges; a user a run "
+                         "lacks scores 0",
+        "seeds": f"{settings.seed} (split-free; sampling, tie hash, bootstrap of {cmp.settings['bootstrap']})",
+    }
+
+
+def write_demo_report(out: Path, *, settings, collection, split_info, train_results, runs, historical, judge_q,
+                      judged, judge_name, filled, calibration, item_agreement, sweep, compare_result, scenario,
+                      audit, paths: Mapping[str, Path], step_times: Mapping[str, float]) -> Path:
+    from .metaeval import evaluate
+
+    cmp = compare_result
+    # Judged@100 per system under each label source (the scenario report holds the means only)
+    judged_per_system = {
+        name: evaluate(runs, q, "Judged@100", settings.tie_policy, settings.seed).table.means("Judged@100")
+        for name, q in (("historical", historical), (judge_name, judge_q), ("filled", filled.qrels))
+    }
+    figs: dict[str, str | None] = {}
+    for m in cmp.settings["measures"]:
+        figs[f"scores {m}"] = _fig_system_scores(out, cmp, m)
+    figs["distance"] = _fig_by_distance(out, item_agreement)
+    figs["profile"] = _fig_profile_size(out, sweep)
+    figs["judged"] = _fig_judged(out, judged_per_system)
+    card = evaluation_card(settings=settings, collection=collection, split_info=split_info,
+                           train_results=train_results, judged=judged, judge_name=judge_name, audit=audit,
+                           cmp=cmp, item_agreement=item_agreement)
+    md: list[str] = ["# recjudge demo: MovieLens-100K, historical labels vs an offline judge", ""]
+    if judged.summary.kind != "llm":
+        md += ["> **Read this first.** The reference here is *historical* qrels — the ratings users "
+               "happened to give after the split — not human Cranfield judgments, and the judge is the "
+               f"non-LLM `{judge_name}` baseline (no LLM endpoint was configured). The numbers show the "
+               "pipeline working end to end; they say nothing yet about how far an LLM can be trusted.", ""]
+    else:
+        md += ["> **Read this first.** The reference here is *historical* qrels — held-out ratings — not "
+               "human Cranfield judgments.", ""]
+    md += [
+        "For the real comparison, point recjudge at the ML-32M-ext release (access-restricted), whose "
+        "`qrels/` hold pooled human interest judgments on the 0–7 scale:",
+        "",
+        "```bash",
+        "recjudge train --collection /path/to/ml-32m-ext --grid quick --out runs/ml-32m-ext",
+        "recjudge judge --runs runs/ml-32m-ext --collection /path/to/ml-32m-ext --out qrels/llm.qrels "
+        "--depth 10 --model MODEL --base-url URL",
+        "recjudge compare --runs runs/ml-32m-ext --reference /path/to/ml-32m-ext/qrels/interest.qrels "
+        "--candidate qrels/llm.qrels --report out/ml-32m-ext",
+        "```",
+        "",
+        "## Pipeline",
+        "",
+        markdown_table(pd.DataFrame({"step": list(step_times), "seconds": [f"{v:.1f}" for v in step_times.values()]}),
+                       index=False),
+        "",
+        "Systems trained (ties: share of users with exact score ties in the top-100 before the tie policy):",
+        "",
+        markdown_table(pd.DataFrame([{"system": r.system, "model": r.model, "status": r.status,
+                                      "seconds": f"{r.seconds:.1f}", "users": r.users,
+                                      "tied users": "" if r.tied_user_share is None else f"{r.tied_user_share:.0%}",
+                                      "note": r.error or ""} for r in train_results]), index=False),
+        "",
+        "## Label sources",
+        "",
+        f"- historical: {len(historical):,} labels for {len(historical.qids)} users → `{paths['historical']}`",
+        f"- {judge_name}: {len(judge_q):,} labels (pool depth {settings.depth} ∪ {settings.per_user} historical "
+        f"items per user) → `{paths['judge']}`",
+        f"- filled: {filled.n_human:,} historical + {filled.n_filled:,} calibrated judge labels "
+        f"({filled.n_unfilled:,} top-{settings.depth} items unlabelled) → `{paths['filled']}` "
+        f"(sources: `{paths['sources']}`)",
+        "",
+        "Calibration of judge grades to the historical scale (mean historical label per grade, rounded half up):",
+        "",
+        markdown_table(calibration.to_frame().reset_index(), index=False),
+        "",
+        "## System rankings (Figure 5)",
+        "",
+    ]
+    for cand, by in cmp.agreement.items():
+        rows = [{"measure": m, "τ-b": ra.kendall_tau,
+                 "95% CI": f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                 "weighted τ_h": ra.weighted_tau, "τ_AP": ra.tau_ap,
+                 "median abs Δrank": ra.median_abs_rank_displacement} for m, ra in by.items()]
+        md += [f"Historical vs `{cand}`:", "", markdown_table(pd.DataFrame(rows), index=False), ""]
+    for m in cmp.settings["measures"]:
+        md += [f"![System scores, {m}]({figs[f'scores {m}']})", ""]
+    md += ["### Three scenarios", "",
+           markdown_table(pd.DataFrame({"average Judged@100": scenario.judged}).rename_axis("scenario")), ""]
+    for m, tau in scenario.tau.items():
+        md += [f"Kendall τ-b between scenario rankings, {m}:", "", markdown_table(tau.rename_axis("")), ""]
+    md += [f"_{w}_" for w in scenario.warnings] + [""]
+    md += ["### Judged@100 per system", "", f"![Judged@100]({figs['judged']})", "",
+           markdown_table(pd.DataFrame(judged_per_system).rename_axis("system")), ""]
+    pw = item_agreement.pairwise
+    md += ["## Item-level agreement with the historical labels (Figure 4)", "",
+           f"Over {item_agreement.n_pairs:,} (user, item) pairs both label: Cohen's κ "
+           f"{item_agreement.cohen_kappa:.3f} (linear {item_agreement.cohen_kappa_linear:.3f}), Krippendorff's α "
+           f"ordinal {item_agreement.krippendorff_alpha_ordinal:.3f} (interval "
+           f"{item_agreement.krippendorff_alpha_interval:.3f}); over {pw.n_pairs:,} item pairs with different "
+           f"historical labels the judge agrees {pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}], ties "
+           f"{pw.tie:.3f}, disagrees {pw.disagree:.3f}.", "", f"![Agreement by distance]({figs['distance']})", ""]
+    if figs["profile"]:
+        md += ["## Agreement against profile size (Figure 3)", "", f"![Profile size]({figs['profile']})", "",
+               markdown_table(pd.DataFrame([{k: v for k, v in r.items() if k != "agree_ci"} for r in sweep]),
+                              index=False), ""]
+    md += ["## Tie audit (sampled candidates)", "", "```", audit["audit"].format(), "```", ""]
+    md += ["## Evaluation card", "", "| field | value |", "|---|---|"]
+    md += [f"| {k} | {v.replace('|', '/')} |" for k, v in card.items()]
+    md.append("")
+    text = "\n".join(md)
+    path = out / "report.md"
+    with atomic_write(path) as fh:
+        fh.write(text)
+    write_json(out / "card.json", card)
+    _write_html(out / "report.html", text)
+    return path
+
+
+def _write_html(path: Path, markdown: str) -> None:
+    """A plain rendering: headings, images, tables and code, no Markdown library needed."""
+    body: list[str] = []
+    in_code = in_table = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            body.append("</pre>" if in_code else "<pre>")
+            in_code = not in_code
+            continue
+        if in_code:
+            body.append(html.escape(line))
+            continue
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if all(set(c) <= {"-"} for c in cells):
+                continue
+            if not in_table:
+                body.append("<table>")
+                in_table = True
+                body.append("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cells) + "</tr>")
+            else:
+                body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            body.append("</table>")
+            in_table = False
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            body.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
+        elif line.startswith("![") and "](" in line:
+            alt, src = line[2:].split("](", 1)
+            body.append(f'<p><img src="{html.escape(src.rstrip(")"))}" alt="{html.escape(alt)}"></p>')
+        elif line.strip():
+            body.append(f"<p>{html.escape(line.lstrip('> -'))}</p>")
+    if in_table:
+        body.append("</table>")
+    page = ("<!doctype html><meta charset='utf-8'><title>recjudge demo</title><style>body{font-family:sans-serif;"
+            "max-width:60em;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+            "padding:2px 6px}img{max-width:100%}</style>\n" + "\n".join(body))
+    with atomic_write(path) as fh:
+        fh.write(page)
+
