@@ -71,6 +71,8 @@ def _model_defaults(model: str) -> dict:
 def check_params(config: SystemConfig) -> None:
     """Refuse hyperparameters the model does not have (RecBole would silently ignore them)."""
     known = set(_model_defaults(config.model)) | TRAINING_KEYS
+    if config.model != "RaCT":
+        known -= {"actor_epochs", "critic_epochs"}
     unknown = sorted(set(config.param_dict) - known)
     if unknown:
         raise ConfigError(f"system {config.name!r}: {config.model} has no parameter(s) {unknown}; "

@@ -184,7 +184,7 @@ _base("AsymKNN", k=100, alpha=0.5, q=1, beta=1.0)
 _base("BPR", embedding_size=64, epochs=20, learning_rate=0.005, train_batch_size=4096)
 _base("NeuMF", mf_embedding_size=64, mlp_embedding_size=64, mlp_hidden_size=[128, 64], dropout_prob=0.1,
       epochs=10, learning_rate=0.001)
-_base("SimpleX", embedding_size=64, epochs=10, train_neg_sample_args={"distribution": "uniform", "sample_num": 10})
+_base("SimpleX", embedding_size=64, epochs=5, train_neg_sample_args={"distribution": "uniform", "sample_num": 5})
 _base("DGCF", embedding_size=64, n_factors=4, n_iterations=2, n_layers=1, epochs=2)
 _base("ENMF", embedding_size=64, dropout_prob=0.7, negative_weight=0.5, epochs=30, train_batch_size=512)
 _base("CDAE", embedding_size=64, corruption_ratio=0.5, epochs=30)
