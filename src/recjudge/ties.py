@@ -624,9 +624,12 @@ def _expected(r: _Ranked, specs: Sequence[MeasureSpec], ev: _Evaluator, mc_sampl
     if ev.specs:
         if mc_samples < 2:
             raise ConfigError(f"Monte Carlo needs at least 2 samples, got {mc_samples}")
-        orders = [r.treatment(r.tied_rows, "random", rng=np.random.default_rng([seed, 1, d]))
-                  for d in range(mc_samples)]
-        vals = np.stack(ev.values(orders))  # draws × general specs × users
+        chunks = []  # a few orders at a time: each is a full-length position array
+        for start in range(0, mc_samples, _MAX_ORDERS_PER_CALL):
+            orders = [r.treatment(r.tied_rows, "random", rng=np.random.default_rng([seed, 1, d]))
+                      for d in range(start, min(start + _MAX_ORDERS_PER_CALL, mc_samples))]
+            chunks += ev.values(orders)
+        vals = np.stack(chunks)  # draws × general specs × users
         gi = [i for i, s in enumerate(specs) if s.family == "general"]
         out[gi] = vals.mean(axis=0)
         draws = vals.mean(axis=2)  # draws × general specs
