@@ -221,47 +221,59 @@ class OpenAIJudgeClient:
 
     async def call(self, req: Request) -> CallRecord:
         """Ask until an answer parses or the attempts run out; never raises for one call's failure."""
-        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
-
-        usage = Usage()
-        attempts = 0
-        last: _Retryable | None = None
         started = time.perf_counter()
-        retrying = AsyncRetrying(stop=stop_after_attempt(self.settings.max_attempts), wait=self._wait,
-                                 retry=retry_if_exception_type(_Retryable), reraise=True)
         try:
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    try:
-                        rec = await self._attempt(req)
-                    except _Retryable as exc:
-                        last = exc
-                        if exc.outcome is not None:
-                            usage = usage + exc.outcome.usage
-                        log.debug("%s attempt %d: %s", req.qid, attempts, exc)
-                        raise
-            return replace(rec, usage=usage + rec.usage, attempts=attempts,
-                           latency=time.perf_counter() - started)
-        except _Retryable:
-            assert last is not None
-            if last.outcome is not None:  # keep the last answer and any labels that did parse
-                return replace(last.outcome, usage=usage, attempts=attempts,
-                               latency=time.perf_counter() - started)
-            return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", last.reason, str(last),
-                              usage=usage, attempts=attempts, latency=time.perf_counter() - started)
+            try:
+                rec = await self._attempt(req)  # the common case pays for no retry machinery
+                return replace(rec, attempts=1, latency=time.perf_counter() - started)
+            except _Retryable as exc:
+                log.debug("%s attempt 1: %s", req.qid, exc)
+                return await self._retry(req, exc, started)
         except _Fatal as exc:
             raise ConfigError(str(exc)) from None
 
-    def _wait(self, retry_state) -> float:
+    async def _retry(self, req: Request, first: _Retryable, started: float) -> CallRecord:
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+        last = first
+        usage = first.outcome.usage if first.outcome is not None else Usage()
+        attempts = 1
+        if self.settings.max_attempts > 1:
+            await asyncio.sleep(self._delay(first, 1))
+            retrying = AsyncRetrying(stop=stop_after_attempt(self.settings.max_attempts - 1),
+                                     wait=lambda state: self._delay(state.outcome.exception(),
+                                                                    state.attempt_number + 1),
+                                     retry=retry_if_exception_type(_Retryable), reraise=True)
+            try:
+                async for attempt in retrying:
+                    with attempt:
+                        attempts += 1
+                        try:
+                            rec = await self._attempt(req)
+                        except _Retryable as exc:
+                            last = exc
+                            if exc.outcome is not None:
+                                usage = usage + exc.outcome.usage
+                            log.debug("%s attempt %d: %s", req.qid, attempts, exc)
+                            raise
+                return replace(rec, usage=usage + rec.usage, attempts=attempts,
+                               latency=time.perf_counter() - started)
+            except _Retryable:
+                pass
+        if last.outcome is not None:  # keep the last answer and any labels that did parse
+            return replace(last.outcome, usage=usage, attempts=attempts, latency=time.perf_counter() - started)
+        return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", last.reason, str(last),
+                          usage=usage, attempts=attempts, latency=time.perf_counter() - started)
+
+    def _delay(self, exc: BaseException | None, failures: int) -> float:
+        """Seconds to wait after the ``failures``-th failed attempt."""
         import random
 
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
         cap = self.settings.backoff_max
         if isinstance(exc, _Retryable) and exc.retry_after is not None:
             return min(exc.retry_after, max(cap, RETRY_AFTER_MAX))
         # full jitter: uniform in [0, initial * 2^(n-1)], capped
-        return random.uniform(0, min(cap, self.settings.backoff_initial * 2 ** (retry_state.attempt_number - 1)))
+        return random.uniform(0, min(cap, self.settings.backoff_initial * 2 ** (failures - 1)))
 
     # batch --------------------------------------------------------------------------------------
     async def submit_batch(self, requests: Sequence[Request]) -> tuple[str, str]:
