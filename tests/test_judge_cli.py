@@ -116,3 +116,28 @@ def test_sigkill_mid_run_then_resume_asks_no_answered_pair_again(workspace):
         assert len(second) == total - len(answered)
         assert sorted((workspace / "qrels" / "j.qrels").read_text().splitlines()) == expected_lines()
         assert f"cache hits     {len(answered)}" in done.stdout
+
+
+def test_batch_killed_while_polling_is_collected_not_resubmitted(workspace):
+    with FakeOpenAI(batch_polls=10**9) as server:  # the batch never finishes during the first run
+        args = base_args(workspace) + ["--base-url", server.url, "--batch", "--batch-poll", "0.05"]
+        cmd = [sys.executable, "-c", "import sys; from recjudge.cli import main; sys.exit(main(sys.argv[1:]))",
+               *args]
+        env = {**os.environ, "OPENAI_API_KEY": "sk-batch-test"}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while not any(r.path.startswith("/v1/batches/") for r in server.log) and time.time() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        created = [r for r in server.log if r.method == "POST" and r.path == "/v1/batches"]
+        assert len(created) == 1
+        server.batch_polls = 0
+        n = len(server.log)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        routes = [(r.method, r.path.split("/")[2]) for r in server.log[n:]]
+        # the second run polls the batch the first one created and downloads its output: no new upload
+        assert ("POST", "files") not in routes and ("POST", "batches") not in routes
+        assert ("GET", "batches") in routes and ("GET", "files") in routes
+        assert sorted((workspace / "qrels" / "j.qrels").read_text().splitlines()) == expected_lines()

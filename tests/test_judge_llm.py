@@ -298,3 +298,12 @@ def test_api_key_never_reaches_errors_logs_or_files(fake_openai, tmp_path, monke
     with sqlite3.connect(tmp_path / "cache.sqlite") as db:
         (error,) = db.execute("SELECT error FROM calls WHERE status = 'failed'").fetchone()
     assert error == "HTTP 500: internal error for key [redacted]"
+
+
+def test_judging_from_inside_a_running_event_loop(fake_openai):
+    import asyncio
+
+    async def notebook_cell():
+        return run(fake_openai, pairs_for([10], ["u0"]))
+
+    assert asyncio.run(notebook_cell()).labels == {("u0", "10"): 2}

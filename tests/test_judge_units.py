@@ -330,3 +330,9 @@ def test_config_and_registry_refuse_mistakes():
 
 def test_token_heuristic():
     assert estimate_tokens("") == 0 and estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
+
+
+def test_provenance_url_drops_credentials():
+    from recjudge.judge.runner import _public_url
+
+    assert _public_url("https://user:pw@host.example:8443/v1?api_key=abc") == "https://host.example:8443/v1"

@@ -481,7 +481,16 @@ def _run_llm(ctx: JudgeContext) -> JudgeResult:
         need = "--topics (queries as profiles)" if template.profile_kind == "query" else "user histories"
         raise ConfigError(f"prompt template {template.name!r} expects {template.profile_kind} profiles: "
                           f"use it with {need}, or choose a template for {ctx.profiles.kind} profiles")
-    return asyncio.run(_LLMRun(ctx, template).run())
+    coro = _LLMRun(ctx, template).run()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    # called from inside an event loop (a notebook): run on a loop of our own in a worker thread
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class _LLMRun:
@@ -723,12 +732,24 @@ class _LLMRun:
             elapsed=elapsed,
             agreement=repeat_agreement(rows_for_agreement) if config.repeats > 1 else None)
         prov = {
-            "judge": config.judge, "kind": "llm", "model": config.model, "base_url": config.base_url,
+            "judge": config.judge, "kind": "llm", "model": config.model, "base_url": _public_url(config.base_url),
             "template": template_provenance(self.template), "params": self.key_params,
             "profiles": self.ctx.profiles.provenance(), "items_per_call": config.items_per_call,
             "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
         }
         return JudgeResult(self.ctx.name, tuple(judgments), summary, prov)
+
+
+def _public_url(url: str | None) -> str | None:
+    """The endpoint without credentials (user:password@ or a query string) for provenance."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class _Progress:
