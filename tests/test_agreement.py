@@ -15,13 +15,10 @@ from recjudge.cli import main
 from recjudge.errors import ConfigError
 from recjudge.trec import read_qrels
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
 @pytest.fixture
-def llmjudge_data() -> Path:
+def llmjudge_data(shared_data: Path) -> Path:
     """../shared/data/llmjudge beside the repo; absent on a user's fresh clone, so skip there."""
-    path = SHARED_DATA / "llmjudge"
+    path = shared_data / "llmjudge"
     if not (path / "human.qrels").is_file():
         pytest.skip(f"real LLMJudge data not available at {path} (only in the project workspace)")
     return path

@@ -77,3 +77,23 @@ def test_demo_report_figures_and_card(demo_dir):
     assert all(-1 <= v <= 1 for v in taus["filled"].values())
     assert "<img" in (out / "report.html").read_text()
     assert "torch" in sys.modules  # training ran in this process: the demo is the real pipeline
+
+
+def test_demo_with_an_llm_endpoint(tmp_path, fake_openai, monkeypatch):
+    """The same pipeline with the LLM judge, against the local OpenAI-compatible server."""
+    pytest.importorskip("recbole", reason="the demo trains RecBole systems: install the train extra")
+    secret = "sk-demo-secret-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    fake_openai.labeler = lambda candidate: len(candidate) % 8  # any deterministic label from the prompt
+    code = main(["demo", "--reduced", "--systems", "Pop", "Random", "--depth", "3", "--per-user", "5",
+                 "--bootstrap", "50", "--base-url", fake_openai.url, "--model", "fake-model",
+                 "--out", str(tmp_path / "out"), "--runs-dir", str(tmp_path / "runs"),
+                 "--qrels-dir", str(tmp_path / "qrels")])
+    assert code == 0
+    card = json.loads((tmp_path / "out" / "card.json").read_text())
+    assert card["judge"].endswith("LLM") and card["judge model"] == "fake-model"
+    llm_qrels = read_qrels(tmp_path / "qrels" / "ml-100k-llm-fake-model.qrels")
+    assert len(fake_openai.chat_log()) >= len(llm_qrels) > 0  # every label came from a real HTTP call
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
