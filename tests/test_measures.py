@@ -240,3 +240,13 @@ def test_parse_measures():
         parse_measures(" , ")
     with pytest.raises(ConfigError, match="backend"):
         per_query_matrix({"r": RUN}, QRELS, ["P@1"], backend="fast")
+
+
+def test_query_blocks_give_the_same_matrix(monkeypatch):
+    import recjudge.measures as measures_module
+
+    qrels, runs = _random_case(21, n_runs=3)
+    whole = per_query_matrix(runs, qrels, FAST, backend="numpy")
+    monkeypatch.setattr(measures_module, "_CHUNK_ROWS", 40)  # a few queries per block
+    _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), whole, tol=0.0)
+    _assert_equal(whole, per_query_matrix(runs, qrels, FAST, backend="ir_measures"))

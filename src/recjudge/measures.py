@@ -41,6 +41,7 @@ __all__ = [
 
 DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
 BACKENDS = ("auto", "numpy", "ir_measures")
+_CHUNK_ROWS = 2_000_000  # rows (all runs) per block of queries: bounds memory, keeps lookups in cache
 FAST_MEASURES = ("Judged", "Compat", "nDCG", "Bpref", "P", "R", "Success", "RR", "AP")
 
 
@@ -138,6 +139,15 @@ class _Lookup:
         return self._index.get_indexer(values).astype(np.int64, copy=False)  # pragma: no cover
 
 
+def _lookup_blocks(values: np.ndarray, lookup: _Lookup) -> np.ndarray:
+    """``lookup(values)`` with one lookup per run of equal neighbours (runs and qrels come grouped by query)."""
+    n = len(values)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    return np.repeat(lookup(values[starts]), np.diff(np.r_[starts, n]))
+
+
 def _group_starts(codes: np.ndarray, *more: np.ndarray) -> np.ndarray:
     """Start index of each run of equal values in ``codes`` (and equal ``more``, when given)."""
     if len(codes) == 0:
@@ -181,6 +191,11 @@ class _Judgments:
         """Per query, how many judged documents satisfy ``mask``."""
         return np.bincount(self.qcode[mask], minlength=self.nq).astype(np.int64)
 
+    def segment(self, q: int) -> tuple[int, int]:
+        """Rows of query ``q`` in the judgments arrays (sorted by query first)."""
+        lo, hi = np.searchsorted(self.qcode, [q, q + 1])
+        return int(lo), int(hi)
+
     def ideal_dcg(self, cutoff: int | None) -> np.ndarray:
         """trec_eval's ideal DCG per query: labels > 0 in descending order, log2 discount."""
         pos_mask = self.label > 0
@@ -196,7 +211,7 @@ class _Judgments:
 def _judgments(qrels: Qrels, queries: list[str]) -> _Judgments:
     qlookup = _Lookup(np.array(queries, dtype=object))
     f = qrels.frame
-    qcode = qlookup(f.qid.to_numpy(dtype=object))
+    qcode = _lookup_blocks(f.qid.to_numpy(dtype=object), qlookup)
     keep = np.flatnonzero(qcode >= 0)
     qcode = qcode[keep]
     dcode, docs = pd.factorize(f.docid.to_numpy(dtype=object)[keep])
@@ -218,33 +233,29 @@ def _judgments(qrels: Qrels, queries: list[str]) -> _Judgments:
                       keys, qcode, label, qrow, above)
 
 
-class _Ranked(NamedTuple):
-    """One run in ranked order (score desc, docid asc), restricted to the evaluated queries."""
+class _Sorted(NamedTuple):
+    """One run ranked (score desc) inside query blocks in ascending query code; evaluated queries only."""
 
-    qcode: np.ndarray   # query code per row; rows of a query are contiguous
-    pos: np.ndarray     # 0-based rank
+    docid: np.ndarray   # object
     score: np.ndarray
-    j: np.ndarray       # row in the judgments arrays, -1 when the document is not judged
-    length: np.ndarray  # per query: number of ranked documents (0 when the run lacks the query)
+    bq: np.ndarray      # query code of each block, ascending
+    bstart: np.ndarray  # first row of each block
+    blen: np.ndarray    # rows in each block
 
 
-def _rank(run: Run, jd: _Judgments) -> _Ranked | None:
-    """Rank ``run`` against ``jd``; None when two documents of a query tie in float32 (trec_eval's view)."""
+def _sort_run(run: Run, jd: _Judgments) -> _Sorted | None:
+    """``run`` grouped and ranked; None when two documents of a query tie in float32 (trec_eval's view)."""
     f = run.frame
     q = f.qid.to_numpy(dtype=object)
     s = f.score.to_numpy(dtype=np.float64)
     d = f.docid.to_numpy(dtype=object)
-    # Runs are grouped by query; look up one id per block instead of one per row.
-    n = len(q)
-    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if n else np.zeros(0, np.int64)
-    rowcode = np.repeat(jd.qlookup(q[starts]), np.diff(np.r_[starts, n]))
+    rowcode = _lookup_blocks(q, jd.qlookup)
     keep = rowcode >= 0
     if not keep.all():
         rowcode, s, d = rowcode[keep], s[keep], d[keep]
     same = rowcode[1:] == rowcode[:-1]
-    block_codes = rowcode[_group_starts(rowcode)]
-    contiguous = len(np.unique(block_codes)) == len(block_codes)
-    if not (contiguous and np.all(s[1:][same] < s[:-1][same])):
+    # resolve_ties leaves runs sorted already; sort only when they are not
+    if not (np.all(rowcode[1:] >= rowcode[:-1]) and np.all(s[1:][same] < s[:-1][same])):
         order = np.lexsort((-s, rowcode))
         rowcode, s, d = rowcode[order], s[order], d[order]
         same = rowcode[1:] == rowcode[:-1]
@@ -252,19 +263,66 @@ def _rank(run: Run, jd: _Judgments) -> _Ranked | None:
     if not np.all(s32[1:][same] < s32[:-1][same]):
         return None
     starts = _group_starts(rowcode)
-    lengths = np.diff(np.r_[starts, len(rowcode)])
-    pos = np.arange(len(rowcode), dtype=np.int64) - np.repeat(starts, lengths)
-    length = np.zeros(jd.nq, dtype=np.int64)
-    length[rowcode[starts]] = lengths
-    dcode = jd.dlookup(d)
-    j = np.full(len(rowcode), -1, dtype=np.int64)
+    return _Sorted(d, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
+
+
+class _Rows(NamedTuple):
+    """The rows of a block of queries for all runs, query-major: group g = (query - q0) * n_runs + run.
+
+    Query-major order keeps each query's qrels and documents in cache while every run is looked up.
+    """
+
+    group: np.ndarray   # per row; groups are contiguous, rows in rank order inside
+    pos: np.ndarray     # per row: 0-based rank
+    score: np.ndarray   # per row
+    j: np.ndarray       # per row: index into the judgments arrays, -1 when not judged
+    judged: np.ndarray  # per row
+    label: np.ndarray   # per row: the label, or the int64 minimum when not judged
+    gq: np.ndarray      # per group: query code
+    length: np.ndarray  # per group: ranked documents (0 when the run lacks the query)
+    gstart: np.ndarray  # per group: first row
+
+    @property
+    def ng(self) -> int:
+        return len(self.gq)
+
+
+def _rows(runs: list[_Sorted], jd: _Judgments, q0: int, q1: int) -> _Rows:
+    n_runs, nqc = len(runs), q1 - q0
+    length = np.zeros((nqc, n_runs), dtype=np.int64)
+    spans = []
+    for r, sr in enumerate(runs):
+        b0, b1 = np.searchsorted(sr.bq, [q0, q1])
+        length[sr.bq[b0:b1] - q0, r] = sr.blen[b0:b1]
+        spans.append((b0, b1))
+    length = length.ravel()
+    gstart = np.r_[0, np.cumsum(length)[:-1]].astype(np.int64)
+    n = int(length.sum())
+    docid = np.empty(n, dtype=object)
+    score = np.empty(n, dtype=np.float64)
+    for r, (sr, (b0, b1)) in enumerate(zip(runs, spans)):
+        if b0 == b1:
+            continue
+        a, b = sr.bstart[b0], sr.bstart[b1 - 1] + sr.blen[b1 - 1]
+        g = (sr.bq[b0:b1] - q0) * n_runs + r
+        dest = np.repeat(gstart[g] - sr.bstart[b0:b1], sr.blen[b0:b1]) + np.arange(a, b)
+        docid[dest] = sr.docid[a:b]
+        score[dest] = sr.score[a:b]
+    gq = q0 + np.arange(nqc * n_runs, dtype=np.int64) // n_runs
+    group = np.repeat(np.arange(nqc * n_runs, dtype=np.int64), length)
+    pos = np.arange(n, dtype=np.int64) - np.repeat(gstart, length)
+    dcode = jd.dlookup(docid)
+    del docid
+    j = np.full(n, -1, dtype=np.int64)
     known = np.flatnonzero(dcode >= 0)
     if len(known) and len(jd.keys):
-        key = rowcode[known] * jd.ndoc + dcode[known]
+        key = gq[group[known]] * jd.ndoc + dcode[known]
         at = np.minimum(np.searchsorted(jd.keys, key), len(jd.keys) - 1)
         hit = jd.keys[at] == key
         j[known[hit]] = at[hit]
-    return _Ranked(rowcode, pos, s, j, length)
+    judged = j >= 0
+    label = np.where(judged, jd.label[np.maximum(j, 0)], np.iinfo(np.int64).min)
+    return _Rows(group, pos, score, j, judged, label, gq, length, gstart)
 
 
 # ----------------------------------------------------------------------------- numpy measures
@@ -275,13 +333,8 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _labels(r: _Ranked, jd: _Judgments) -> tuple[np.ndarray, np.ndarray]:
-    judged = r.j >= 0
-    return judged, np.where(judged, jd.label[np.maximum(r.j, 0)], np.iinfo(np.int64).min)
-
-
 class _Context:
-    """Per-call caches: one ranking per run, shared by every measure."""
+    """Per-call caches of per-query quantities, shared by every run and measure."""
 
     def __init__(self, jd: _Judgments):
         self.jd = jd
@@ -292,82 +345,85 @@ class _Context:
             self._cache[key] = fn()
         return self._cache[key]
 
+    def relevant(self, rel: int) -> np.ndarray:
+        jd = self.jd
+        return self.cached(("R", rel), lambda: jd.count(jd.label >= rel))
 
-def _judged(m, r, judged, label, ctx) -> np.ndarray:
+    def rbo_tables(self, p: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        tables = self._cache.get(("rbo", p))
+        if tables is None or len(tables[0]) <= depth:
+            tables = self._cache[("rbo", p)] = _rbo_tables(p, max(depth, 128))
+        return tables
+
+
+def _judged(m, rows: _Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
-    hit = judged if cutoff is None else judged & (r.pos < cutoff)
-    count = np.bincount(r.qcode[hit], minlength=ctx.jd.nq)
-    den = r.length if cutoff is None else np.minimum(r.length, cutoff)
+    hit = rows.judged if cutoff is None else rows.judged & (rows.pos < cutoff)
+    count = np.bincount(rows.group[hit], minlength=rows.ng)
+    den = rows.length if cutoff is None else np.minimum(rows.length, cutoff)
     return _ratio(count.astype(np.float64), den.astype(np.float64))
 
 
-def _ndcg(m, r, judged, label, ctx) -> np.ndarray:
+def _ndcg(m, rows: _Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
-    hit = label > 0
+    hit = rows.label > 0
     if cutoff is not None:
-        hit &= r.pos < cutoff
-    dcg = np.bincount(r.qcode[hit], weights=label[hit] / np.log2(r.pos[hit] + 2.0), minlength=ctx.jd.nq)
+        hit &= rows.pos < cutoff
+    dcg = np.bincount(rows.group[hit], weights=rows.label[hit] / np.log2(rows.pos[hit] + 2.0), minlength=rows.ng)
     idcg = ctx.cached(("idcg", cutoff), lambda: ctx.jd.ideal_dcg(cutoff))
-    return _ratio(dcg, idcg)
+    return _ratio(dcg, idcg[rows.gq])
 
 
-def _bpref(m, r, judged, label, ctx) -> np.ndarray:
+def _bpref(m, rows: _Rows, ctx) -> np.ndarray:
     rel = int(m["rel"])
     jd = ctx.jd
-    big_r = ctx.cached(("R", rel), lambda: jd.count(jd.label >= rel))
-    big_n = ctx.cached(("N", rel), lambda: jd.count((jd.label >= 0) & (jd.label < rel)))
-    nonrel = (label >= 0) & (label < rel)
-    csum = np.cumsum(nonrel, dtype=np.int64)
-    starts = _group_starts(r.qcode)
-    before = csum - nonrel  # non-relevant ranked above each row, counted from the run's start
-    before -= np.repeat(before[starts], np.diff(np.r_[starts, len(csum)]))
-    hit = label >= rel
-    q = r.qcode[hit]
-    nr, rr, nn = before[hit], big_r[q], big_n[q]
+    big_r = ctx.relevant(rel)[rows.gq]
+    big_n = ctx.cached(("N", rel), lambda: jd.count((jd.label >= 0) & (jd.label < rel)))[rows.gq]
+    nonrel = (rows.label >= 0) & (rows.label < rel)
+    before = np.cumsum(nonrel, dtype=np.int64) - nonrel  # non-relevant ranked above, from the block start
+    before -= np.repeat(before[np.minimum(rows.gstart, max(len(before) - 1, 0))], rows.length)
+    hit = rows.label >= rel
+    g = rows.group[hit]
+    nr, rr, nn = before[hit], big_r[g], big_n[g]
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(nr > 0, 1.0 - np.minimum(nr, rr) / np.minimum(nn, rr), 1.0)
-    total = np.bincount(q, weights=frac, minlength=jd.nq)
+    total = np.bincount(g, weights=frac, minlength=rows.ng)
     return _ratio(total, big_r.astype(np.float64))
 
 
-def _precision_family(m, r, judged, label, ctx) -> np.ndarray:
+def _precision_family(m, rows: _Rows, ctx) -> np.ndarray:
     rel = int(m["rel"])
-    jd = ctx.jd
     cutoff = m.params.get("cutoff")
-    hit = label >= rel
+    hit = rows.label >= rel
     if cutoff is not None:
-        hit &= r.pos < cutoff
-    count = np.bincount(r.qcode[hit], minlength=jd.nq).astype(np.float64)
+        hit &= rows.pos < cutoff
+    count = np.bincount(rows.group[hit], minlength=rows.ng).astype(np.float64)
     if m.NAME == "P":
         return count / cutoff
     if m.NAME == "Success":
         return (count > 0).astype(np.float64)
-    big_r = ctx.cached(("R", rel), lambda: jd.count(jd.label >= rel))
-    return _ratio(count, big_r.astype(np.float64))  # R@k
+    return _ratio(count, ctx.relevant(rel)[rows.gq].astype(np.float64))  # R@k
 
 
-def _rr(m, r, judged, label, ctx) -> np.ndarray:
-    rel = int(m["rel"])
-    hit = np.flatnonzero(label >= rel)
-    out = np.zeros(ctx.jd.nq)
-    q = r.qcode[hit]
-    first = np.r_[True, q[1:] != q[:-1]] if len(q) else np.zeros(0, bool)
-    out[q[first]] = 1.0 / (r.pos[hit][first] + 1.0)
+def _rr(m, rows: _Rows, ctx) -> np.ndarray:
+    hit = np.flatnonzero(rows.label >= int(m["rel"]))
+    out = np.zeros(rows.ng)
+    g = rows.group[hit]
+    first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
+    out[g[first]] = 1.0 / (rows.pos[hit][first] + 1.0)
     return out
 
 
-def _ap(m, r, judged, label, ctx) -> np.ndarray:
+def _ap(m, rows: _Rows, ctx) -> np.ndarray:
     rel = int(m["rel"])
-    jd = ctx.jd
     cutoff = m.params.get("cutoff")
-    hit = label >= rel
+    hit = rows.label >= rel
     if cutoff is not None:
-        hit &= r.pos < cutoff
-    q = r.qcode[hit]
-    seen = _within_group_position(q) + 1.0  # relevant documents up to and including this one
-    total = np.bincount(q, weights=seen / (r.pos[hit] + 1.0), minlength=jd.nq)
-    big_r = ctx.cached(("R", rel), lambda: jd.count(jd.label >= rel))
-    return _ratio(total, big_r.astype(np.float64))
+        hit &= rows.pos < cutoff
+    g = rows.group[hit]
+    seen = _within_group_position(g) + 1.0  # relevant documents up to and including this one
+    total = np.bincount(g, weights=seen / (rows.pos[hit] + 1.0), minlength=rows.ng)
+    return _ratio(total, ctx.relevant(rel)[rows.gq].astype(np.float64))
 
 
 def _rbo_tables(p: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -376,7 +432,7 @@ def _rbo_tables(p: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[0.0, np.cumsum(w / np.arange(1, depth + 1))], np.r_[0.0, np.cumsum(w)]
 
 
-def _compat(m, r, judged, label, ctx) -> np.ndarray:
+def _compat(m, rows: _Rows, ctx) -> np.ndarray:
     """RBO(ranking, ideal) / RBO(ideal, ideal), in closed form.
 
     The overlap at depth d counts the documents in both lists whose later position is < d, so
@@ -384,26 +440,24 @@ def _compat(m, r, judged, label, ctx) -> np.ndarray:
     """
     jd = ctx.jd
     p = float(m["p"])
-    n_ideal = ctx.cached("n_ideal", lambda: jd.count(jd.label > 0))
-    depth = np.maximum(r.length, n_ideal)
-    c_tab, w_tab = ctx.cached(("rbo", p, int(depth.max(initial=0))),
-                              lambda: _rbo_tables(p, int(depth.max(initial=0))))
-    hit = np.flatnonzero(label > 0)
-    q, lab, jj, s = r.qcode[hit], label[hit], r.j[hit], r.score[hit]
+    n_ideal = ctx.cached("n_ideal", lambda: jd.count(jd.label > 0))[rows.gq]
+    depth = np.maximum(rows.length, n_ideal)
+    c_tab, w_tab = ctx.rbo_tables(p, int(depth.max(initial=0)))
+    hit = np.flatnonzero(rows.label > 0)
+    g, lab, jj, s = rows.group[hit], rows.label[hit], rows.j[hit], rows.score[hit]
     # ideal rank: higher labels first, then retrieved same-label documents by run score
     # (unretrieved ones score 0.0), then qrels order
-    by_label = np.lexsort((np.arange(len(q)), -lab, q))
-    ahead = np.empty(len(q), dtype=np.int64)
-    ahead[by_label] = _within_group_position(q[by_label], lab[by_label])
+    by_label = np.lexsort((-lab, g))  # stable: rank order inside each (group, label)
+    ahead = np.empty(len(g), dtype=np.int64)
+    ahead[by_label] = _within_group_position(g[by_label], lab[by_label])
     ideal = jd.above[jj] + ahead
     if np.any(s <= 0):
-        ideal += _unretrieved_ahead(r, jd, hit, s)
-    later = np.maximum(r.pos[hit], ideal)
-    num = np.bincount(q, weights=c_tab[depth[q]] - c_tab[later], minlength=jd.nq)
+        ideal += _unretrieved_ahead(rows, jd, hit, s)
+    later = np.maximum(rows.pos[hit], ideal)
+    num = np.bincount(g, weights=c_tab[depth[g]] - c_tab[later], minlength=rows.ng)
     if not m["normalize"]:
-        return _ratio(num, w_tab[depth].astype(np.float64))
-    best = _best_rbo(c_tab, n_ideal, depth, ctx, p)
-    return _ratio(num, best)
+        return _ratio(num, w_tab[depth])
+    return _ratio(num, _best_rbo(c_tab, n_ideal, depth, ctx, p))
 
 
 def _best_rbo(c_tab, n_ideal, depth, ctx, p) -> np.ndarray:
@@ -419,15 +473,18 @@ def _best_rbo(c_tab, n_ideal, depth, ctx, p) -> np.ndarray:
     return vals[inverse.ravel()]
 
 
-def _unretrieved_ahead(r: _Ranked, jd: _Judgments, hit: np.ndarray, s: np.ndarray) -> np.ndarray:
+def _unretrieved_ahead(rows: _Rows, jd: _Judgments, hit: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Unretrieved same-label documents (score 0.0) ranked ahead of a retrieved one scoring <= 0."""
     extra = np.zeros(len(hit), dtype=np.int64)
-    retrieved = np.zeros(len(jd.keys), dtype=bool)
-    retrieved[r.j[r.j >= 0]] = True
     for i in np.flatnonzero(s <= 0):
         row = hit[i]
-        j = r.j[row]
-        same = (jd.qcode == jd.qcode[j]) & (jd.label == jd.label[j]) & ~retrieved
+        j = rows.j[row]
+        g = rows.group[row]
+        in_run = rows.j[rows.gstart[g]:rows.gstart[g] + rows.length[g]]
+        lo, hi = jd.segment(int(jd.qcode[j]))
+        same = np.zeros(len(jd.keys), dtype=bool)
+        same[lo:hi] = jd.label[lo:hi] == jd.label[j]
+        same[in_run[in_run >= 0]] = False
         extra[i] = int(same.sum()) if s[i] < 0 else int((same & (jd.qrow < jd.qrow[j])).sum())
     return extra
 
@@ -511,19 +568,26 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     ctx = _Context(jd)
     values = {measure_key(m): np.zeros((len(index), len(names))) for m in parsed}
     tie_free: dict[str, Run] = {}
-    for col, name in enumerate(names):
+    ranked: list[_Sorted] = []
+    for name in names:
         run = runs[name]
         if run.tie_policy is None:
             run = _resolve(run, "has not been through resolve_ties")
-        ranked = _rank(run, jd)
-        if ranked is None:
+        sorted_run = _sort_run(run, jd)
+        if sorted_run is None:
             run = _resolve(run, "has equal scores within a query (compared as float32, as trec_eval does)")
-            ranked = _rank(run, jd)
+            sorted_run = _sort_run(run, jd)
         tie_free[name] = run
-        if fast:
-            judged, label = _labels(ranked, jd)
+        ranked.append(sorted_run)
+    if fast and names and index:
+        n_rows = sum(len(sr.docid) for sr in ranked)
+        step = max(1, int(_CHUNK_ROWS * len(index) / max(n_rows, 1)))
+        for q0 in range(0, len(index), step):
+            q1 = min(q0 + step, len(index))
+            rows = _rows(ranked, jd, q0, q1)
             for m in fast:
-                values[measure_key(m)][:, col] = _FAST[m.NAME](m, ranked, judged, label, ctx)
+                values[measure_key(m)][q0:q1, :] = _FAST[m.NAME](m, rows, ctx).reshape(q1 - q0, len(names))
+            del rows
     if slow:
         _reference(tie_free, qrels, slow, index, names, values)
     return {k: pd.DataFrame(v, index=pd.Index(index, name="qid"), columns=pd.Index(names, name="run"))
