@@ -124,7 +124,7 @@ def run_judge(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, timeout=args.timeout, max_attempts=args.retries,
         structured=args.structured, params=params, max_calls=args.max_calls, max_cost=args.max_cost,
         prices=args.prices, batch=args.batch, batch_poll=args.batch_poll, dry_run=args.dry_run)
-    if args.depth is not None and args.per_user is not None and args.reference is not None:
+    if args.depth is not None and args.reference is not None:
         raise ConfigError("--depth selects from runs and --reference from qrels: give one of them")
     if not args.runs and args.reference is None:
         raise ConfigError("give --runs, or --reference QRELS with --per-user K")

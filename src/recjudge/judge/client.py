@@ -222,6 +222,7 @@ class OpenAIJudgeClient:
     async def call(self, req: Request) -> CallRecord:
         """Ask until an answer parses or the attempts run out; never raises for one call's failure."""
         started = time.perf_counter()
+        fatal = None
         try:
             try:
                 rec = await self._attempt(req)  # the common case pays for no retry machinery
@@ -230,7 +231,10 @@ class OpenAIJudgeClient:
                 log.debug("%s attempt 1: %s", req.qid, exc)
                 return await self._retry(req, exc, started)
         except _Fatal as exc:
-            raise ConfigError(str(exc)) from None
+            fatal = str(exc)
+        # raised outside the handler so that no chained exception (holding the server's raw
+        # answer, which may echo the key) travels with it
+        raise ConfigError(fatal)
 
     async def _retry(self, req: Request, first: _Retryable, started: float) -> CallRecord:
         from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
@@ -314,6 +318,7 @@ class OpenAIJudgeClient:
         """Run a files/batches call with retries on transient errors; other errors stop the run."""
         import openai
 
+        message = "batch API call failed"
         for attempt in range(1, self.settings.max_attempts + 1):
             self.attempts += 1
             try:
@@ -321,18 +326,18 @@ class OpenAIJudgeClient:
             except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
                     openai.InternalServerError) as exc:
                 if attempt == self.settings.max_attempts:
-                    raise ConfigError(self.redact(f"batch API call failed after {attempt} attempts: {exc}")) \
-                        from None
+                    message = self.redact(f"batch API call failed after {attempt} attempts: {exc}")
+                    break
                 headers = getattr(getattr(exc, "response", None), "headers", None)
                 wait = _retry_after(headers)
                 await asyncio.sleep(min(self.settings.backoff_max, wait if wait is not None else
                                         self.settings.backoff_initial * 2 ** (attempt - 1)))
             except openai.APIStatusError as exc:
                 text = self.redact(f"HTTP {exc.status_code}: {_error_text(exc)}")
-                if exc.status_code in _FATAL_STATUS:
-                    raise ConfigError(_fatal_message(exc.status_code, text, self.settings)) from None
-                raise ConfigError(f"batch API call failed: {text}") from None
-        raise AssertionError("unreachable")
+                message = (_fatal_message(exc.status_code, text, self.settings) if exc.status_code in _FATAL_STATUS
+                           else f"batch API call failed: {text}")
+                break
+        raise ConfigError(message)  # outside the handler: no chained exception carries the raw answer
 
     def batch_line(self, req: Request, line: Mapping) -> CallRecord:
         """A call record from one line of a batch's output or error file."""

@@ -481,16 +481,18 @@ def _run_llm(ctx: JudgeContext) -> JudgeResult:
         need = "--topics (queries as profiles)" if template.profile_kind == "query" else "user histories"
         raise ConfigError(f"prompt template {template.name!r} expects {template.profile_kind} profiles: "
                           f"use it with {need}, or choose a template for {ctx.profiles.kind} profiles")
-    coro = _LLMRun(ctx, template).run()
     try:
         asyncio.get_running_loop()
+        in_loop = True
     except RuntimeError:
-        return asyncio.run(coro)
+        in_loop = False
+    if not in_loop:
+        return asyncio.run(_LLMRun(ctx, template).run())
     # called from inside an event loop (a notebook): run on a loop of our own in a worker thread
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(lambda: asyncio.run(_LLMRun(ctx, template).run())).result()
 
 
 class _LLMRun:
