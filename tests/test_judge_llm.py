@@ -280,8 +280,8 @@ def test_api_key_never_reaches_errors_logs_or_files(fake_openai, tmp_path, monke
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     fake_openai.require_key = "sk-the-right-one"  # answers 401 echoing the presented key
     caplog.set_level(logging.DEBUG)
-    with pytest.raises(ConfigError) as err:
-        run(fake_openai, pairs_for([10], ["u0"]), tmp_path)
+    with pytest.raises(ConfigError) as err:  # many pairs: every worker stops, nothing waits forever
+        run(fake_openai, pairs_for(range(10, 30)), tmp_path, concurrency=2)
     assert "refused the API key" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
     chain, exc = [], err.value
     while exc is not None:  # the error and everything chained to it

@@ -609,10 +609,16 @@ class _LLMRun:
             for _ in self._pending(cache):
                 pass
             return
-        results = await asyncio.gather(produce(), *(work() for _ in range(workers_n)), return_exceptions=True)
-        for res in results:
-            if isinstance(res, BaseException):
-                raise res
+        tasks = [asyncio.create_task(produce())] + [asyncio.create_task(work()) for _ in range(workers_n)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # a fatal error (refused key, unknown model) or an interrupt stops every worker and the
+            # producer, which would otherwise wait forever on a full queue
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _run_batch(self, cache: JudgeCache, client: OpenAIJudgeClient) -> None:
         by_key: dict[str, Request] = {}
