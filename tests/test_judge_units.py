@@ -134,6 +134,8 @@ def test_profile_sampling_is_seeded_excludes_candidates_and_is_chronological():
     assert full.sample("u1") == [("i2", 3.0), ("i3", 1.0), ("i1", 5.0)]
     assert [i for i, _ in full.sample("u1", exclude=["i3"])] == ["i2", "i1"]
     assert full.profile_text("u2") == "- Title: Alpha | Rating: 4\n- Title: Delta | Rating: 2"
+    only_u2 = HistoryProfiles(c, "title", size=3, seed=1, users=["u2"])  # indexing fewer users changes nothing
+    assert only_u2.profile_text("u2") == full.profile_text("u2") and not only_u2.has("u1")
     # size 1: the seeded choice is stable across builders and differs by seed somewhere
     picks = {HistoryProfiles(c, "title", size=1, seed=s).sample("u1")[0][0] for s in range(20)}
     assert HistoryProfiles(c, "title", size=1, seed=3).sample("u1") == HistoryProfiles(c, "title", size=1,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Mapping, Protocol, Sequence
+from typing import Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
@@ -134,7 +134,8 @@ class HistoryProfiles:
     kind = "history"
 
     def __init__(self, collection, fields: str | Sequence[str] = "title+genres", size: int = 50,
-                 history: pd.DataFrame | None = None, sampling: str = "random", seed: int = 0):
+                 history: pd.DataFrame | None = None, sampling: str = "random", seed: int = 0,
+                 users: Iterable[str] | None = None):
         if sampling not in SAMPLINGS:
             raise ConfigError(f"unknown history sampling {sampling!r}; choose {' or '.join(SAMPLINGS)}")
         if int(size) < 1:
@@ -165,6 +166,8 @@ class HistoryProfiles:
                 table["num_ratings"] = stats["size"].reindex(table.index).fillna(0).to_numpy()
         self._table = table
         self._lines: dict[str, str] = {}
+        if users is not None:  # index only the users being judged (item statistics above use everyone)
+            history = history[history["user"].astype(str).isin(set(map(str, users)))]
         self._histories = self._index(history)
 
     def _index(self, history: pd.DataFrame) -> dict[str, _History]:
