@@ -250,3 +250,13 @@ def test_query_blocks_give_the_same_matrix(monkeypatch):
     monkeypatch.setattr(measures_module, "_CHUNK_ROWS", 40)  # a few queries per block
     _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), whole, tol=0.0)
     _assert_equal(whole, per_query_matrix(runs, qrels, FAST, backend="ir_measures"))
+
+
+@pytest.mark.parametrize("nq", [3, 10**8])  # counting, and the sort used for very wide label ranges
+def test_labels_above(nq):
+    from recjudge.measures import _labels_above
+
+    qcode = np.array([0, 0, 0, 0, 1, 1, 2])
+    label = np.array([2, 0, 2, 1, 5, -1, 1])
+    # query 0: labels 2, 0, 2, 1 -> above 0, 3, 0, 2; query 1: 5, -1 -> 0, 1; query 2: 1 -> 0
+    assert _labels_above(qcode, label, nq).tolist() == [0, 3, 0, 2, 0, 1, 0]

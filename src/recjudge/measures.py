@@ -13,6 +13,8 @@ covers (:data:`FAST_MEASURES`) and ir-measures for the rest.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +43,7 @@ __all__ = [
 
 DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
 BACKENDS = ("auto", "numpy", "ir_measures")
-_CHUNK_ROWS = 2_000_000  # rows (all runs) per block of queries: bounds memory, keeps lookups in cache
+_CHUNK_ROWS = 1_000_000  # rows (all runs) per block of queries: bounds memory, keeps lookups in cache
 FAST_MEASURES = ("Judged", "Compat", "nDCG", "Bpref", "P", "R", "Success", "RR", "AP")
 
 
@@ -139,12 +141,30 @@ class _Lookup:
         return self._index.get_indexer(values).astype(np.int64, copy=False)  # pragma: no cover
 
 
+def _object_ids(values: np.ndarray) -> np.ndarray | None:
+    """``id()`` of every element of an object array, read from its pointer buffer (CPython only)."""
+    if sys.implementation.name != "cpython" or values.dtype != object or values.ndim != 1:
+        return None
+    values = np.ascontiguousarray(values)
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    view = (ctypes.c_int64 * len(values)).from_address(values.ctypes.data)
+    return np.frombuffer(view, dtype=np.int64).copy()  # copied while ``values`` is alive
+
+
 def _lookup_blocks(values: np.ndarray, lookup: _Lookup) -> np.ndarray:
-    """``lookup(values)`` with one lookup per run of equal neighbours (runs and qrels come grouped by query)."""
+    """``lookup(values)`` with one lookup per run of identical neighbours.
+
+    Runs and qrels come grouped by query and their readers share one string object per distinct
+    id, so comparing object ids finds the blocks at integer speed; a block boundary between two
+    equal strings only costs one more lookup.
+    """
     n = len(values)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    ids = _object_ids(values)
+    change = ids[1:] != ids[:-1] if ids is not None else values[1:] != values[:-1]
+    starts = np.flatnonzero(np.r_[True, change])
     return np.repeat(lookup(values[starts]), np.diff(np.r_[starts, n]))
 
 
@@ -208,29 +228,55 @@ class _Judgments:
         return np.bincount(q[keep], weights=gains, minlength=self.nq)
 
 
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` of an object array, hashing each distinct string object once."""
+    ids = _object_ids(values)
+    if ids is None:  # pragma: no cover
+        codes, uniques = pd.factorize(values)
+        return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    id_codes, id_uniques = pd.factorize(ids)
+    first = np.empty(len(id_uniques), dtype=np.int64)
+    first[id_codes[::-1]] = np.arange(len(ids) - 1, -1, -1)  # first occurrence of each object
+    codes, uniques = pd.factorize(values[first])
+    return codes.astype(np.int64)[id_codes], np.asarray(uniques, dtype=object)
+
+
+def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
+    """For each judged document, how many documents of its query have a higher label."""
+    if len(label) == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = int(label.min()), int(label.max())
+    width = hi - lo + 1
+    if nq * width <= 50_000_000:  # counting, no sort: labels are small integers in practice
+        counts = np.bincount(qcode * width + (label - lo), minlength=nq * width).reshape(nq, width)
+        above = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1] - counts  # labels strictly higher
+        return above[qcode, label - lo]
+    by_label = np.lexsort((-label, qcode))
+    sq, sl = qcode[by_label], label[by_label]
+
+    def first_of_group(*keys: np.ndarray) -> np.ndarray:
+        starts = _group_starts(*keys)
+        return np.repeat(starts, np.diff(np.r_[starts, len(sq)]))
+
+    out = np.empty(len(label), dtype=np.int64)
+    out[by_label] = first_of_group(sq, sl) - first_of_group(sq)
+    return out
+
+
 def _judgments(qrels: Qrels, queries: list[str]) -> _Judgments:
     qlookup = _Lookup(np.array(queries, dtype=object))
     f = qrels.frame
     qcode = _lookup_blocks(f.qid.to_numpy(dtype=object), qlookup)
     keep = np.flatnonzero(qcode >= 0)
     qcode = qcode[keep]
-    dcode, docs = pd.factorize(f.docid.to_numpy(dtype=object)[keep])
+    dcode, docs = _factorize(f.docid.to_numpy(dtype=object)[keep])
     ndoc = max(len(docs), 1)
     label = f.label.to_numpy(dtype=np.int64)[keep]
-    keys = qcode * ndoc + dcode.astype(np.int64)
+    keys = qcode * ndoc + dcode
     order = np.argsort(keys, kind="stable")
     keys, qcode, label, qrow = keys[order], qcode[order], label[order], keep[order]
-    # above: documents of the same query with a higher label (for the Compat ideal position)
-    by_label = np.lexsort((-label, qcode))
-    sq, sl = qcode[by_label], label[by_label]
-    idx = np.arange(len(sq))
-    q_first = np.maximum.accumulate(np.where(np.r_[True, sq[1:] != sq[:-1]], idx, 0)) if len(sq) else idx
-    ql_first = (np.maximum.accumulate(np.where(np.r_[True, (sq[1:] != sq[:-1]) | (sl[1:] != sl[:-1])], idx, 0))
-                if len(sq) else idx)
-    above = np.empty(len(sq), dtype=np.int64)
-    above[by_label] = ql_first - q_first
-    return _Judgments(queries, qlookup, _Lookup(np.asarray(docs, dtype=object)), ndoc,
-                      keys, qcode, label, qrow, above)
+    above = _labels_above(qcode, label, len(queries))
+    return _Judgments(queries, qlookup, _Lookup(docs), ndoc, keys, qcode, label, qrow, above)
 
 
 class _Sorted(NamedTuple):
@@ -315,11 +361,13 @@ def _rows(runs: list[_Sorted], jd: _Judgments, q0: int, q1: int) -> _Rows:
     del docid
     j = np.full(n, -1, dtype=np.int64)
     known = np.flatnonzero(dcode >= 0)
-    if len(known) and len(jd.keys):
+    lo, hi = jd.segment(q0)[0], jd.segment(q1 - 1)[1]
+    keys = jd.keys[lo:hi]  # this block's queries only: a short, cache-resident search
+    if len(known) and len(keys):
         key = gq[group[known]] * jd.ndoc + dcode[known]
-        at = np.minimum(np.searchsorted(jd.keys, key), len(jd.keys) - 1)
-        hit = jd.keys[at] == key
-        j[known[hit]] = at[hit]
+        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+        hit = keys[at] == key
+        j[known[hit]] = lo + at[hit]
     judged = j >= 0
     label = np.where(judged, jd.label[np.maximum(j, 0)], np.iinfo(np.int64).min)
     return _Rows(group, pos, score, j, judged, label, gq, length, gstart)
