@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import ir_measures
@@ -220,7 +221,24 @@ def test_compare_cli_json_report_and_no_heavy_imports(tmp_path, capsys):
     for name in pngs:
         assert name in report
         assert (tmp_path / "report" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "torch" not in sys.modules and "recbole" not in sys.modules
+
+
+def test_compare_never_imports_torch_or_recbole(tmp_path):
+    # a fresh interpreter: other tests in this process may have trained RecBole models
+    runs, human, llm = _fixture(seed=8, users=6, systems=3)
+    for name, run in runs.items():
+        write_run(run, tmp_path / "runs" / f"{name}.run")
+    write_qrels(human, tmp_path / "human.qrels")
+    write_qrels(llm, tmp_path / "llm.qrels")
+    code = (
+        "import sys\n"
+        "from recjudge.cli import main\n"
+        f"rc = main(['compare', '--runs', {str(tmp_path / 'runs')!r}, '--reference', {str(tmp_path / 'human.qrels')!r},"
+        f" '--candidate', {str(tmp_path / 'llm.qrels')!r}, '--bootstrap', '10'])\n"
+        "print('HEAVY', rc, sorted(m for m in ('torch', 'recbole', 'ray') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY 0 []" in out
 
 
 def test_evaluate_cli_and_bad_run_exit_code(tmp_path, capsys):
