@@ -326,3 +326,47 @@ def test_live_provider():
     res = judge_pairs(pairs_for([10, 11], ["u0"]), movies(), config)
     assert res.summary.calls == 1 and res.summary.judged == 2
     assert all(0 <= lab <= 7 for lab in res.labels.values())
+
+
+def test_retry_after_forms():
+    import email.utils
+    import time as _time
+
+    from recjudge.judge.client import _retry_after
+
+    assert _retry_after({"retry-after": "3"}) == 3.0
+    assert _retry_after({"retry-after-ms": "250", "retry-after": "3"}) == 0.25  # the finer one wins
+    in_ten = email.utils.formatdate(_time.time() + 10, usegmt=True)
+    assert 8.0 <= _retry_after({"retry-after": in_ten}) <= 10.0
+    assert _retry_after({}) is None
+
+
+def test_partial_and_refused_answers(fake_openai, tmp_path):
+    def rule(call):
+        if "Movie 12" in call.user and "Movie 10" in call.user:  # the first call: one label missing, always
+            return Reply(content=json.dumps({"labels": {"c1": 2}}))
+        return None
+    fake_openai.rule = rule
+    pairs = pairs_for([10, 12, 13], ["u0"])
+    res = run(fake_openai, pairs, tmp_path, items_per_call=2, max_attempts=2, concurrency=1)
+    # call 1 judges (10, 12): 10 parsed, 12 missing in both attempts; call 2 judges 13
+    assert res.labels == {("u0", "10"): 2, ("u0", "13"): 5}
+    assert res.summary.failures == {"missing_item": 1}
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        assert sorted(r[0] for r in db.execute("SELECT status FROM calls")) == ["ok", "partial"]
+    # a partial call is not an answer: the re-run asks it again (and now the server answers fully)
+    fake_openai.rule = None
+    again = run(fake_openai, pairs, tmp_path, items_per_call=2)
+    assert again.summary.calls == 1 and again.labels[("u0", "12")] == 4
+
+    refusal = {"choices": [{"message": {"role": "assistant", "content": None, "refusal": "I can't help"},
+                            "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
+    fake_openai.rule = lambda call: Reply(raw=json.dumps(refusal).encode())
+    refused = run(fake_openai, pairs_for([20], ["u0"]), max_attempts=1)
+    assert refused.summary.failures == {"refused": 1} and refused.labels == {}
+
+
+def test_max_calls_in_batch_mode(fake_openai):
+    res = run(fake_openai, pairs_for(range(10, 20), ["u0"]), batch=True, batch_poll=0.01, max_calls=4)
+    batched = [r for r in fake_openai.log if r.method == "BATCH"]
+    assert len(batched) == 4 and res.summary.judged == 4 and res.summary.skipped_calls == 6
