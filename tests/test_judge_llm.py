@@ -370,3 +370,18 @@ def test_max_calls_in_batch_mode(fake_openai):
     res = run(fake_openai, pairs_for(range(10, 20), ["u0"]), batch=True, batch_poll=0.01, max_calls=4)
     batched = [r for r in fake_openai.log if r.method == "BATCH"]
     assert len(batched) == 4 and res.summary.judged == 4 and res.summary.skipped_calls == 6
+
+
+def test_max_cost_also_stops_retries_of_unusable_answers(fake_openai, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"fake-model": {"input": 1000.0, "output": 1000.0}}))
+    fake_openai.rule = lambda call: Reply(content="no idea")  # every answer is unusable and costs tokens
+    pairs = pairs_for([10], ["u0"])
+    one = run(fake_openai, pairs, prices=str(prices), max_attempts=1)
+    cost_per_attempt = one.summary.cost
+    n = len(fake_openai.log)
+    budget = 2.5 * cost_per_attempt  # room for the first attempt's estimate and about one retry more
+    res = run(fake_openai, pairs, prices=str(prices), max_attempts=6, max_cost=budget)
+    attempts = len(fake_openai.log) - n
+    assert 1 <= attempts < 6 and res.summary.cost <= budget and "max-cost" in res.summary.stopped
+    assert res.summary.failures == {"unparseable": 1}

@@ -160,6 +160,9 @@ class OpenAIJudgeClient:
         self._client = AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
                                    timeout=settings.timeout, max_retries=0)
         self.attempts = 0  # HTTP requests sent, retries included
+        # asked before each retry with the tokens the call has used so far; False stops retrying
+        # (a cost budget: unusable answers cost tokens too)
+        self.allow_retry: Callable[[Usage], bool] = lambda usage: True
 
     async def close(self) -> None:
         await self._client.close()
@@ -248,9 +251,13 @@ class OpenAIJudgeClient:
                                      wait=lambda state: self._delay(state.outcome.exception(),
                                                                     state.attempt_number + 1),
                                      retry=retry_if_exception_type(_Retryable), reraise=True)
+            out_of_budget = False
             try:
                 async for attempt in retrying:
                     with attempt:
+                        if not self.allow_retry(usage):
+                            out_of_budget = True
+                            break
                         attempts += 1
                         try:
                             rec = await self._attempt(req)
@@ -260,8 +267,9 @@ class OpenAIJudgeClient:
                                 usage = usage + exc.outcome.usage
                             log.debug("%s attempt %d: %s", req.qid, attempts, exc)
                             raise
-                return replace(rec, usage=usage + rec.usage, attempts=attempts,
-                               latency=time.perf_counter() - started)
+                if not out_of_budget:
+                    return replace(rec, usage=usage + rec.usage, attempts=attempts,
+                                   latency=time.perf_counter() - started)
             except _Retryable:
                 pass
         if last.outcome is not None:  # keep the last answer and any labels that did parse

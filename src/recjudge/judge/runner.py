@@ -454,6 +454,15 @@ class _Budget:
         self.reserved += est_cost
         return True
 
+    def allows_retry(self, used: Usage) -> bool:
+        """Whether a call that has already used ``used`` tokens may try again within --max-cost."""
+        if self.max_cost is None:
+            return True
+        ok = self.spent + self.reserved + (_cost(used, self.price) or 0.0) <= self.max_cost
+        if not ok and not self.stopped:
+            self.stopped = f"--max-cost ${self.max_cost:g} would be exceeded"
+        return ok
+
     def settle(self, est_cost: float, usage: Usage) -> None:
         self.reserved -= est_cost
         self.spent += _cost(usage, self.price) or 0.0
@@ -547,6 +556,7 @@ class _LLMRun:
                     self.config.model, self.config.base_url, _api_key(self.config), self.config.timeout,
                     self.config.max_attempts, self.config.backoff_initial, self.config.backoff_max,
                     self.config.structured, self.config.params), self.template)
+                client.allow_retry = self.budget.allows_retry
             if self.config.batch and not self.config.dry_run:
                 await self._run_batch(cache, client)
             else:
