@@ -260,3 +260,16 @@ def test_labels_above(nq):
     label = np.array([2, 0, 2, 1, 5, -1, 1])
     # query 0: labels 2, 0, 2, 1 -> above 0, 3, 0, 2; query 1: 5, -1 -> 0, 1; query 2: 1 -> 0
     assert _labels_above(qcode, label, nq).tolist() == [0, 3, 0, 2, 0, 1, 0]
+
+
+def test_string_dtype_columns_and_shared_objects():
+    # pandas string columns make fresh objects on every to_numpy(); shared objects come from readers
+    qrels, runs = _random_case(31, n_runs=3)
+    want = per_query_matrix(runs, qrels, FAST, backend="ir_measures")
+    as_string = {k: Run(v.name, v.frame.astype({"qid": "string", "docid": "string"}), tie_policy=v.tie_policy)
+                 for k, v in runs.items()}
+    _assert_equal(per_query_matrix(as_string, qrels, FAST, backend="numpy"), want)
+    interned = {}
+    shared = {k: Run(v.name, v.frame.assign(docid=[interned.setdefault(d, d) for d in v.frame.docid]),
+                     tie_policy=v.tie_policy) for k, v in runs.items()}
+    _assert_equal(per_query_matrix(shared, qrels, FAST, backend="numpy"), want)

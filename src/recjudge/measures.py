@@ -26,10 +26,11 @@ import pandas as pd
 from .errors import ConfigError
 from .trec import Qrels, Run, resolve_ties
 
-try:  # a direct hash-table lookup is ~4x faster than Index.get_indexer, which first infers dtypes
+try:  # direct hash-table lookups are ~4x faster than Index.get_indexer, which first infers dtypes
+    from pandas._libs.hashtable import Int64HashTable as _Int64HashTable
     from pandas._libs.hashtable import PyObjectHashTable as _PyObjectHashTable
 except ImportError:  # pragma: no cover - private pandas API; fall back to the public one
-    _PyObjectHashTable = None
+    _PyObjectHashTable = _Int64HashTable = None
 
 __all__ = [
     "DEFAULT_MEASURES",
@@ -150,6 +151,33 @@ def _object_ids(values: np.ndarray) -> np.ndarray | None:
         return np.zeros(0, dtype=np.int64)
     view = (ctypes.c_int64 * len(values)).from_address(values.ctypes.data)
     return np.frombuffer(view, dtype=np.int64).copy()  # copied while ``values`` is alive
+
+
+class _IdCache:
+    """``lookup`` memoised by object id, for the length of one :func:`per_query_matrix` call.
+
+    A run's reader shares one string object per distinct document id, so 52 runs × 10,000 users
+    × 100 rows hold far fewer distinct objects than rows; an integer hash of the object id is
+    ~7x cheaper than hashing and comparing strings. Sound only while every array whose ids are
+    cached stays alive (ids are reused after an object dies): the caller keeps them all.
+    """
+
+    def __init__(self, lookup: _Lookup):
+        self._lookup = lookup
+        self._table = _Int64HashTable() if _Int64HashTable is not None else None
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        ids = _object_ids(values) if self._table is not None else None
+        if ids is None:  # pragma: no cover
+            return self._lookup(values)
+        found = self._table.lookup(ids)  # stored as code + 1; -1 = never seen
+        miss = np.flatnonzero(found < 0)
+        if len(miss):
+            new_ids, first, inverse = np.unique(ids[miss], return_index=True, return_inverse=True)
+            codes = self._lookup(values[miss[first]]) + 1
+            self._table.map_keys_to_values(new_ids, codes)
+            found[miss] = codes[inverse.ravel()]
+        return found - 1
 
 
 def _lookup_blocks(values: np.ndarray, lookup: _Lookup) -> np.ndarray:
@@ -333,7 +361,7 @@ class _Rows(NamedTuple):
         return len(self.gq)
 
 
-def _rows(runs: list[_Sorted], jd: _Judgments, q0: int, q1: int) -> _Rows:
+def _rows(runs: list[_Sorted], jd: _Judgments, doc_codes: _IdCache, q0: int, q1: int) -> _Rows:
     n_runs, nqc = len(runs), q1 - q0
     length = np.zeros((nqc, n_runs), dtype=np.int64)
     spans = []
@@ -357,7 +385,7 @@ def _rows(runs: list[_Sorted], jd: _Judgments, q0: int, q1: int) -> _Rows:
     gq = q0 + np.arange(nqc * n_runs, dtype=np.int64) // n_runs
     group = np.repeat(np.arange(nqc * n_runs, dtype=np.int64), length)
     pos = np.arange(n, dtype=np.int64) - np.repeat(gstart, length)
-    dcode = jd.dlookup(docid)
+    dcode = doc_codes(docid)  # every object in ``docid`` is held by ``runs`` for the whole call
     del docid
     j = np.full(n, -1, dtype=np.int64)
     known = np.flatnonzero(dcode >= 0)
@@ -630,9 +658,10 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     if fast and names and index:
         n_rows = sum(len(sr.docid) for sr in ranked)
         step = max(1, int(_CHUNK_ROWS * len(index) / max(n_rows, 1)))
+        doc_codes = _IdCache(jd.dlookup)
         for q0 in range(0, len(index), step):
             q1 = min(q0 + step, len(index))
-            rows = _rows(ranked, jd, q0, q1)
+            rows = _rows(ranked, jd, doc_codes, q0, q1)
             for m in fast:
                 values[measure_key(m)][q0:q1, :] = _FAST[m.NAME](m, rows, ctx).reshape(q1 - q0, len(names))
             del rows
