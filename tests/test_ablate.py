@@ -124,3 +124,36 @@ profile_size = [3, 20]
     # identical prompts are judged once: a second run is answered from the cache (offline judge: no calls)
     again = run_experiment(load_experiment(path))
     assert [r.agree for r in again] == [rows[v]["agree"] for v in rows]
+
+
+def test_llm_ablation_judges_identical_prompts_once(tmp_path, fake_openai, monkeypatch):
+    """Variants that share prompts (repeat 0 of `repeats = 2` equals the base) reuse the cache."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-ablate")
+    fake_openai.labeler = lambda candidate: len(candidate) % 5
+    coll = _movielens(tmp_path, users=6, items=30)
+    path = _write(tmp_path, f'''
+collection = "{coll}"
+reference = "historical:rating"
+out = "{tmp_path / 'out'}"
+per_user = 4
+bootstrap = 20
+split = "user_ratio"
+
+[judge]
+judge = "openai"
+model = "fake"
+base_url = "{fake_openai.url}"
+profile_size = 5
+
+[grid]
+repeats = [2]
+''')
+    dry = run_experiment(load_experiment(path), dry_run=True)
+    assert len(fake_openai.chat_log()) == 0  # the dry run calls nothing
+    pairs = dry[0].pairs
+    assert [r.calls for r in dry] == [pairs, 2 * pairs]  # planned calls per variant
+    rows = run_experiment(load_experiment(path))
+    # base asks each pair once; repeats=2 finds repeat 0 in the cache and asks only repeat 1
+    assert len(fake_openai.chat_log()) == 2 * pairs
+    assert rows[1].cache_hits == pairs
+    assert all(r.judged == r.pairs for r in rows)
