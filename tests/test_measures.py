@@ -273,3 +273,14 @@ def test_string_dtype_columns_and_shared_objects():
     shared = {k: Run(v.name, v.frame.assign(docid=[interned.setdefault(d, d) for d in v.frame.docid]),
                      tie_policy=v.tie_policy) for k, v in runs.items()}
     _assert_equal(per_query_matrix(shared, qrels, FAST, backend="numpy"), want)
+
+
+def test_without_pandas_private_hash_tables(monkeypatch):
+    import recjudge.measures as measures_module
+
+    qrels, runs = _random_case(41, n_runs=3)
+    want = per_query_matrix(runs, qrels, FAST, backend="numpy")
+    monkeypatch.setattr(measures_module, "_PyObjectHashTable", None)
+    monkeypatch.setattr(measures_module, "_Int64HashTable", None)
+    monkeypatch.setattr(measures_module, "_CHUNK_ROWS", 300)
+    _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), want, tol=0.0)

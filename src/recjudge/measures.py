@@ -29,7 +29,7 @@ from .trec import Qrels, Run, resolve_ties
 try:  # direct hash-table lookups are ~4x faster than Index.get_indexer, which first infers dtypes
     from pandas._libs.hashtable import Int64HashTable as _Int64HashTable
     from pandas._libs.hashtable import PyObjectHashTable as _PyObjectHashTable
-except ImportError:  # pragma: no cover - private pandas API; fall back to the public one
+except ImportError:  # pragma: no cover - private pandas API; the public fallbacks are tested
     _PyObjectHashTable = _Int64HashTable = None
 
 __all__ = [
@@ -132,14 +132,14 @@ class _Lookup:
         if _PyObjectHashTable is not None:
             self._table = _PyObjectHashTable(max(len(keys), 1))
             self._table.map_locations(keys)
-        else:  # pragma: no cover
+        else:
             self._index = pd.Index(keys)
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
         values = np.asarray(values, dtype=object)
         if _PyObjectHashTable is not None:
             return self._table.lookup(values).astype(np.int64, copy=False)
-        return self._index.get_indexer(values).astype(np.int64, copy=False)  # pragma: no cover
+        return self._index.get_indexer(values).astype(np.int64, copy=False)
 
 
 def _object_ids(values: np.ndarray) -> np.ndarray | None:
@@ -168,7 +168,7 @@ class _IdCache:
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
         ids = _object_ids(values) if self._table is not None else None
-        if ids is None:  # pragma: no cover
+        if ids is None:
             return self._lookup(values)
         found = self._table.lookup(ids)  # stored as code + 1; -1 = never seen
         miss = np.flatnonzero(found < 0)
@@ -310,14 +310,15 @@ def _judgments(qrels: Qrels, queries: list[str]) -> _Judgments:
 class _Sorted(NamedTuple):
     """One run ranked (score desc) inside query blocks in ascending query code; evaluated queries only."""
 
-    docid: np.ndarray   # object
+    docid: np.ndarray   # object; held so the ids cached by _IdCache stay valid during the call
+    dcode: np.ndarray   # document code in the judgments' vocabulary, -1 when no query judges it
     score: np.ndarray
     bq: np.ndarray      # query code of each block, ascending
     bstart: np.ndarray  # first row of each block
     blen: np.ndarray    # rows in each block
 
 
-def _sort_run(run: Run, jd: _Judgments) -> _Sorted | None:
+def _sort_run(run: Run, jd: _Judgments, doc_codes: _IdCache) -> _Sorted | None:
     """``run`` grouped and ranked; None when two documents of a query tie in float32 (trec_eval's view)."""
     f = run.frame
     q = f.qid.to_numpy(dtype=object)
@@ -337,7 +338,7 @@ def _sort_run(run: Run, jd: _Judgments) -> _Sorted | None:
     if not np.all(s32[1:][same] < s32[:-1][same]):
         return None
     starts = _group_starts(rowcode)
-    return _Sorted(d, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
+    return _Sorted(d, doc_codes(d), s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
 
 
 class _Rows(NamedTuple):
@@ -361,7 +362,7 @@ class _Rows(NamedTuple):
         return len(self.gq)
 
 
-def _rows(runs: list[_Sorted], jd: _Judgments, doc_codes: _IdCache, q0: int, q1: int) -> _Rows:
+def _rows(runs: list[_Sorted], jd: _Judgments, q0: int, q1: int) -> _Rows:
     n_runs, nqc = len(runs), q1 - q0
     length = np.zeros((nqc, n_runs), dtype=np.int64)
     spans = []
@@ -372,7 +373,7 @@ def _rows(runs: list[_Sorted], jd: _Judgments, doc_codes: _IdCache, q0: int, q1:
     length = length.ravel()
     gstart = np.r_[0, np.cumsum(length)[:-1]].astype(np.int64)
     n = int(length.sum())
-    docid = np.empty(n, dtype=object)
+    dcode = np.empty(n, dtype=np.int64)
     score = np.empty(n, dtype=np.float64)
     for r, (sr, (b0, b1)) in enumerate(zip(runs, spans)):
         if b0 == b1:
@@ -380,22 +381,24 @@ def _rows(runs: list[_Sorted], jd: _Judgments, doc_codes: _IdCache, q0: int, q1:
         a, b = sr.bstart[b0], sr.bstart[b1 - 1] + sr.blen[b1 - 1]
         g = (sr.bq[b0:b1] - q0) * n_runs + r
         dest = np.repeat(gstart[g] - sr.bstart[b0:b1], sr.blen[b0:b1]) + np.arange(a, b)
-        docid[dest] = sr.docid[a:b]
+        dcode[dest] = sr.dcode[a:b]
         score[dest] = sr.score[a:b]
     gq = q0 + np.arange(nqc * n_runs, dtype=np.int64) // n_runs
     group = np.repeat(np.arange(nqc * n_runs, dtype=np.int64), length)
     pos = np.arange(n, dtype=np.int64) - np.repeat(gstart, length)
-    dcode = doc_codes(docid)  # every object in ``docid`` is held by ``runs`` for the whole call
-    del docid
-    j = np.full(n, -1, dtype=np.int64)
-    known = np.flatnonzero(dcode >= 0)
     lo, hi = jd.segment(q0)[0], jd.segment(q1 - 1)[1]
-    keys = jd.keys[lo:hi]  # this block's queries only: a short, cache-resident search
-    if len(known) and len(keys):
-        key = gq[group[known]] * jd.ndoc + dcode[known]
-        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
-        hit = keys[at] == key
-        j[known[hit]] = lo + at[hit]
+    keys = jd.keys[lo:hi]  # this block's queries only: a small, cache-resident table
+    key = np.where(dcode >= 0, gq[group] * jd.ndoc + dcode, -1)
+    if _Int64HashTable is not None:
+        table = _Int64HashTable(max(len(keys), 1))
+        table.map_locations(keys)
+        at = table.lookup(key).astype(np.int64, copy=False)
+    else:
+        at = np.searchsorted(keys, key)
+        ok = at < len(keys)
+        ok[ok] = keys[at[ok]] == key[ok]
+        at = np.where(ok, at, -1)
+    j = np.where(at >= 0, at + lo, -1)
     judged = j >= 0
     label = np.where(judged, jd.label[np.maximum(j, 0)], np.iinfo(np.int64).min)
     return _Rows(group, pos, score, j, judged, label, gq, length, gstart)
@@ -645,23 +648,23 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     values = {measure_key(m): np.zeros((len(index), len(names))) for m in parsed}
     tie_free: dict[str, Run] = {}
     ranked: list[_Sorted] = []
+    doc_codes = _IdCache(jd.dlookup)  # valid while ``ranked`` holds every docid array: this call
     for name in names:
         run = runs[name]
         if run.tie_policy is None:
             run = _resolve(run, "has not been through resolve_ties")
-        sorted_run = _sort_run(run, jd)
+        sorted_run = _sort_run(run, jd, doc_codes)
         if sorted_run is None:
             run = _resolve(run, "has equal scores within a query (compared as float32, as trec_eval does)")
-            sorted_run = _sort_run(run, jd)
+            sorted_run = _sort_run(run, jd, doc_codes)
         tie_free[name] = run
         ranked.append(sorted_run)
     if fast and names and index:
         n_rows = sum(len(sr.docid) for sr in ranked)
         step = max(1, int(_CHUNK_ROWS * len(index) / max(n_rows, 1)))
-        doc_codes = _IdCache(jd.dlookup)
         for q0 in range(0, len(index), step):
             q1 = min(q0 + step, len(index))
-            rows = _rows(ranked, jd, doc_codes, q0, q1)
+            rows = _rows(ranked, jd, q0, q1)
             for m in fast:
                 values[measure_key(m)][q0:q1, :] = _FAST[m.NAME](m, rows, ctx).reshape(q1 - q0, len(names))
             del rows
