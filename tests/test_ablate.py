@@ -71,6 +71,10 @@ def test_variants_one_at_a_time_and_product():
     ('collection = "ml"\nreference = "historical"\n[judge]\nprofile_size = 0\n', "profile_size"),
     ('collection = "ml"\nreference = "historical"\nmode = "random"\n', "mode"),
     ('collection = "ml"\nreference = = 3\n', "TOML"),
+    ('collection = "ml"\nreference = "historical"\n[grid]\nprofile_size = [10, 0]\n', "profile_size=0"),
+    ('collection = "ml"\nreference = "historical"\nper_user = "abc"\n', "per_user"),
+    ('collection = "ml"\nreference = "historical"\nmeasures = ["Bogus@3"]\n', "measures"),
+    ('collection = "ml"\nreference = "historical"\ntie_policy = "alphabetical"\n', "tie_policy"),
 ])
 def test_bad_experiment_files_name_the_problem(tmp_path, text, match):
     with pytest.raises(InputError, match=match) as err:

@@ -170,3 +170,17 @@ def test_agreement_cli_bad_input_exits_nonzero(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert f"{bad}:2" in err and "not an integer" in err
+
+
+def test_clip_applies_to_candidate_labels_before_missing_zero():
+    ref = read_qrels("u1 0 a 3\nu1 0 b 0\n")
+    cand = read_qrels("u1 0 a 0\n")
+    pairs, n_missing = aligned_labels(ref, cand, "zero", (1, 3))
+    # the candidate's own 0 is clipped to 1; the pair it lacks stays 0 by convention
+    assert pairs.cand.tolist() == [1, 0] and n_missing == 1
+
+
+def test_byte_order_mark_does_not_stick_to_the_first_id(tmp_path):
+    path = tmp_path / "bom.qrels"
+    path.write_bytes("\ufeffq1 0 d1 1\n".encode("utf-8"))
+    assert read_qrels(path).frame.qid.tolist() == ["q1"]

@@ -338,3 +338,21 @@ def test_provenance_url_drops_credentials():
     from recjudge.judge.runner import _public_url
 
     assert _public_url("https://user:pw@host.example:8443/v1?api_key=abc") == "https://host.example:8443/v1"
+
+
+def test_per_user_sample_is_not_the_hash_tie_winners():
+    """Sampling K items per user must not use the key the hash tie policy orders ties by, or the
+    judged sample would be exactly the items that win every tie in tie-heavy runs (Pop)."""
+    import pandas as pd
+
+    from recjudge.judge import select_pairs
+    from recjudge.trec import Run, resolve_ties
+
+    frame = pd.DataFrame({"qid": [f"u{u}" for u in range(20) for _ in range(40)],
+                          "docid": [f"d{d}" for _ in range(20) for d in range(40)], "score": 1.0})
+    run = Run.from_frame(frame, "pop")  # every item tied for every user
+    winners = resolve_ties(run, "hash", seed=0, depth=5).frame
+    sampled = select_pairs([run], per_user=5, seed=0)
+    same = sum(
+        set(winners[winners.qid == u].docid) == {p.docid for p in sampled if p.qid == u} for u in set(frame.qid))
+    assert same == 0

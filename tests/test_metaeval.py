@@ -256,3 +256,62 @@ def test_evaluate_cli_and_bad_run_exit_code(tmp_path, capsys):
     code = main(["evaluate", "--runs", str(tmp_path / "runs"), "--qrels", str(tmp_path / "human.qrels")])
     err = capsys.readouterr().err
     assert code == 2 and "broken.run:2" in err and "finite" in err
+
+
+def test_shared_queries_report_the_reference_table_that_was_compared():
+    runs, human, llm = _fixture(seed=9)
+    res = compare(runs, human, [llm], measures="nDCG@10", queries="shared", bootstrap=0)
+    ref_t = res.reference_table("llm")
+    assert list(ref_t.matrices["nDCG@10"].index) == sorted(set(llm.qids))  # shared users only
+    ra = res.agreement["llm"]["nDCG@10"]
+    assert ra.kendall_tau == pytest.approx(kendall_tau(ref_t.means("nDCG@10"), res.candidates["llm"].means("nDCG@10")))
+    js = res.to_json()["systems"][0]["candidates"]["llm"]
+    assert js["reference_scores"]["nDCG@10"] == pytest.approx(ref_t.means("nDCG@10")[res.to_json()["systems"][0]["system"]])
+
+
+def test_rank_displacement_signs_by_hand():
+    # reference ranks a > b > c; the candidate puts c first: c rises by 2 (−2), a and b drop by 1
+    ref = pd.DataFrame([[0.9, 0.5, 0.1]], index=["u"], columns=list("abc"))
+    cand = pd.DataFrame([[0.5, 0.3, 0.9]], index=["u"], columns=list("abc"))
+    from recjudge.metaeval import _agreement
+
+    ra = _agreement("m", ref, cand, n_boot=0, seed=0)
+    assert dict(ra.most_displaced) == {"c": -2.0, "a": 1.0, "b": 1.0}
+    assert ra.median_abs_rank_displacement == 1.0 and ra.max_abs_rank_displacement == 2.0
+
+
+def test_bootstrap_with_partial_user_coverage_matches_brute_force():
+    rng = np.random.default_rng(11)
+    users = [f"u{i}" for i in range(12)]
+    ref = pd.DataFrame(rng.random((12, 4)), index=users, columns=list("abcd"))
+    cand = pd.DataFrame(rng.random((7, 4)), index=users[:7], columns=list("abcd"))  # 5 users unjudged
+    lo, hi = bootstrap_kendall_tau(ref, cand, n_resamples=300, seed=4, chunk=300)
+    # brute force with the same multinomial draws: mean over the resampled users each matrix has
+    w = np.random.default_rng(4).multinomial(12, np.full(12, 1 / 12), size=300)
+    taus = []
+    for row in w:
+        idx = np.repeat(np.arange(12), row)
+        r = ref.iloc[idx].mean()
+        c_idx = [i for i in idx if i < 7]
+        c = cand.iloc[c_idx].mean()
+        if c_idx:
+            taus.append(stats.kendalltau(r, c).statistic)
+    want = np.quantile([t for t in taus if t == t], [0.025, 0.975])
+    assert (lo, hi) == pytest.approx(tuple(want), abs=1e-12)
+
+
+def test_equal_means_summed_in_another_order_stay_tied():
+    # Judged@10-like values: the same multiset of j/10 in two orders
+    vals = np.array([0.1, 0.7, 0.3, 0.9, 0.2, 0.6, 0.4] * 30)
+    m = pd.DataFrame({"a": vals, "b": vals[::-1]})
+    from recjudge.metaeval import system_means
+
+    means = system_means(m)
+    assert means["a"] == means["b"]
+    assert system_ranks(means).tolist() == [1.5, 1.5]
+
+
+def test_negative_bootstrap_is_rejected():
+    runs, human, llm = _fixture(seed=10, users=5, systems=2)
+    with pytest.raises(ConfigError, match="bootstrap"):
+        compare(runs, human, [llm], bootstrap=-1)

@@ -232,3 +232,22 @@ def test_tied_user_share_cutoff_boundary():
     assert tied_user_share(run, k=3) == 1.0
     assert tied_user_share(run, k=2) == 1.0
     assert tied_user_share(run, k=1) == 0.0
+
+
+def test_written_files_get_the_umask_mode_and_json_has_no_nan(tmp_path):
+    import json
+    import os
+    import stat
+
+    from recjudge._io import write_json
+
+    old = os.umask(0o022)
+    try:
+        path = write_qrels(read_qrels("u1 0 a 1\n"), tmp_path / "q.qrels")
+        write_json(tmp_path / "x.json", {"a": float("nan"), "b": [1.0, float("inf")], "c": np.float64(2.5)})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    text = (tmp_path / "x.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text) == {"a": None, "b": [1.0, None], "c": 2.5}

@@ -63,7 +63,8 @@ def _decode(raw: bytes, name: str, what: str) -> str:
         raise InputError(name, f"{what} is named .gz but is not gzip data",
                          "rename it without .gz or compress it with gzip")
     try:
-        return raw.decode("utf-8")
+        # utf-8-sig: a byte-order mark would otherwise stick to the first id
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(name, f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
 
@@ -78,6 +79,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; give the file the mode a plain open() would
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as raw:
             if path.suffix == ".gz":
                 # mtime=0 keeps the bytes reproducible
@@ -92,6 +95,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
             else:
                 with io.TextIOWrapper(raw, encoding=encoding, newline="\n") as fh:
                     yield fh
+                    fh.flush()
+                    os.fsync(raw.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -99,12 +104,35 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _finite(obj):
+    """NaN and infinity become null: strict JSON parsers reject them."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def write_json(path: str | os.PathLike, obj) -> None:
     import json
 
+    text = json.dumps(obj, indent=2, sort_keys=False, default=_json_default)
+    # round trip through Python objects so numpy values are converted before NaN is replaced
+    text = json.dumps(_finite(json.loads(text)), indent=2, allow_nan=False)
     with atomic_write(path) as fh:
-        json.dump(obj, fh, indent=2, sort_keys=False, default=_json_default)
-        fh.write("\n")
+        fh.write(text + "\n")
 
 
 def _json_default(obj):

@@ -42,7 +42,7 @@ import pandas as pd
 
 from ._io import atomic_write, write_json
 from .errors import ConfigError, InputError
-from .trec import Qrels, Run
+from .trec import TIE_POLICIES, Qrels, Run
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -112,17 +112,43 @@ def load_experiment(path: str | os.PathLike) -> Experiment:
     mode = data.get("mode", "one-at-a-time")
     if mode not in MODES:
         raise InputError(src, f"mode {mode!r} is not one of {', '.join(MODES)}", "choose one of them")
+    ints = {}
+    for key, default in (("per_user", 20), ("seed", 0), ("bootstrap", 1000)):
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "per_user" else 0):
+            raise InputError(src, f"{key} = {value!r} is not a whole number"
+                             + (" ≥ 1" if key == "per_user" else " ≥ 0"), f"write {key} = {default}")
+        ints[key] = value
+    for k in grid_raw.get(AXIS_PER_USER, []):
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(src, f"[grid] per_user holds {k!r}", "give whole numbers ≥ 1")
+    tie_policy = str(data.get("tie_policy", "hash"))
+    if tie_policy not in TIE_POLICIES:
+        raise InputError(src, f"tie_policy {tie_policy!r} is unknown", f"choose one of {', '.join(TIE_POLICIES)}")
     measures = data.get("measures", list(Experiment.measures))
+    try:
+        from .measures import parse_measures
+
+        parse_measures(list(measures))
+    except ConfigError as exc:
+        raise InputError(src, f"measures: {exc}", "use ir-measures names such as nDCG@100") from None
     name = str(data.get("name", Path(path).stem))
-    return Experiment(
+    exp = Experiment(
         name=name, collection=str(data["collection"]), reference=str(data["reference"]),
         out=Path(data.get("out", Path("out") / f"ablate-{name}")), judge=judge,
         grid={k: tuple(v) for k, v in grid_raw.items()}, runs=data.get("runs"),
-        per_user=int(data.get("per_user", 20)), seed=int(data.get("seed", 0)), mode=mode,
-        measures=tuple(measures), bootstrap=int(data.get("bootstrap", 1000)),
-        tie_policy=str(data.get("tie_policy", "hash")), split=str(data.get("split", "global_time")),
+        per_user=ints["per_user"], seed=ints["seed"], mode=mode,
+        measures=tuple(measures), bootstrap=ints["bootstrap"],
+        tie_policy=tie_policy, split=str(data.get("split", "global_time")),
         split_options=dict(data.get("split_options", {})),
         collection_options=dict(data.get("collection_options", {})), source=src)
+    for var in variants(exp):
+        try:
+            JudgeConfig.from_dict(dict(var.settings))
+        except (ConfigError, TypeError) as exc:
+            raise InputError(src, f"variant {var.name!r}: {exc}",
+                             "fix the [grid] value; nothing was judged") from None
+    return exp
 
 
 class Variant(NamedTuple):

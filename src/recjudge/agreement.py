@@ -1,7 +1,8 @@
 """Item-level agreement between a reference label set and a candidate (e.g. human vs LLM).
 
-Measured over the (user, item) pairs the reference judges. ``missing="zero"`` gives a pair the
-candidate lacks the label 0, ``"drop"`` leaves it out; ``clip=(lo, hi)`` clips candidate labels.
+Measured over the (user, item) pairs the reference judges. ``clip=(lo, hi)`` clips the labels the
+candidate gives; then ``missing="zero"`` gives a pair the candidate lacks the label 0 and
+``"drop"`` leaves it out.
 
 - Pairwise agreement (Penha et al. 2025): over pairs of items of the same user whose reference
   labels differ, the candidate *agrees* (orders them the same way), *ties* (equal labels) or
@@ -112,6 +113,9 @@ def aligned_labels(reference: Qrels, candidate: Qrels, missing: str = "zero",
         raise ConfigError(f"--missing must be one of {', '.join(MISSING)}, not {missing!r}")
     ref = reference.frame[["qid", "docid", "label"]].rename(columns={"label": "ref"})
     cand = candidate.frame[["qid", "docid", "label"]].rename(columns={"label": "cand"})
+    if clip is not None:
+        # clip the candidate's own labels; a pair it lacks is then 0 by convention, not a clipped label
+        cand = cand.assign(cand=cand.cand.clip(clip[0], clip[1]))
     merged = ref.merge(cand, on=["qid", "docid"], how="left")
     absent = merged.cand.isna()
     n_missing = int(absent.sum())
@@ -120,8 +124,6 @@ def aligned_labels(reference: Qrels, candidate: Qrels, missing: str = "zero",
     else:
         merged = merged[~absent]
     merged["cand"] = merged.cand.astype(np.int64)
-    if clip is not None:
-        merged["cand"] = merged.cand.clip(clip[0], clip[1])
     return merged.reset_index(drop=True), n_missing
 
 

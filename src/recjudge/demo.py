@@ -16,9 +16,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ._io import write_json
 from .errors import ConfigError
-from .trec import read_run, write_qrels
+from .trec import Qrels, read_run, write_qrels
 
 __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS"]
 
@@ -167,7 +169,10 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     paths["judge"] = written["qrels"]
 
     steps.start("item-level agreement with the historical labels, and agreement against profile size")
-    item_agreement = agreement(historical, judge_q, missing="drop", bootstrap=s.bootstrap, seed=s.seed)
+    # on the sampled historical items only: pool items are what systems ranked, not a random sample
+    aligned_ref = Qrels.from_frame(historical.frame.merge(pd.DataFrame(aligned, columns=["qid", "docid"]),
+                                                          on=["qid", "docid"]), historical.name)
+    item_agreement = agreement(aligned_ref, judge_q, missing="drop", bootstrap=s.bootstrap, seed=s.seed)
     sweep = _profile_sweep(s, collection, split.train, aligned, historical) if s.judge != "openai" else []
 
     steps.start(f"calibrate the judge to the historical scale and fill the top-{s.depth} gaps")

@@ -9,14 +9,21 @@ Which users count
 ``queries="own"``: each label set is averaged over the users it judges (as trec_eval does);
 ``"shared"``: only users judged by both label sets. A user that a run does not rank scores 0 for
 that run. Users whose labels hold no relevant item (no label > 0) are kept with the value
-ir-measures gives them (0 for nDCG and Bpref; see :mod:`recjudge.measures`): they lower every
-system's mean by the same share and so change neither the ranking nor τ, but they do widen the
-bootstrap intervals honestly.
+ir-measures gives them (see :mod:`recjudge.measures`). For nDCG, Bpref and Compat that value is
+the same for every system, so such users lower all means alike and change neither the ranking
+nor τ (they do widen the bootstrap intervals honestly); Judged@k does not depend on relevance
+and counts them like any other user.
+
+Runs written by ``recjudge train`` are tie-free on disk (their ties were resolved at export);
+:func:`export_tie_info` reads the sidecar JSON that records the policy and the share of users
+with ties before it, so reports state what actually happened.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +50,8 @@ __all__ = [
     "system_ranks",
     "bootstrap_kendall_tau",
     "prepare_runs",
+    "export_tie_info",
+    "system_means",
 ]
 
 DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
@@ -50,6 +59,15 @@ QUERY_SETS = ("own", "shared")
 
 
 # ------------------------------------------------------------------------------ rank correlations
+
+MEAN_DECIMALS = 12
+
+
+def system_means(matrix: pd.DataFrame) -> pd.Series:
+    """Per-system mean over users, rounded to 12 decimals: equal scores summed in another order
+    (e.g. Judged@k = j/k) must stay equal, or τ-b, shared ranks and τ_AP see a false order."""
+    return matrix.mean(axis=0).round(MEAN_DECIMALS)
+
 
 def system_ranks(scores: pd.Series) -> pd.Series:
     """Rank 1 = best (highest mean score); equal scores share the average rank."""
@@ -126,7 +144,7 @@ def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     num = weights @ values
     den = weights @ present.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return num / den
+        return np.round(num / den, MEAN_DECIMALS)
 
 
 def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_resamples: int = 1000,
@@ -201,7 +219,7 @@ class SystemTable:
         return list(self.matrices)
 
     def means(self, measure: str) -> pd.Series:
-        return self.matrices[measure].mean(axis=0)
+        return system_means(self.matrices[measure])
 
     def ranks(self, measure: str) -> pd.Series:
         return system_ranks(self.means(measure))
@@ -232,11 +250,18 @@ class EvaluationResult:
 
 @dataclass(frozen=True, eq=False)
 class CompareResult:
+    """``reference`` covers the reference's own users; ``reference_for[c]`` is the reference table
+    that candidate ``c`` was compared with (the shared users under ``queries="shared"``)."""
+
     reference: SystemTable
     candidates: Mapping[str, SystemTable]
     agreement: Mapping[str, Mapping[str, RankAgreement]]  # candidate → measure → agreement
     settings: Mapping[str, object]
     tie_share: Mapping[str, float] = field(default_factory=dict)
+    reference_for: Mapping[str, SystemTable] = field(default_factory=dict)
+
+    def reference_table(self, candidate: str) -> SystemTable:
+        return self.reference_for.get(candidate, self.reference)
 
     def to_json(self) -> dict:
         systems = []
@@ -249,9 +274,12 @@ class CompareResult:
                 "tied_user_share": self.tie_share.get(name),
             }
             for cand, table in self.candidates.items():
+                ref_t = self.reference_table(cand)
                 entry.setdefault("candidates", {})[cand] = {
                     "scores": {m: float(table.means(m)[name]) for m in table.measures},
                     "ranks": {m: float(table.ranks(m)[name]) for m in table.measures},
+                    "reference_scores": {m: float(ref_t.means(m)[name]) for m in ref_t.measures},
+                    "reference_ranks": {m: float(ref_t.ranks(m)[name]) for m in ref_t.measures},
                 }
             systems.append(entry)
         per_candidate = {
@@ -287,6 +315,26 @@ def prepare_runs(runs: Mapping[str, Run], tie_policy: str = "hash", seed: int = 
     return resolved, shares
 
 
+def export_tie_info(run_files: Sequence[str | os.PathLike]) -> dict[str, dict]:
+    """Per run name: the tie handling recorded at export (``<run>.json`` beside a run from
+    ``recjudge train``: tie_policy, tie_seed, tied_user_share before the policy), where present."""
+    from .trec import iter_run_files, run_name
+
+    info: dict[str, dict] = {}
+    for f in iter_run_files(run_files):
+        side = f.parent / f"{run_name(f)}.json"
+        if not side.is_file():
+            continue
+        try:
+            meta = json.loads(side.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and "tie_policy" in meta:
+            info[run_name(f)] = {"tie_policy": meta.get("tie_policy"), "tie_seed": meta.get("tie_seed"),
+                                 "tied_user_share": meta.get("tied_user_share"), "k": meta.get("k")}
+    return info
+
+
 def _measure_names(measures: Sequence[str] | str | None) -> dict[str, str]:
     """User spelling → ir-measures key. Output keeps the user's spelling (``Compat(p=0.95)``, which
     ir-measures would print as ``Compat`` since 0.95 is its default)."""
@@ -308,20 +356,22 @@ def _table(label_set: str, runs: Mapping[str, Run], qrels: Qrels, measures: Mapp
 
 
 def evaluate(runs: Mapping[str, Run], qrels: Qrels, measures: Sequence[str] | str | None = None,
-             tie_policy: str = "hash", seed: int = 0) -> EvaluationResult:
+             tie_policy: str = "hash", seed: int = 0, export_ties: Mapping[str, dict] | None = None
+             ) -> EvaluationResult:
     """Score and rank systems under one label set."""
     names = _measure_names(measures)
     resolved, shares = prepare_runs(runs, tie_policy, seed)
     table = _table(qrels.name, resolved, qrels, names, None)
     settings = {"measures": list(names), "tie_policy": tie_policy, "seed": seed,
-                "qrels": qrels.name, "n_users": len(qrels.qids), "missing_user_score": 0.0}
+                "qrels": qrels.name, "n_users": len(qrels.qids), "missing_user_score": 0.0,
+                "export_ties": dict(export_ties or {})}
     return EvaluationResult(table, settings, shares)
 
 
 def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
                top: int = 5) -> RankAgreement:
     names = list(ref.columns)
-    ref_means, cand_means = ref.mean(axis=0), cand.mean(axis=0)
+    ref_means, cand_means = system_means(ref), system_means(cand)
     r, c = ref_means.to_numpy(), cand_means.to_numpy()
     displacement = system_ranks(cand_means) - system_ranks(ref_means)
     abs_disp = displacement.abs()
@@ -344,7 +394,8 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
 
 def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrels] | Mapping[str, Qrels],
             measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "hash",
-            seed: int = 0, bootstrap: int = 1000) -> CompareResult:
+            seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None
+            ) -> CompareResult:
     """Rank systems under the reference and each candidate label set and compare the rankings."""
     if queries not in QUERY_SETS:
         raise ConfigError(f"--queries must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
@@ -361,11 +412,14 @@ def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrel
         raise ConfigError("no candidate qrels given; pass --candidate QRELS at least once")
     if len(runs) < 2:
         raise ConfigError(f"comparing system rankings needs at least 2 runs, got {len(runs)}")
+    if bootstrap < 0:
+        raise ConfigError(f"--bootstrap must be 0 (no CI) or a positive number of resamples, not {bootstrap}")
     names = _measure_names(measures)
     resolved, shares = prepare_runs(runs, tie_policy, seed)
     ref_users = set(reference.qids)
     ref_table = _table(reference.name, resolved, reference, names, None)
     cand_tables: dict[str, SystemTable] = {}
+    ref_tables: dict[str, SystemTable] = {}
     agreement: dict[str, dict[str, RankAgreement]] = {}
     for key, qrels in cand_map.items():
         if queries == "shared":
@@ -379,6 +433,7 @@ def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrel
             ref_t = ref_table
             cand_t = _table(key, resolved, qrels, names, None)
         cand_tables[key] = cand_t
+        ref_tables[key] = ref_t
         agreement[key] = {
             m: _agreement(m, ref_t.matrices[m], cand_t.matrices[m], bootstrap, seed) for m in names
         }
@@ -391,6 +446,7 @@ def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrel
         "reference": reference.name,
         "candidates": list(cand_map),
         "missing_user_score": 0.0,
-        "rank_order": "mean score descending; equal means share the average rank",
+        "rank_order": "mean score descending (rounded to 12 decimals); equal means share the average rank",
+        "export_ties": dict(export_ties or {}),
     }
-    return CompareResult(ref_table, cand_tables, agreement, settings, shares)
+    return CompareResult(ref_table, cand_tables, agreement, settings, shares, ref_tables)

@@ -86,14 +86,22 @@ def plot_displacement(displacement: pd.Series, title: str, path: Path) -> None:
 
 
 def _tie_note(settings: Mapping[str, object], tie_share: Mapping[str, float]) -> list[str]:
-    shares = [v for v in tie_share.values() if v == v]
+    exported = dict(settings.get("export_ties") or {})
     lines = [f"- Tie policy: `{settings.get('tie_policy')}` (seed {settings.get('seed')}); ties in "
              "each ranking are ordered by this rule and scores rewritten as strictly decreasing "
              "rank-derived values before any measure runs."]
-    if shares:
-        lines.append(f"- Share of users with exact score ties in their top-100, before the policy: "
-                     f"median {pd.Series(shares).median():.3f}, max {max(shares):.3f} over "
-                     f"{len(shares)} runs.")
+    in_file = {n: v for n, v in tie_share.items() if v == v and n not in exported}
+    if in_file:
+        lines.append(f"- Share of users with exact score ties in their top-100 in the run files: median "
+                     f"{pd.Series(list(in_file.values())).median():.3f}, max {max(in_file.values()):.3f} over "
+                     f"{len(in_file)} runs.")
+    if exported:
+        parts = [f"{n} {e.get('tied_user_share', float('nan')):.0%} ({e.get('tie_policy')}, seed "
+                 f"{e.get('tie_seed')})" for n, e in sorted(exported.items())
+                 if isinstance(e.get("tied_user_share"), (int, float))]
+        lines.append(f"- {len(exported)} runs were already tie-free on disk: their ties were resolved at "
+                     "export, so the policy above changes nothing for them. Users with ties in the top-k "
+                     "before export: " + ", ".join(parts) + ".")
     return lines
 
 
@@ -130,14 +138,15 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
             })
         md += [markdown_table(pd.DataFrame(rows).set_index("measure")), ""]
         table = result.candidates[cand]
+        ref_table = result.reference_table(cand)
         for m, ra in by_measure.items():
-            ref_means = result.reference.means(m)
+            ref_means = ref_table.means(m)
             cand_means = table.means(m)
             base = f"{slug(cand)}-{slug(m)}"
             plot_scatter(ref_means, cand_means, m,
                          f"{m}: τ-b = {ra.kendall_tau:.3f}, τ_AP = {ra.tau_ap:.3f}",
                          out / f"scatter-{base}.png", result.settings["reference"], cand)
-            disp = table.ranks(m) - result.reference.ranks(m)
+            disp = table.ranks(m) - ref_table.ranks(m)
             plot_displacement(disp, f"{m}: rank displacement, {cand} vs reference", out / f"displacement-{base}.png")
             md += [f"### {m}", "", f"![{m} scatter](scatter-{base}.png) ![{m} displacement](displacement-{base}.png)", ""]
             if ra.most_displaced:

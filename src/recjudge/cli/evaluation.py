@@ -57,14 +57,18 @@ def register(sub) -> None:
 
 def run_compare(args) -> int:
     from .._io import write_json
-    from ..metaeval import compare
+    from ..errors import ConfigError
+    from ..metaeval import compare, export_tie_info
     from ..trec import read_qrels, read_runs
 
+    if len(set(args.candidate)) != len(args.candidate):
+        raise ConfigError("the same --candidate path is given twice; give each label set once")
     runs = read_runs(args.runs)
     reference = read_qrels(args.reference)
     candidates = {path: read_qrels(path) for path in args.candidate}
     result = compare(runs, reference, candidates, measures=args.measures,
-                     queries=args.queries, tie_policy=args.tie_policy, seed=args.seed, bootstrap=args.bootstrap)
+                     queries=args.queries, tie_policy=args.tie_policy, seed=args.seed, bootstrap=args.bootstrap,
+                     export_ties=export_tie_info(args.runs))
     print(format_compare(result))
     if args.json:
         write_json(args.json, result.to_json())
@@ -106,8 +110,13 @@ def run_agreement(args) -> int:
 
     from .._io import write_json
     from ..agreement import agreement, parse_clip
+    from ..errors import ConfigError
     from ..trec import read_qrels
 
+    if len(set(args.candidate)) != len(args.candidate):
+        raise ConfigError("the same --candidate path is given twice; give each label set once")
+    if args.bootstrap < 0:
+        raise ConfigError(f"--bootstrap must be 0 or more, not {args.bootstrap}")
     reference = read_qrels(args.reference)
     clip = parse_clip(args.clip)
     out, rows = {}, []
@@ -138,11 +147,11 @@ def run_agreement(args) -> int:
 
 def run_evaluate(args) -> int:
     from .._io import write_json
-    from ..metaeval import evaluate
+    from ..metaeval import evaluate, export_tie_info
     from ..trec import read_qrels, read_runs
 
     result = evaluate(read_runs(args.runs), read_qrels(args.qrels), args.measures,
-                      tie_policy=args.tie_policy, seed=args.seed)
+                      tie_policy=args.tie_policy, seed=args.seed, export_ties=export_tie_info(args.runs))
     scores = result.table.scores_frame()
     first = scores.columns[0]
     ranked = scores.sort_values(first, ascending=False)

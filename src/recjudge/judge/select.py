@@ -63,7 +63,10 @@ def select_pairs(runs: Mapping[str, Run] | Iterable[Run] = (), depth: int | None
         judged = pd.MultiIndex.from_frame(only_unjudged.frame[["qid", "docid"]])
         pool = pool[~pd.MultiIndex.from_frame(pool[["qid", "docid"]]).isin(judged)]
     if per_user is not None and len(pool):
-        key = hash_keys(pool.qid.to_numpy(), pool.docid.to_numpy(), seed)
+        # salted: the tie policy orders tied items by hash_keys(qid, docid, seed); sampling by the same
+        # key would pick exactly the items that win every tie
+        salted = np.char.add("sample\x1f", pool.docid.to_numpy(dtype=str)).astype(object)
+        key = hash_keys(pool.qid.to_numpy(), salted, seed)
         pool = pool.assign(_k=key.astype(np.uint64)).sort_values(["qid", "_k", "docid"], kind="stable")
         pool = pool[pool.groupby("qid", sort=False).cumcount().to_numpy() < per_user]
     pool = pool.sort_values(["qid", "docid"], kind="stable")
