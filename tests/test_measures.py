@@ -284,3 +284,18 @@ def test_without_pandas_private_hash_tables(monkeypatch):
     monkeypatch.setattr(measures_module, "_Int64HashTable", None)
     monkeypatch.setattr(measures_module, "_CHUNK_ROWS", 300)
     _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), want, tol=0.0)
+
+
+@pytest.mark.parametrize("backend", ["ir_measures", "numpy"])
+def test_bpref_caps_by_hand(backend):
+    qrels = read_qrels(
+        "few 0 a 1\nfew 0 b 1\nfew 0 c 1\nfew 0 x 0\n"     # R = 3, N = 1
+        "many 0 a 1\nmany 0 b 2\nmany 0 x 0\nmany 0 y 0\nmany 0 z 0\n")  # R = 2, N = 3
+    run = resolve_ties(read_run(
+        "few Q0 a 1 4 t\nfew Q0 x 2 3 t\nfew Q0 b 3 2 t\nfew Q0 c 4 1 t\n"
+        "many Q0 x 1 4 t\nmany Q0 a 2 3 t\nmany Q0 u 3 2 t\nmany Q0 b 4 1 t\n"))
+    m = per_query_matrix({"r": run}, qrels, ["Bpref"], backend=backend)["Bpref"]
+    # few: a (0 non-relevant above) 1; b and c (1 above) 1 - min(1, 3) / min(1, 3) = 0
+    assert m.loc["few", "r"] == pytest.approx((1 + 0 + 0) / 3, abs=1e-12)
+    # many: a and b each have x above: 1 - min(1, 2) / min(3, 2) = 1/2; u is unjudged
+    assert m.loc["many", "r"] == pytest.approx((1 / 2 + 1 / 2) / 2, abs=1e-12)

@@ -346,7 +346,8 @@ def _sort_run(run: Run, jd: _Judgments, doc_codes: _IdCache) -> _Sorted | None:
     if not np.all(s32[1:][same] < s32[:-1][same]):
         return None
     starts = _group_starts(rowcode)
-    return _Sorted(d, doc_codes(d), s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
+    dcode = doc_codes(d).astype(np.int32 if jd.ndoc < 2**31 else np.int64)  # half the memory at 52M rows
+    return _Sorted(d, dcode, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
 
 
 class _Rows(NamedTuple):
