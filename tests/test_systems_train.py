@@ -148,3 +148,40 @@ def test_validation_part_drives_best_model_reload(ml100k, tmp_path):
         ranked.setdefault(row.qid, {})[row.docid] = row.score
     ours = ir_measures.calc_aggregate([nDCG @ 10], historical_qrels(split).to_dict(), ranked)[nDCG @ 10]
     assert abs(ours - res.recbole_test["ndcg@10"]) <= 1e-6  # same masking as RecBole's with a validation part
+
+
+def test_dgcf_trains_and_scores_single_threaded(ml100k, tmp_path, monkeypatch):
+    import torch
+    from recbole.model.general_recommender.dgcf import DGCF
+
+    threads = []
+    loss, predict = DGCF.calculate_loss, DGCF.full_sort_predict
+
+    def spy_loss(self, interaction):
+        threads.append(("train", torch.get_num_threads()))
+        return loss(self, interaction)
+
+    def spy_predict(self, interaction):
+        threads.append(("score", torch.get_num_threads()))
+        return predict(self, interaction)
+
+    monkeypatch.setattr(DGCF, "calculate_loss", spy_loss)
+    monkeypatch.setattr(DGCF, "full_sort_predict", spy_predict)
+    before = torch.get_num_threads()
+    # DGCF samples max(users, items) / batches users *and* items for its correlation loss: 50 users,
+    # 20 items, 350 training rows in 350 // 150 + 1 = 3 batches → samples of 51 / 3 = 17 (ids include padding)
+    import pandas as pd
+
+    from recjudge.collections import Collection
+
+    rng = np.random.default_rng(0)
+    rows = [(f"u{u}", f"i{i}", 4.0, 100 * u + n) for u in range(50)
+            for n, i in enumerate(rng.choice(20, size=8, replace=False))]
+    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
+    split = user_ratio_split(Collection("synthetic", inter, pd.DataFrame(index=pd.Index([], name="item"))))
+    cfg = SystemConfig.make("DGCF-t", "DGCF", embedding_size=16, train_batch_size=150)
+    res = train_systems(split, systems=[cfg], out_dir=tmp_path, k=5,
+                        epochs=1, progress=lambda m: None)[0]
+    assert res.status == "trained", res.error
+    assert {kind for kind, _ in threads} == {"train", "score"} and {n for _, n in threads} == {1}
+    assert torch.get_num_threads() == before  # restored afterwards

@@ -39,6 +39,8 @@ def register(subparsers) -> None:
     p.add_argument("--tie-policy", default="hash", choices=TIE_POLICIES, help="order of equal scores (default: hash)")
     p.add_argument("--tie-seed", type=int, default=0, help="seed of the hash tie policy (default: 0)")
     p.add_argument("--epochs", type=int, help="override every neural system's epochs (quick checks)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads while training (default: 1; more rarely helps on small data)")
     p.add_argument("--force", action="store_true", help="retrain systems found in the cache")
     p.add_argument("--evaluate", action="store_true", help="also record RecBole's own test NDCG@10/Recall@10")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep RecBole's data and checkpoints in <out>/.work")
@@ -71,7 +73,7 @@ def run(args) -> int:
     results = train_systems(
         collection, grid=args.grid, out_dir=args.out, k=args.k, device=args.device, systems=systems,
         split=args.split, split_options=_split_options(args), tie_policy=args.tie_policy, tie_seed=args.tie_seed,
-        epochs=args.epochs, force=args.force, evaluate=args.evaluate, keep_checkpoints=args.keep_checkpoints,
+        epochs=args.epochs, threads=args.threads, force=args.force, evaluate=args.evaluate, keep_checkpoints=args.keep_checkpoints,
         verbose=getattr(args, "verbose", False),
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )

@@ -72,9 +72,11 @@ def split_fingerprint(split: Split) -> str:
 
 
 def cache_key(fingerprint: str, config: SystemConfig, k: int, tie_policy: str, tie_seed: int,
-              epochs_override: int | None) -> str:
+              epochs_override: int | None, threads: int | None = 1) -> str:
+    # thread count changes floating-point reduction order, hence possibly the model
     blob = json.dumps({"split": fingerprint, "system": json.loads(config.key()), "k": k, "tie_policy": tie_policy,
-                       "tie_seed": tie_seed, "epochs_override": epochs_override, "format": 1},
+                       "tie_seed": tie_seed, "epochs_override": epochs_override,
+                       "threads": threads if config.family.kind != "native" else None, "format": 1},
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -142,7 +144,7 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                   split: str = "global_time", split_options: dict | None = None, tie_policy: str = "hash",
                   tie_seed: int = 0, epochs: int | None = None, force: bool = False,
                   evaluate: bool = False, keep_checkpoints: bool = False, verbose: bool = False,
-                  progress: Callable[[str], None] | None = None) -> list[TrainResult]:
+                  threads: int | None = 1, progress: Callable[[str], None] | None = None) -> list[TrainResult]:
     """Train systems and write ``<out_dir>/<system>.run`` (default ``runs/<collection>``).
 
     - ``grid``: ``quick``, ``all18``, ``paper52`` (ignored when ``systems`` names systems or
@@ -152,6 +154,8 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
       setting for quick checks; it is part of the cache key.
     - ``evaluate``: also record RecBole's own test NDCG@10/Recall@10 (``recbole_test``).
     - ``force``: retrain even when the cache holds the system.
+    - ``threads``: torch intra-op threads (default 1; small models lose nothing and avoid the
+      slowdown of oversubscribed cores; part of the cache key). None leaves torch's default.
     """
     if tie_policy not in TIE_POLICIES:
         raise ConfigError(f"unknown tie policy {tie_policy!r}; choose one of {', '.join(TIE_POLICIES)}")
@@ -159,6 +163,8 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
         raise ConfigError(f"k must be at least 1, got {k}")
     if epochs is not None and epochs < 1:
         raise ConfigError(f"epochs must be at least 1, got {epochs}")
+    if threads is not None and threads < 1:
+        raise ConfigError(f"threads must be at least 1, got {threads}")
     sp = _as_split(collection_or_split, split, split_options)
     configs = resolve_systems(grid, systems)
     out = Path(out_dir) if out_dir is not None else Path("runs") / sp.collection.name
@@ -174,7 +180,7 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
     results = []
     for n, cfg in enumerate(configs, start=1):
         head = f"[{n}/{len(configs)}] {cfg.name}"
-        key = cache_key(fingerprint, cfg, k, tie_policy, tie_seed, epochs)
+        key = cache_key(fingerprint, cfg, k, tie_policy, tie_seed, epochs, threads)
         run_path, meta_path = out / f"{cfg.name}.run", out / f"{cfg.name}.json"
         meta = _read_sidecar(meta_path) if not force else None
         if meta and meta.get("key") == key and run_path.exists() and (not evaluate or meta.get("recbole_test")):
@@ -197,14 +203,14 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                 if workdir.exists():
                     shutil.rmtree(workdir)
                 model = _recbole.train(cfg, sp, workdir, device=device, epochs_override=epochs,
-                                       evaluate=evaluate, verbose=verbose)
+                                       evaluate=evaluate, verbose=verbose, threads=threads)
             t_train = time.perf_counter() - t0
             run, share = export_run(model, users, history, k, cfg.name, tie_policy, tie_seed)
             write_run(run, run_path)
             seconds = time.perf_counter() - t0
             record = {
                 "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
-                "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs,
+                "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs, "threads": threads,
                 "device": device, "collection": sp.collection.name, "split": dict(sp.info),
                 "split_fingerprint": fingerprint, "users": int(run.frame.qid.nunique()),
                 "catalogue_items": int(len(model.items)), "tied_user_share": share,
