@@ -86,7 +86,7 @@ def main() -> None:
     names = args.systems.split(",") if args.systems else list(GRIDS[args.grid])
     with tempfile.TemporaryDirectory() as tmp:
         base = run_child("baseline", tmp, None)
-        print(f"ML-100K, global time split (0.8), k=100, epochs={args.epochs or 'registered'}, "
+        print(f"ML-100K, global time split (0.8), k=100, torch threads=1, epochs={args.epochs or 'registered'}, "
               f"repeats={args.repeats}; baseline process (torch + RecBole + data): {base.get('peak_mb', 0):.0f} MB")
         header = f"{'system':<14}{'family':<12}{'epochs':>7}{'train s':>9}{'peak MB':>9}{'ties':>7}" \
                  f"{'Judged@100':>12}{'nDCG@10':>9}"

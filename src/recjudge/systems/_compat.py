@@ -110,13 +110,13 @@ def trusted_torch_load() -> Iterator[None]:
 
 @contextlib.contextmanager
 def quiet_recbole(verbose: bool) -> Iterator[None]:
-    """RecBole logs through the root logger; keep its per-epoch lines out of our output unless verbose."""
+    """RecBole logs through the root logger (epochs, notices); keep it out of our output unless verbose."""
     import warnings
 
     root = logging.getLogger()
     level = root.level
     if not verbose:
-        root.setLevel(logging.WARNING)
+        root.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             if not verbose:

@@ -213,7 +213,7 @@ def train(config: SystemConfig, split: Split, workdir: Path, device: str = "cpu"
         stack.enter_context(_compat.trusted_torch_load())
         stages = _stages(config, epochs_override)
         prev_ckpt = None
-        for i, (stage_options, pretrain) in enumerate(stages):
+        for stage_options, pretrain in stages:
             if prev_ckpt is not None:
                 stage_options = {**stage_options, "pre_model_path": prev_ckpt}
             ckpt_dir = workdir / "checkpoints" / (stage_options.get("train_stage") or "model")

@@ -238,8 +238,10 @@ _variant("Random", "s1", seed=1)
 _variant("Random", "s2", seed=2)
 _variant("EASE", "r500", reg_weight=500.0)
 
-# popularity, random, linear, neighbourhood, MF, two auto-encoders, diffusion: ~2 min on ML-100K, 2 cores
-register_grid("quick", ["Pop", "Random", "EASE", "ItemKNN", "BPR", "MultiVAE", "MultiDAE", "DiffRec"])
+# popularity, random, linear, neighbourhood, MF, neural MF, three auto-encoders, diffusion: ~1 min of
+# training on ML-100K with one torch thread (benchmarks/bench_systems.py --grid quick)
+register_grid("quick", ["Pop", "Random", "EASE", "ItemKNN", "BPR", "NeuMF", "CDAE", "MultiVAE", "MultiDAE",
+                        "DiffRec"])
 register_grid("all18", [m for m in FAMILIES])
 register_grid("paper52", list(SYSTEMS))
 assert len(GRIDS["paper52"]) == 52, len(GRIDS["paper52"])
