@@ -299,3 +299,23 @@ def test_bpref_caps_by_hand(backend):
     assert m.loc["few", "r"] == pytest.approx((1 + 0 + 0) / 3, abs=1e-12)
     # many: a and b each have x above: 1 - min(1, 2) / min(3, 2) = 1/2; u is unjudged
     assert m.loc["many", "r"] == pytest.approx((1 / 2 + 1 / 2) / 2, abs=1e-12)
+
+
+def test_queries_no_run_ranks_score_zero_in_every_chunk(monkeypatch):
+    """A block of judged queries that no run ranks (e.g. cold users dropped by a time split) must
+    score 0 on the numpy path, not crash; small blocks force such an empty block."""
+    import recjudge.measures as measures_mod
+    from recjudge.trec import Qrels, Run, resolve_ties
+
+    monkeypatch.setattr(measures_mod, "_CHUNK_ROWS", 10)
+    qrels = Qrels.from_frame(pd.DataFrame({"qid": [f"u{i:02d}" for i in range(20) for _ in range(2)],
+                                           "docid": ["a", "b"] * 20, "label": [1, 0] * 20}), "q")
+    run = resolve_ties(Run.from_frame(pd.DataFrame({"qid": ["u00", "u00"], "docid": ["a", "b"],
+                                                    "score": [2.0, 1.0]}), "r"))
+    got = measures_mod.per_query_matrix({"r": run}, qrels, "Judged@100,Compat(p=0.95),nDCG@100,Bpref")
+    ref = measures_mod.per_query_matrix({"r": run}, qrels, "Judged@100,Compat(p=0.95),nDCG@100,Bpref",
+                                        backend="ir_measures")
+    for key in got:
+        assert got[key].loc["u00", "r"] == 1.0  # the relevant item first: every measure is perfect
+        assert (got[key].drop(index="u00") == 0).all().all()
+        pd.testing.assert_frame_equal(got[key], ref[key])

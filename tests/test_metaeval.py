@@ -315,3 +315,10 @@ def test_negative_bootstrap_is_rejected():
     runs, human, llm = _fixture(seed=10, users=5, systems=2)
     with pytest.raises(ConfigError, match="bootstrap"):
         compare(runs, human, [llm], bootstrap=-1)
+
+
+def test_runs_and_qrels_without_a_common_user_is_an_error():
+    runs, human, _ = _fixture(seed=12, users=4, systems=2)
+    other = read_qrels("x1 0 d1 1\nx2 0 d2 0\n")
+    with pytest.raises(ConfigError, match="same user ids"):
+        evaluate(runs, other, "nDCG@10")

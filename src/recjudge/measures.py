@@ -674,6 +674,8 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
         for q0 in range(0, len(index), step):
             q1 = min(q0 + step, len(index))
             rows = _rows(ranked, jd, q0, q1)
+            if rows.label.size == 0:
+                continue  # no run ranks these queries: every measure stays 0 (trec_eval -c)
             for m in fast:
                 values[measure_key(m)][q0:q1, :] = _FAST[m.NAME](m, rows, ctx).reshape(q1 - q0, len(names))
             del rows

@@ -351,6 +351,11 @@ def _table(label_set: str, runs: Mapping[str, Run], qrels: Qrels, measures: Mapp
            queries: Sequence[str] | None) -> SystemTable:
     from .measures import per_query_matrix
 
+    judged = set(qrels.frame.qid.unique())
+    if not any(judged.intersection(run.frame.qid.unique()) for run in runs.values()):
+        raise ConfigError(f"no run ranks any user that {label_set!r} judges: every measure would be 0; check "
+                          "that runs and qrels use the same user ids")
+
     mats = per_query_matrix(runs, qrels, list(measures), queries=queries)
     return SystemTable(label_set, {name: mats[key] for name, key in measures.items()})
 
