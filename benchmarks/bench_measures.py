@@ -1,6 +1,6 @@
 """Speed of the per-query measure matrix: recjudge's numpy path next to plain ir-measures.
 
-    /work/venv/bin/python benchmarks/bench_measures.py [--users 51,1000,10000] [--systems 52]
+    .venv/bin/python benchmarks/bench_measures.py [--users 51,1000,10000] [--systems 52]
         [--depth 100] [--judged 600] [--repeats 3] [--skip-reference-above N]
 
 For each size it generates synthetic data (``--systems`` tie-free runs of top-``--depth`` per user,

@@ -1,6 +1,6 @@
 """Speed of the tie audit on a synthetic popularity-like run (every user has ties in the top 100).
 
-    /work/venv/bin/python benchmarks/bench_ties.py [--users 2000] [--depth 100] [--repeats 3]
+    .venv/bin/python benchmarks/bench_ties.py [--users 2000] [--depth 100] [--repeats 3]
 
 Prints one table: median seconds per step, ours next to ir-measures (resolve_ties, then
 recjudge.measures.per_query_matrix with backend="ir_measures") where both compute the same thing,
