@@ -1,8 +1,8 @@
 """Per-family training benchmark on MovieLens-100K: time, peak memory, ties, Judged@100.
 
-    python benchmarks/bench_systems.py                      # all18 grid, registered epochs
-    python benchmarks/bench_systems.py --grid quick         # the demo's grid, plus its total time
-    python benchmarks/bench_systems.py --systems BPR,EASE --repeats 3 --epochs 2
+    .venv/bin/python benchmarks/bench_systems.py                      # all18 grid, registered epochs
+    .venv/bin/python benchmarks/bench_systems.py --grid quick         # the demo's grid, plus its total time
+    .venv/bin/python benchmarks/bench_systems.py --systems BPR,EASE --repeats 3 --epochs 2
 
 Each system trains in its own process (so peak RSS is that system's alone; the ``baseline`` row
 is a process that imports torch + RecBole and loads the data without training). Columns:
