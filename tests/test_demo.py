@@ -92,6 +92,7 @@ def test_demo_with_an_llm_endpoint(tmp_path, fake_openai, monkeypatch):
     assert code == 0
     card = json.loads((tmp_path / "out" / "card.json").read_text())
     assert card["judge"].endswith("LLM") and card["judge model"] == "fake-model"
+    assert card["template hash"].startswith("baseline sha256:")
     llm_qrels = read_qrels(tmp_path / "qrels" / "ml-100k-llm-fake-model.qrels")
     assert len(fake_openai.chat_log()) >= len(llm_qrels) > 0  # every label came from a real HTTP call
     for path in tmp_path.rglob("*"):

@@ -152,7 +152,8 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
         "tie sensitivity": "; ".join(sens),
         "judge": f"{judge_name} — {'LLM' if llm else 'non-LLM baseline (not an LLM)'}",
         "judge model": str(prov.get("model", "none (offline)")),
-        "template hash": str(template.get("sha256", template.get("hash", "none (no prompt)")))[:16],
+        "template hash": (f"{template['name']} sha256:{template['sha256'][:16]}" if template.get("sha256")
+                          else "none (no prompt)"),
         "fields": str(profiles.get("fields", settings.fields)),
         "profile size": str(profiles.get("profile_size", settings.profile_size)),
         "repeats": str(prov.get("repeats", 1)),
@@ -162,7 +163,8 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
                            f"{item_agreement.n_pairs} shared pairs for item agreement",
         "users counted": f"{cmp.settings['queries']}: each label set over the users it judges; a user a run "
                          "lacks scores 0",
-        "seeds": f"{settings.seed} (split-free; sampling, tie hash, bootstrap of {cmp.settings['bootstrap']})",
+        "seeds": f"{settings.seed} for every seeded step: user sample, pair sample, judge profiles, tie hash, "
+                 f"tie-audit negatives, bootstrap ({cmp.settings['bootstrap']} resamples); the time split needs none",
     }
 
 
