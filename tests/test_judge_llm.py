@@ -385,3 +385,27 @@ def test_max_cost_also_stops_retries_of_unusable_answers(fake_openai, tmp_path):
     attempts = len(fake_openai.log) - n
     assert 1 <= attempts < 6 and res.summary.cost <= budget and "max-cost" in res.summary.stopped
     assert res.summary.failures == {"unparseable": 1}
+
+
+def test_identical_prompts_give_every_pair_its_label(fake_openai, tmp_path):
+    # u0 and u1 rated the same items alike, and item 20 renders exactly like item 12: two pairs of
+    # requests share a rendered prompt (and a cache key), yet each pair must get its own label
+    items = pd.DataFrame({"title": [f"Movie {k}" for k in range(20)] + ["Movie 12"],
+                          "genres": [("Drama",)] * 21}, index=[str(k) for k in range(21)])
+    rows = [(u, str(k), 4.0, k) for u in ("u0", "u1") for k in range(3)]
+    coll = Collection("c", pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]), items)
+    pairs = [("u0", "10"), ("u1", "10"), ("u0", "12"), ("u0", "20")]
+    # the fake labels 'Movie k' k % 8: 10 -> 2, 12 -> 4, and 20 (titled 'Movie 12') -> 4
+    expected = {("u0", "10"): 2, ("u1", "10"): 2, ("u0", "12"): 4, ("u0", "20"): 4}
+    for attempt in (1, 2):
+        res = run(fake_openai, pairs, tmp_path, coll=coll, concurrency=1)
+        assert res.labels == expected and res.summary.failures == {}
+        # two distinct prompts, asked once on the first run and never again
+        assert len(fake_openai.chat_log()) == 2
+    qrels = res.write(tmp_path / "q.qrels")["qrels"].read_text().split("\n")
+    assert sorted(filter(None, qrels)) == sorted(f"{q} 0 {d} {v}" for (q, d), v in expected.items())
+    # queries with identical text: both pairs judged from one answer
+    topics = {"q1": "dogs", "q2": "dogs"}
+    config = JudgeConfig(base_url=fake_openai.url, model="fake-model", prompt="relevance", fields="title", **FAST)
+    res = judge_pairs([("q1", "3"), ("q2", "3")], coll, config, topics=topics, cache_path=tmp_path / "t.sqlite")
+    assert res.labels == {("q1", "3"): 3, ("q2", "3"): 3}

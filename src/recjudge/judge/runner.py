@@ -515,7 +515,11 @@ class _LLMRun:
             raise ConfigError(f"--max-cost needs a price for model {self.config.model!r}; add it to a price table "
                               "passed with --prices (USD per million tokens: input, cached_input, output)")
         self.key_params = self.config.key_params()
+        # answers by cache key; requests with the same rendered prompt share one answer, which
+        # _result maps onto each request's own (qid, items) by candidate position
         self.results: dict[str, CallRecord] = {}
+        self.requests: list[Request] = []
+        self._queued: set[str] = set()
         self.hits = 0
         self.planned = 0
         self.skipped = 0
@@ -574,8 +578,13 @@ class _LLMRun:
             self.planned += len(reqs)
             found = cache.get_ok([r.key for r in reqs])
             self.hits += len(found)
+            self.requests.extend(reqs)
             self.results.update({k: dataclasses.replace(v, via="cache") for k, v in found.items()})
-            missing = [r for r in reqs if r.key not in found]
+            missing = []
+            for r in reqs:
+                if r.key not in found and r.key not in self._queued:  # same prompt asked once
+                    self._queued.add(r.key)
+                    missing.append(r)
             for r in missing:
                 tokens, cost = self._est(r)
                 self.est_tokens += tokens
@@ -696,9 +705,14 @@ class _LLMRun:
     def _result(self, elapsed: float, attempts: int) -> JudgeResult:
         config = self.config
         per_pair: dict[Pair, list[tuple[int, CallRecord | None]]] = defaultdict(list)
-        for rec in self.results.values():
-            for item in rec.items:
-                per_pair[Pair(rec.qid, item)].append((rec.repeat, rec))
+        for req in self.requests:
+            rec = self.results.get(req.key)
+            if rec is None:
+                continue
+            rec = _for_request(rec, req)
+            if rec is not None:
+                for item in req.items:
+                    per_pair[Pair(req.qid, item)].append((req.repeat, rec))
         judgments = []
         failures: Counter = Counter()
         rows_for_agreement = []
@@ -756,6 +770,24 @@ class _LLMRun:
             "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
         }
         return JudgeResult(self.ctx.name, tuple(judgments), summary, prov)
+
+
+def _for_request(rec: CallRecord, req: Request) -> CallRecord | None:
+    """``rec`` (an answer to the same rendered prompt) re-keyed to ``req``'s own qid and items.
+
+    Identical prompts show the same candidates in the same order, so the i-th item of the stored
+    call is the i-th item of this request; the stored qid and items are never trusted.
+    """
+    if rec.qid == req.qid and rec.items == req.items:
+        return rec
+    if len(rec.items) != len(req.items):
+        return None
+    to_req = dict(zip(rec.items, req.items))
+    return dataclasses.replace(
+        rec, qid=req.qid, items=req.items,
+        labels={to_req[k]: v for k, v in rec.labels.items() if k in to_req},
+        criteria={to_req[k]: v for k, v in rec.criteria.items() if k in to_req},
+        item_errors={to_req[k]: v for k, v in rec.item_errors.items() if k in to_req})
 
 
 def _public_url(url: str | None) -> str | None:
