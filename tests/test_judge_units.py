@@ -200,6 +200,43 @@ def test_parse_truncated_and_multi():
     assert r.labels == {"c1": 1, "c2": 2, "c3": 3}
 
 
+@pytest.mark.parametrize("text, labels, errors", [
+    # a dash touching the digits is a sign: negative labels are out of range, never their absolute value
+    ("c1: -1\nc2: 3", {"c2": 3}, {"c1": "out_of_range"}),
+    ("[c1] - 2\n[c2]: -7", {"c1": 2}, {"c2": "out_of_range"}),
+    # one key answered twice with different numbers cannot be read
+    ("c1: 3\nc1: 5\nc2: 1", {"c2": 1}, {"c1": "conflicting"}),
+    ("c1: 3\nc1: 3\nc2: 1", {"c1": 3, "c2": 1}, {}),
+])
+def test_parse_keyed_text_signs_and_conflicts(text, labels, errors):
+    r = parse_answer(text, (0, 7), ["c1", "c2"])
+    assert (r.labels, r.errors) == (labels, errors)
+
+
+@pytest.mark.parametrize("text, finish, expected", [
+    # a quoted profile rating loses to the score key
+    ("The user gave Toy Story a rating: 5, so I'd say score: 1", None, 1),
+    ("score: 2 (I read rating: 4 in the history)", None, 2),
+    # two different scores: no way to tell the answer
+    ("Score: 3. On reflection, score: 5", None, "conflicting"),
+    ("Score: 3 ... final score: 3", None, 3),
+    # a number that starts a range describes the scale
+    ("Interest: 0-7 scale; my answer is 6", None, "unparseable"),
+    ("Interest: 0 to 7 scale; interest: 6", None, 6),
+    # numbers inside broken or cut-off JSON are not labels
+    ('{"reasoning": "liked X (rating: 2) a lot", "label": 6', None, "unparseable"),
+    ('{"reasoning": "liked X (rating: 2) a lot", "label": 6', "length", "truncated"),
+    ('Here: {"reasoning": "rating: 2", "lab', "length", "truncated"),
+    ('{"label": 6, "reasoning": "x"} extra {', None, 6),
+])
+def test_parse_single_text_priority_ranges_and_truncation(text, finish, expected):
+    r = parse_answer(text, (0, 7), finish_reason=finish)
+    if isinstance(expected, int):
+        assert r.ok and r.labels == {SINGLE: expected}
+    else:
+        assert r.labels == {} and r.errors == {SINGLE: expected}
+
+
 def test_parse_criteria():
     crit = ("topic", "tone")
     r = parse_answer('{"topic": 3, "tone": 5, "label": 4}', (0, 7), None, crit)
@@ -207,6 +244,9 @@ def test_parse_criteria():
     assert parse_answer('{"topic": 3, "label": 4}', (0, 7), None, crit).errors == {SINGLE: "missing_criterion"}
     assert parse_answer('{"topic": 3, "tone": 9, "label": 4}', (0, 7), None, crit).errors == \
         {SINGLE: "out_of_range"}
+    # criteria that are not a mapping are missing, not skipped
+    for bad in ('{"criteria": [3, 5], "label": 4}', '{"criteria": "n/a", "label": 4}'):
+        assert parse_answer(bad, (0, 7), None, crit).errors == {SINGLE: "missing_criterion"}
 
 
 # ------------------------------------------------------------------------------------- selection

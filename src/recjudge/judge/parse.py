@@ -15,9 +15,15 @@ __all__ = ["ParseResult", "parse_answer", "SINGLE"]
 
 SINGLE = "_"  # the key of the only candidate when a call judges one item
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_SCORE = re.compile(r"(?:label|score|rating|interest|relevance|overall)\s*[\"']?\s*[:=]\s*(-?\d+(?:\.\d+)?)",
-                    re.I)
-_KEYED = re.compile(r"^\W*\[?(c\d+)\]?\W*(?:[a-z ]*[:=])?\s*(-?\d+(?:\.\d+)?)\s*$", re.I | re.M)
+# a number that starts a range ("0-7", "0 to 7") describes the scale, it is not an answer
+_NUMBER = r"(-?\d+(?:\.\d+)?)(?!\d)(?!\.\d)(?!\s*(?:-|–|—|to)\s*-?\d)"
+_SCORE = re.compile(r"\b(label|score|rating|interest|relevance|overall)\s*[\"']?\s*[:=]\s*" + _NUMBER, re.I)
+# keys read first; "rating" last, since an answer may quote the user's ratings from the profile
+_SCORE_GROUPS = (("label", "score", "overall", "relevance", "interest"), ("rating",))
+# separators between key and number may hold a dash ("c1 - 2") but a dash touching the digits
+# is the number's sign ("c1: -1" is -1, out of range)
+_KEYED = re.compile(r"^\W*?\[?(c\d+)\]?(?:[^\w\n-]|-(?=\s))*(?:[a-z ]*[:=])?\s*" + _NUMBER + r"\s*$",
+                    re.I | re.M)
 _LABEL_KEYS = ("label", "score", "overall", "relevance", "interest", "rating")
 
 
@@ -70,12 +76,13 @@ def _one(value, criteria: Sequence[str]) -> tuple[int | None, dict[str, int], st
     if isinstance(value, Mapping):
         if criteria:
             src = value.get("criteria", value)
-            if isinstance(src, Mapping):
-                for c in criteria:
-                    v = _as_int(src.get(c))
-                    if v is None:
-                        return None, crit, "missing_criterion"
-                    crit[c] = v
+            if not isinstance(src, Mapping):
+                return None, crit, "missing_criterion"
+            for c in criteria:
+                v = _as_int(src.get(c))
+                if v is None:
+                    return None, crit, "missing_criterion"
+                crit[c] = v
         raw = next((value[k] for k in _LABEL_KEYS if k in value), None)
         if raw is None:
             return None, crit, "unparseable"
@@ -84,6 +91,29 @@ def _one(value, criteria: Sequence[str]) -> tuple[int | None, dict[str, int], st
     if label is None:
         return None, crit, "unparseable"
     return label, crit, None
+
+
+_CONFLICT = object()
+
+
+def _looks_like_json(text: str) -> bool:
+    t = text.lstrip()
+    return t.startswith(("{", "```")) or re.match(r"\[\s*[{\[\"\d]", t) is not None
+
+
+def _single_text(text: str) -> str | None:
+    """The label in a text answer by key priority; ``"conflicting"`` when one priority level
+    holds different numbers (which one is the answer cannot be told)."""
+    found: dict[str, set[str]] = {}
+    for m in _SCORE.finditer(text):
+        found.setdefault(m.group(1).lower(), set()).add(m.group(2))
+    for group in _SCORE_GROUPS:
+        values = set().union(*(found.get(k, set()) for k in group))
+        if len(values) > 1 and len({float(v) for v in values}) > 1:
+            return "conflicting"
+        if values:
+            return min(values)
+    return None
 
 
 def parse_answer(text: str | None, scale: tuple[int, int], keys: Sequence[str] | None = None,
@@ -114,15 +144,26 @@ def parse_answer(text: str | None, scale: tuple[int, int], keys: Sequence[str] |
                     k = next((entry[n] for n in ("key", "item", "id", "candidate") if n in entry), None)
                     if k is not None:
                         values[str(k)] = entry
+    elif _looks_like_json(text) or (finish_reason == "length" and "{" in text):
+        # a broken or cut-off JSON answer: numbers inside it (quoted ratings, half a reasoning
+        # field) are not labels
+        return fail("truncated" if finish_reason == "length" else "unparseable")
     else:
         if keys is None:
-            m = _SCORE.search(text)
-            if m:
-                values[SINGLE] = m.group(1)
+            found = _single_text(text)
+            if found == "conflicting":
+                return fail("conflicting")
+            if found is not None:
+                values[SINGLE] = found
             elif re.fullmatch(r"\s*-?\d+\s*\.?\s*", text):
                 values[SINGLE] = text.strip().rstrip(".")
         else:
-            values = {m.group(1).lower(): m.group(2) for m in _KEYED.finditer(text)}
+            for m in _KEYED.finditer(text):
+                k = m.group(1).lower()
+                if k in values and values[k] != m.group(2):
+                    values[k] = _CONFLICT
+                else:
+                    values[k] = m.group(2)
         if criteria:
             values = {}  # criteria answers must be JSON
     if not values:
@@ -133,6 +174,9 @@ def parse_answer(text: str | None, scale: tuple[int, int], keys: Sequence[str] |
     for k in expected:
         if k not in values:
             errors[k] = "missing_item"
+            continue
+        if values[k] is _CONFLICT:
+            errors[k] = "conflicting"
             continue
         label, crit, reason = _one(values[k], criteria)
         if reason is None and not lo <= label <= hi:
