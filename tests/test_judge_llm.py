@@ -409,3 +409,83 @@ def test_identical_prompts_give_every_pair_its_label(fake_openai, tmp_path):
     config = JudgeConfig(base_url=fake_openai.url, model="fake-model", prompt="relevance", fields="title", **FAST)
     res = judge_pairs([("q1", "3"), ("q2", "3")], coll, config, topics=topics, cache_path=tmp_path / "t.sqlite")
     assert res.labels == {("q1", "3"): 3, ("q2", "3"): 3}
+
+
+def test_structured_output_fallback_with_concurrent_requests_in_flight():
+    # eight requests with response_format are in flight when the first refusal arrives: each is
+    # asked again without it, none becomes a permanent bad_request
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI(latency=0.1) as server:
+        server.rule = lambda call: (Reply(400, "response_format json_schema is not supported")
+                                    if "response_format" in call.body else None)
+        pairs = pairs_for(range(10, 18), ["u0"])
+        res = run(server, pairs, concurrency=8)
+        assert res.labels == {(u, d): int(d) % 8 for u, d in pairs} and res.summary.failures == {}
+        log = server.chat_log()
+        refused = [r for r in log if "response_format" in r.json]
+        assert all(r.status == 400 for r in refused) and 1 <= len(refused) <= 8
+        # every pair answered once in text; no text request was refused
+        assert sorted(r.status for r in log if "response_format" not in r.json) == [200] * 8
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"choices": [{"message": {"content": "{\\"label\\": 3}"',            # cut-off HTTP body
+    b"<html>bad gateway</html>",
+    json.dumps({"choices": [{"message": "5"}]}).encode(),                 # message not an object
+    json.dumps({"choices": []}).encode(),
+    json.dumps({"choices": [{"message": {"content": 5}}]}).encode(),      # content not text
+    json.dumps({"id": "x"}).encode(),
+])
+def test_malformed_http_200_bodies_are_retried_not_fatal(fake_openai, raw):
+    def rule(call):
+        return Reply(raw=raw) if call.seen == 0 else None  # the retry gets a proper answer
+    fake_openai.rule = rule
+    res = run(fake_openai, pairs_for([10, 11], ["u0"]), max_attempts=3)
+    assert res.labels == {("u0", "10"): 2, ("u0", "11"): 3}
+    assert len(fake_openai.chat_log()) == 4
+    fake_openai.rule = lambda call: Reply(raw=raw)
+    res = run(fake_openai, pairs_for([12], ["u0"]), max_attempts=2)
+    assert res.labels == {} and res.summary.failures == {"bad_response": 1}
+
+
+def test_odd_usage_fields_do_not_stop_the_run(fake_openai):
+    body = {"choices": [{"message": {"content": '{"label": 3}'}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": "abc", "completion_tokens": None, "prompt_tokens_details": [1],
+                      "completion_tokens_details": {"reasoning_tokens": 1e400}}}
+    fake_openai.rule = lambda call: Reply(raw=json.dumps(body).encode())
+    res = run(fake_openai, pairs_for([10], ["u0"]))
+    assert res.labels == {("u0", "10"): 3} and res.summary.usage.as_dict() == \
+        {"prompt": 0, "cached": 0, "completion": 0, "reasoning": 0}
+
+
+def test_answers_and_refusals_echoing_the_key_are_stored_redacted(fake_openai, tmp_path, monkeypatch):
+    secret = "sk-proj-SECRETSECRET0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+
+    def rule(call):
+        if "Movie 10" in call.user:
+            return Reply(content=f"key {secret} Score: 3")
+        body = {"choices": [{"message": {"content": None, "refusal": f"no, {secret}"}, "finish_reason": "stop"}]}
+        return Reply(raw=json.dumps(body).encode())
+    fake_openai.rule = rule
+    res = run(fake_openai, pairs_for([10, 11], ["u0"]), tmp_path, max_attempts=1)
+    res.write(tmp_path / "out.qrels")
+    assert res.labels == {("u0", "10"): 3} and res.summary.failures == {"refused": 1}
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        raws = sorted(r for (r,) in db.execute("SELECT raw FROM calls"))
+    assert raws == ["key [redacted] Score: 3", "no, [redacted]"]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert b"SECRETSECRET" not in path.read_bytes(), path
+
+
+def test_fatal_error_names_the_endpoint_without_credentials(fake_openai):
+    fake_openai.require_key = "sk-the-right-one"
+    url = fake_openai.url.replace("http://", "http://admin:hunter2pass@") + "?token=qwerty123"
+    config = JudgeConfig(base_url=url, model="fake-model", **FAST)
+    with pytest.raises(ConfigError) as err:
+        judge_pairs(pairs_for([10], ["u0"]), movies(), config)
+    text = str(err.value)
+    assert "refused the API key" in text and fake_openai.url.split("//")[1].split("/")[0] in text
+    assert "hunter2pass" not in text and "admin" not in text and "qwerty123" not in text

@@ -12,6 +12,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import math
 import re
 import time
 from dataclasses import dataclass, replace
@@ -110,14 +111,22 @@ def _retry_after(headers) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
+def _count(value) -> int:
+    """A token count; anything that is not a non-negative number counts 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return 0
+    return int(value)
+
+
 def _usage(resp_usage) -> Usage:
-    if resp_usage is None:
+    if not isinstance(resp_usage, Mapping):
         return Usage()
-    get = (lambda o, k: o.get(k) if isinstance(o, Mapping) else getattr(o, k, None))
-    pt = get(resp_usage, "prompt_tokens_details")
-    ct = get(resp_usage, "completion_tokens_details")
-    return Usage(int(get(resp_usage, "prompt_tokens") or 0), int((pt and get(pt, "cached_tokens")) or 0),
-                 int(get(resp_usage, "completion_tokens") or 0), int((ct and get(ct, "reasoning_tokens")) or 0))
+    pt = resp_usage.get("prompt_tokens_details")
+    ct = resp_usage.get("completion_tokens_details")
+    pt = pt if isinstance(pt, Mapping) else {}
+    ct = ct if isinstance(ct, Mapping) else {}
+    return Usage(_count(resp_usage.get("prompt_tokens")), _count(pt.get("cached_tokens")),
+                 _count(resp_usage.get("completion_tokens")), _count(ct.get("reasoning_tokens")))
 
 
 def outcome_from_answer(req: Request, template: Template, content: str | None, finish: str | None,
@@ -176,10 +185,10 @@ class OpenAIJudgeClient:
             body["response_format"] = {"type": "json_schema", "json_schema": self.template.json_schema(req.keys)}
         return body
 
-    async def _attempt(self, req: Request) -> CallRecord:
+    async def _attempt(self, req: Request, structured: bool | None = None) -> CallRecord:
         import openai
 
-        body = self.body(req)
+        body = self.body(req, structured)
         if self.params.get("extra_body"):
             body.update(self.params["extra_body"])
         self.attempts += 1
@@ -193,34 +202,55 @@ class OpenAIJudgeClient:
             raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s") from None
         except openai.APIConnectionError as exc:
             raise _Retryable("connection", self.redact(f"connection error: {exc}")) from None
+        except ValueError as exc:  # an HTTP 200 whose body is not JSON (truncated, an HTML page)
+            raise _Retryable("bad_response", self.redact(f"the answer is not a JSON object: "
+                                                         f"{type(exc).__name__}: {exc}")[:300]) from None
         except openai.APIStatusError as exc:
             code = exc.status_code
             text = self.redact(f"HTTP {code}: {_error_text(exc)}")
             if code in _RETRY_STATUS or code >= 500:
                 reason = "rate_limited" if code == 429 else ("server_error" if code >= 500 else f"http_{code}")
                 raise _Retryable(reason, text, _retry_after(exc.response.headers)) from None
-            if code in (400, 422) and self._structured and self.settings.structured == "auto" \
+            # decided from this request's own body: with concurrent calls in flight, other
+            # requests sent with response_format are refused after the first refusal too
+            if code in (400, 422) and "response_format" in body and self.settings.structured == "auto" \
                     and _mentions_response_format(exc):
-                log.warning("the endpoint rejected structured output (response_format); parsing text answers "
-                            "instead")
+                if self._structured:
+                    log.warning("the endpoint rejected structured output (response_format); parsing text "
+                                "answers instead")
                 self._structured = False
-                return await self._attempt(req)
+                return await self._attempt(req, structured=False)
             if code in _FATAL_STATUS:
                 raise _Fatal(_fatal_message(code, text, self.settings)) from None
             return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", "bad_request", text,
                               attempts=1)
-        rec = self._from_body(req, resp if isinstance(resp, Mapping) else {}, time.perf_counter() - start,
+        if not isinstance(resp, Mapping):
+            raise _Retryable("bad_response", f"the answer is not a JSON object but {type(resp).__name__}")
+        rec = self._from_body(req, resp, time.perf_counter() - start,
                               "chat", "json_schema" if "response_format" in body else "text")
         if rec.status != "ok":
             raise _Retryable(rec.reason or "unparseable", rec.error or "answer not usable", outcome=rec)
         return rec
 
     def _from_body(self, req: Request, body: Mapping, latency: float, via: str, mode: str) -> CallRecord:
-        choices = body.get("choices") or [{}]
-        choice = choices[0] if isinstance(choices[0], Mapping) else {}
-        message = choice.get("message") or {}
-        return outcome_from_answer(req, self.template, message.get("content"), choice.get("finish_reason"),
-                                   message.get("refusal"), _usage(body.get("usage")), latency, 1, via, mode)
+        """A call record from a chat completion body; a body of the wrong shape is ``bad_response``."""
+        choices = body.get("choices") if isinstance(body, Mapping) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, Mapping) else None
+        content = message.get("content") if isinstance(message, Mapping) else None
+        refusal = message.get("refusal") if isinstance(message, Mapping) else None
+        usage = _usage(body.get("usage")) if isinstance(body, Mapping) else Usage()
+        if not isinstance(message, Mapping) or not isinstance(content, (str, type(None))) \
+                or not isinstance(refusal, (str, type(None))):
+            return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", "bad_response",
+                              "the answer has no chat message (choices[0].message)",
+                              self.redact(json.dumps(body, default=str)[:2000]), usage=usage, latency=latency,
+                              attempts=1, via=via, mode=mode)
+        finish = choice.get("finish_reason")
+        rec = outcome_from_answer(req, self.template, content, finish if isinstance(finish, str) else None,
+                                  refusal, usage, latency, 1, via, mode)
+        # the raw answer is stored: a model that echoes the key must not put it in the cache
+        return replace(rec, raw=self.redact(rec.raw))
 
     async def call(self, req: Request) -> CallRecord:
         """Ask until an answer parses or the attempts run out; never raises for one call's failure."""
@@ -374,8 +404,20 @@ def _mentions_response_format(exc) -> bool:
     return "response_format" in _error_text(exc).lower() or "json_schema" in _error_text(exc).lower()
 
 
+def _public_url(url: str | None) -> str | None:
+    """The endpoint without credentials (user:password@ or a query string) for provenance."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def _fatal_message(code: int, text: str, s: ClientSettings) -> str:
-    where = s.base_url or "the OpenAI API"
+    where = _public_url(s.base_url) or "the OpenAI API"
     if code in (401, 403):
         return (f"{where} refused the API key ({text}); set a valid key in the environment variable "
                 "named by --api-key-env (default OPENAI_API_KEY)")

@@ -21,7 +21,7 @@ from .._io import atomic_write, write_json
 from ..errors import ConfigError, InputError
 from ..trec import Qrels, write_qrels
 from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
-from .client import GENERATION_PARAMS, ClientSettings, OpenAIJudgeClient, Request
+from .client import GENERATION_PARAMS, ClientSettings, OpenAIJudgeClient, Request, _public_url
 from .profile import HistoryProfiles, ProfileSource, QueryProfiles, candidates_block
 from .prompts import Template, load_template, template_provenance
 from .select import Pair
@@ -788,18 +788,6 @@ def _for_request(rec: CallRecord, req: Request) -> CallRecord | None:
         labels={to_req[k]: v for k, v in rec.labels.items() if k in to_req},
         criteria={to_req[k]: v for k, v in rec.criteria.items() if k in to_req},
         item_errors={to_req[k]: v for k, v in rec.item_errors.items() if k in to_req})
-
-
-def _public_url(url: str | None) -> str | None:
-    """The endpoint without credentials (user:password@ or a query string) for provenance."""
-    if not url:
-        return url
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class _Progress:
