@@ -489,3 +489,24 @@ def test_fatal_error_names_the_endpoint_without_credentials(fake_openai):
     text = str(err.value)
     assert "refused the API key" in text and fake_openai.url.split("//")[1].split("/")[0] in text
     assert "hunter2pass" not in text and "admin" not in text and "qwerty123" not in text
+
+
+def test_nothing_judged_removes_an_earlier_qrels_file(fake_openai, tmp_path):
+    out = tmp_path / "q.qrels"
+    run(fake_openai, pairs_for([10], ["u0"])).write(out)
+    assert out.read_text() == "u0 0 10 2\n"
+    fake_openai.rule = lambda call: Reply(500)
+    res = run(fake_openai, pairs_for([10], ["u0"]), max_attempts=1)
+    paths = res.write(out)
+    # the old labels must not pass for this run's; the judgments say why nothing was judged
+    assert not out.exists() and paths["removed_qrels"] == out and "qrels" not in paths
+    assert json.loads(paths["judgments"].read_text())["reason"] == "server_error"
+
+
+def test_candidate_counts_leave_out_the_users_own_rating_in_prompts(fake_openai):
+    # movies(): user u rated items u..u+5, so item 3 is rated by u0, u1 and u2; as u0's
+    # candidate it shows the other two ratings only
+    run(fake_openai, [("u0", "3")], fields="title+num_ratings")
+    user = fake_openai.chat_log()[0].json["messages"][-1]["content"]
+    assert "Title: Movie 3 | Number of ratings: 2" in user and "Number of ratings: 3" not in user.split(
+        "Candidate")[-1]

@@ -127,6 +127,21 @@ def test_rendering_and_derived_stats_come_from_history():
     assert p.render_item("i5").endswith("Genres: unknown | Average rating: unknown | Number of ratings: 0")
 
 
+def test_candidate_stats_leave_out_the_users_own_rating():
+    items = pd.DataFrame({"title": [f"Movie {k}" for k in range(6)]}, index=[str(k) for k in range(6)])
+    inter = pd.DataFrame([("u0", "1", 2.0, 1), ("u0", "2", 4.0, 2), ("u0", "5", 5.0, 3), ("u1", "1", 3.0, 1),
+                          ("u1", "5", 2.0, 2), ("u2", "5", 4.0, 1)], columns=["user", "item", "rating", "timestamp"])
+    p = HistoryProfiles(Collection("c", inter, items), fields="title+avg_rating+num_ratings", size=10)
+    # item 5 over everyone: (5 + 2 + 4) / 3 = 3.67; as u0's candidate: (2 + 4) / 2 = 3.00, 2 ratings
+    assert p.render_item("5") == "Title: Movie 5 | Average rating: 3.67/5 | Number of ratings: 3"
+    assert p.render_item("5", "u0") == "Title: Movie 5 | Average rating: 3.00/5 | Number of ratings: 2"
+    # as u2's: (5 + 2) / 2 = 3.50
+    assert p.render_item("5", "u2") == "Title: Movie 5 | Average rating: 3.50/5 | Number of ratings: 2"
+    # item 2: only u0 rated it, so u0 sees no rating at all; u1 did not rate it and sees u0's 4.00
+    assert p.render_item("2", "u0") == "Title: Movie 2 | Average rating: unknown | Number of ratings: 0"
+    assert p.render_item("2", "u1") == "Title: Movie 2 | Average rating: 4.00/5 | Number of ratings: 1"
+
+
 def test_profile_sampling_is_seeded_excludes_candidates_and_is_chronological():
     c = tiny_collection()
     full = HistoryProfiles(c, "title", size=3, seed=1)

@@ -157,8 +157,11 @@ def run_judge(args: argparse.Namespace) -> int:
     if config.dry_run:
         return 0
     paths = result.write(out, args.judgments)
+    removed = paths.pop("removed_qrels", None)
     if "qrels" not in paths:
-        print("no pair was judged: no qrels written", file=sys.stderr)
+        print("no pair was judged: no qrels written"
+              + (f"; removed the earlier {removed}, whose labels are not this run's" if removed else ""),
+              file=sys.stderr)
     for kind, path in paths.items():
         print(f"{kind}: {path}")
     return 0 if result.summary.judged == result.summary.pairs else INCOMPLETE_EXIT

@@ -107,7 +107,7 @@ class ProfileSource(Protocol):
 
     def profile_text(self, qid: str, exclude: Sequence[str] = ()) -> str: ...
 
-    def render_item(self, item: str) -> str: ...
+    def render_item(self, item: str, qid: str | None = None) -> str: ...
 
     def knows_item(self, item: str) -> bool: ...
 
@@ -158,8 +158,11 @@ class HistoryProfiles:
         for f in self.fields:
             if f in METADATA_FIELDS:
                 table[f] = items[f].to_numpy()
+        self._stats = None
+        self._own: dict[str, dict[str, list[float]]] = {}
         if set(DERIVED_FIELDS) & set(self.fields):
-            stats = history.groupby(history["item"].astype(str))["rating"].agg(["mean", "size"])
+            stats = history.groupby(history["item"].astype(str))["rating"].agg(["mean", "size", "sum"])
+            self._stats = stats
             if "avg_rating" in self.fields:
                 table["avg_rating"] = stats["mean"].reindex(table.index).to_numpy()
             if "num_ratings" in self.fields:
@@ -199,13 +202,42 @@ class HistoryProfiles:
     def knows_item(self, item: str) -> bool:
         return item in self._table.index
 
-    def render_item(self, item: str) -> str:
+    def render_item(self, item: str, qid: str | None = None) -> str:
+        """An item's line. As ``qid``'s candidate, its average rating and number of ratings leave
+        out ``qid``'s own ratings of it, which would otherwise give the answer away."""
+        if qid is not None and self._stats is not None:
+            own = self._own_ratings(qid).get(item)
+            if own:
+                return self._line(self._without(item, own))
         line = self._lines.get(item)
         if line is None:
-            row = self._table.loc[item]
-            line = " | ".join(f"{_LABELS[f]}: {_format(f, row[f])}" for f in self.fields)
+            line = self._line(self._table.loc[item])
             self._lines[item] = line
         return line
+
+    def _line(self, row) -> str:
+        return " | ".join(f"{_LABELS[f]}: {_format(f, row[f])}" for f in self.fields)
+
+    def _without(self, item: str, own: list[float]):
+        row = self._table.loc[item].copy()
+        n = int(self._stats["size"].get(item, 0)) - len(own)
+        total = float(self._stats["sum"].get(item, 0.0)) - sum(own)
+        if "avg_rating" in self.fields:
+            row["avg_rating"] = total / n if n > 0 else float("nan")
+        if "num_ratings" in self.fields:
+            row["num_ratings"] = max(n, 0)
+        return row
+
+    def _own_ratings(self, qid: str) -> dict[str, list[float]]:
+        own = self._own.get(qid)
+        if own is None:
+            own = {}
+            h = self._histories.get(qid)
+            if h is not None:
+                for i, r in zip(h.items, h.ratings):
+                    own.setdefault(str(i), []).append(float(r))
+            self._own[qid] = own
+        return own
 
     def sample(self, qid: str, exclude: Sequence[str] = ()) -> list[tuple[str, float]]:
         """The sampled (item, rating) pairs of a user, oldest first."""
@@ -259,7 +291,7 @@ class QueryProfiles:
     def knows_item(self, item: str) -> bool:
         return self._items.knows_item(item)
 
-    def render_item(self, item: str) -> str:
+    def render_item(self, item: str, qid: str | None = None) -> str:
         return self._items.render_item(item)
 
     def profile_text(self, qid: str, exclude: Sequence[str] = ()) -> str:

@@ -229,6 +229,12 @@ class JudgeResult:
         qrels = self.qrels()
         if qrels is not None:
             out["qrels"] = write_qrels(qrels, qrels_path)
+        elif qrels_path.exists():
+            # nothing judged: an older qrels file here would pass for this run's labels, and an
+            # empty qrels file is not valid input either
+            qrels_path.unlink()
+            log.warning("no pair was judged: removed the earlier %s", qrels_path)
+            out["removed_qrels"] = qrels_path
         prov = dict(self.provenance)
         with atomic_write(judgments_path) as fh:
             for j in self.judgments:
@@ -475,7 +481,7 @@ def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: S
         chunk = tuple(items[start:start + m])
         keys = None if m == 1 else tuple(f"c{i + 1}" for i in range(len(chunk)))
         profile = ctx.profiles.profile_text(qid, exclude=chunk)
-        cands = candidates_block([ctx.profiles.render_item(i) for i in chunk], keys)
+        cands = candidates_block([ctx.profiles.render_item(i, qid) for i in chunk], keys)
         messages = template.render(profile, cands, keys)
         psha = prompt_hash(messages.system + "\x00" + messages.user)
         for r in range(ctx.config.repeats):
