@@ -81,12 +81,28 @@ def test_llm_judge_cli_failures_exit_status_and_secret(workspace, capsys, caplog
             assert b"SECRETSECRET" not in path.read_bytes(), path
 
 
-def test_bad_options_exit_non_zero(workspace, capsys):
+def test_bad_options_exit_non_zero(workspace, capsys, monkeypatch):
     assert main(base_args(workspace) + ["--judge", "overlap", "--fields", "title+cast"]) == 2
     assert "no cast" in capsys.readouterr().err
-    monkey_env = dict(os.environ)
-    monkey_env.pop("OPENAI_API_KEY", None)
-    assert main(base_args(workspace) + ["--prompt", str(workspace / "missing.txt")]) == 2
+    # no key and no --base-url: the message names the variable and the ways out
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(base_args(workspace) + ["--depth", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "OPENAI_API_KEY" in err and "--api-key-env" in err and "Traceback" not in err
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unit")
+    missing = workspace / "missing.txt"
+    assert main(base_args(workspace) + ["--prompt", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err and "fix:" in err.lower()
+    # a price table with a non-number, and an extra_body that is not an object
+    prices = workspace / "prices.json"
+    prices.write_text('{"fake": {"input": "cheap", "output": 1}}')
+    assert main(base_args(workspace) + ["--model", "fake", "--prices", str(prices), "--max-cost", "1",
+                                        "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    err = capsys.readouterr().err
+    assert str(prices) in err and "'fake'" in err and "input" in err and "Traceback" not in err
+    assert main(base_args(workspace) + ["--param", "extra_body=3", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "extra_body must be a JSON object" in capsys.readouterr().err
 
 
 def test_sigkill_mid_run_then_resume_asks_no_answered_pair_again(workspace):

@@ -379,10 +379,32 @@ def test_config_and_registry_refuse_mistakes():
         JudgeConfig(params={"temprature": 0})
     with pytest.raises(ConfigError, match="repeats"):
         JudgeConfig(repeats=0)
+    for bad in (3, "top_k=20", [1], {1: 2}):
+        with pytest.raises(ConfigError, match="extra_body must be a JSON object"):
+            JudgeConfig(params={"extra_body": bad})
+    assert JudgeConfig(params={"extra_body": {"top_k": 20}}).params == {"extra_body": {"top_k": 20}}
     with pytest.raises(ValueError, match="already registered"):
         register_judge(JudgeSpec("overlap", "baseline", "dup", lambda ctx: None))
     with pytest.raises(ConfigError, match="unknown judge 'gpt'"):
         judge_pairs([("u1", "i1")], tiny_collection(), JudgeConfig(judge="gpt"))
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('{"m": {"input": "cheap", "output": 1}}', "model 'm': input is \"cheap\", not a price"),
+    ('{"m": {"input": null, "output": 1}}', "model 'm': input is null, not a price"),
+    ('{"m": {"input": 1, "output": -2}}', "model 'm': output is -2, not a price"),
+    ('{"m": {"input": 1, "output": true}}', "model 'm': output is true, not a price"),
+    ("[1, 2]", "expected a JSON object of models, got a list"),
+])
+def test_bad_price_tables_name_file_model_and_fix(tmp_path, content, problem):
+    from recjudge.judge import load_prices
+
+    path = tmp_path / "prices.json"
+    path.write_text(content)
+    with pytest.raises(InputError) as err:
+        load_prices(path)
+    text = str(err.value)
+    assert str(path) in text and problem in text and "fix:" in text
 
 
 def test_token_heuristic():

@@ -89,6 +89,10 @@ class JudgeConfig:
         if unknown:
             raise ConfigError(f"unknown generation parameter(s) {', '.join(unknown)}; "
                               f"pass-through parameters are {', '.join(GENERATION_PARAMS)}")
+        extra = self.params.get("extra_body")
+        if extra is not None and not (isinstance(extra, Mapping) and all(isinstance(k, str) for k in extra)):
+            raise ConfigError(f"generation parameter extra_body must be a JSON object of request fields, got "
+                              f"{extra!r}; e.g. --param 'extra_body={{\"top_k\": 20}}'")
         object.__setattr__(self, "params", dict(self.params))
 
     @classmethod
@@ -401,6 +405,10 @@ def load_prices(path: str | os.PathLike | None = None) -> dict[str, dict[str, fl
         except json.JSONDecodeError as exc:
             raise InputError(str(p), f"invalid JSON: {exc.msg}", "write {\"MODEL\": {\"input\": USD_PER_MTOK, "
                              "\"output\": USD_PER_MTOK}}", line=exc.lineno) from None
+        shape = "{\"MODEL\": {\"input\": USD_PER_MTOK, \"output\": USD_PER_MTOK}}"
+        if not isinstance(user, dict):
+            raise InputError(str(p), f"expected a JSON object of models, got a {type(user).__name__}",
+                             f"write {shape}")
         for model, entry in user.items():
             if model.startswith("_"):
                 continue
@@ -408,6 +416,11 @@ def load_prices(path: str | os.PathLike | None = None) -> dict[str, dict[str, fl
                     set(entry) - {"input", "cached_input", "output"}:
                 raise InputError(str(p), f"model {model!r}: expected keys input, output and optionally "
                                  "cached_input (USD per million tokens)", "fix the entry")
+            for k, v in entry.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                    raise InputError(str(p), f"model {model!r}: {k} is {json.dumps(v)}, not a price",
+                                     f"give {k} as a non-negative number of USD per million tokens, "
+                                     f"e.g. \"{k}\": 0.15")
             table[model] = {k: float(v) for k, v in entry.items()}
     return table
 
