@@ -510,3 +510,51 @@ def test_candidate_counts_leave_out_the_users_own_rating_in_prompts(fake_openai)
     user = fake_openai.chat_log()[0].json["messages"][-1]["content"]
     assert "Title: Movie 3 | Number of ratings: 2" in user and "Number of ratings: 3" not in user.split(
         "Candidate")[-1]
+
+
+def _long_answers(call):
+    """An answer that costs 100 prompt + 1,000 completion tokens (990 of them reasoning)."""
+    body = {"choices": [{"message": {"role": "assistant", "content": json.dumps({"label": call.labels["_"]})},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 1000,
+                      "completion_tokens_details": {"reasoning_tokens": 990}}}
+    return Reply(raw=json.dumps(body).encode())
+
+
+@pytest.mark.parametrize("cap", [None, 1000])
+def test_max_cost_holds_with_long_answers_at_concurrency(tmp_path, cap):
+    from fake_openai import FakeOpenAI
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"fake-model": {"input": 1000.0, "output": 1000.0}}))  # $0.001 per token
+    # each call costs (100 + 1000) * $0.001 = $1.10, far above the small-answer estimate
+    with FakeOpenAI(latency=0.05) as server:
+        server.rule = _long_answers
+        params = {"max_completion_tokens": cap} if cap else {}
+        res = run(server, pairs_for(range(10, 30), ["u0"]), prices=str(prices), max_cost=5.0, concurrency=8,
+                  params=params)
+        # without a cap: one call alone ($1.10), then $1.10 reserved per call: 1.1 + 3 * 1.1 = 4.4 <= 5
+        # and a fifth would reach 5.5; with the cap the reservation is at least the same $1.10
+        assert res.summary.cost <= 5.0 and "max-cost" in res.summary.stopped
+        assert res.summary.calls == len(server.chat_log())
+        if cap is None:
+            assert res.summary.calls == 4 and res.summary.cost == pytest.approx(4.4)
+        else:
+            assert 3 <= res.summary.calls <= 4
+
+
+def test_max_cost_retry_counts_the_next_attempt(tmp_path):
+    from fake_openai import FakeOpenAI
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"fake-model": {"input": 1000.0, "output": 1000.0}}))
+
+    def rule(call):  # unusable and dear: $1.10 per attempt
+        body = {"choices": [{"message": {"content": "no idea"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 1000}}
+        return Reply(raw=json.dumps(body).encode())
+    with FakeOpenAI() as server:
+        server.rule = rule
+        # $2.00: after one attempt ($1.10) another would reach $2.20, so none is sent
+        res = run(server, pairs_for([10], ["u0"]), prices=str(prices), max_cost=2.0, max_attempts=6)
+        assert len(server.chat_log()) == 1 and res.summary.cost == pytest.approx(1.1)

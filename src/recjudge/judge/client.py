@@ -169,9 +169,9 @@ class OpenAIJudgeClient:
         self._client = AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
                                    timeout=settings.timeout, max_retries=0)
         self.attempts = 0  # HTTP requests sent, retries included
-        # asked before each retry with the tokens the call has used so far; False stops retrying
-        # (a cost budget: unusable answers cost tokens too)
-        self.allow_retry: Callable[[Usage], bool] = lambda usage: True
+        # asked before each retry with the tokens the call has used so far and its attempts; False
+        # stops retrying (a cost budget: unusable answers cost tokens too)
+        self.allow_retry: Callable[[Usage, int], bool] = lambda usage, attempts: True
 
     async def close(self) -> None:
         await self._client.close()
@@ -285,7 +285,7 @@ class OpenAIJudgeClient:
             try:
                 async for attempt in retrying:
                     with attempt:
-                        if not self.allow_retry(usage):
+                        if not self.allow_retry(usage, attempts):
                             out_of_budget = True
                             break
                         attempts += 1

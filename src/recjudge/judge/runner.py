@@ -459,6 +459,16 @@ class _Budget:
         self.spent = 0.0
         self.reserved = 0.0
         self.stopped: str | None = None
+        # the dearest single attempt seen so far: answers (reasoning above all) can be far longer
+        # than the estimate, so reservations grow to what calls actually cost
+        self.max_seen = 0.0
+        # with no output cap (max_tokens) nothing bounds a call's cost before one is answered: the
+        # first call under --max-cost goes alone, the others wait for its cost
+        self.capped = any(config.params.get(k) for k in ("max_tokens", "max_completion_tokens"))
+        self.needs_probe = self.max_cost is not None and not self.capped
+
+    def reservation(self, est_cost: float) -> float:
+        return max(est_cost, self.max_seen)
 
     def take(self, est_cost: float, retry: bool = False) -> bool:
         if self.stopped:
@@ -473,18 +483,24 @@ class _Budget:
         self.reserved += est_cost
         return True
 
-    def allows_retry(self, used: Usage) -> bool:
-        """Whether a call that has already used ``used`` tokens may try again within --max-cost."""
+    def allows_retry(self, used: Usage, attempts: int = 1) -> bool:
+        """Whether a call that has already used ``used`` tokens in ``attempts`` attempts may try
+        again within --max-cost."""
         if self.max_cost is None:
             return True
-        ok = self.spent + self.reserved + (_cost(used, self.price) or 0.0) <= self.max_cost
+        used_cost = _cost(used, self.price) or 0.0
+        # the next attempt may cost as much as this call's attempts so far or the dearest one seen
+        following = max(self.max_seen, used_cost / max(1, attempts))
+        ok = self.spent + self.reserved + used_cost + following <= self.max_cost
         if not ok and not self.stopped:
             self.stopped = f"--max-cost ${self.max_cost:g} would be exceeded"
         return ok
 
-    def settle(self, est_cost: float, usage: Usage) -> None:
+    def settle(self, est_cost: float, usage: Usage, attempts: int = 1) -> None:
         self.reserved -= est_cost
-        self.spent += _cost(usage, self.price) or 0.0
+        cost = _cost(usage, self.price) or 0.0
+        self.spent += cost
+        self.max_seen = max(self.max_seen, cost / max(1, attempts))
 
 
 def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: Sequence[str],
@@ -548,6 +564,7 @@ class _LLMRun:
         self.pre_failed: dict[Pair, str] = {}
         self.budget = _Budget(self.config, self.price)
         self._reserved: dict[str, float] = {}
+        self._probe: asyncio.Event | None = None
 
     def _plan(self) -> Iterator[tuple[str, list[str]]]:
         by_user: dict[str, list[str]] = defaultdict(list)
@@ -565,6 +582,16 @@ class _LLMRun:
         out = _output_estimate(self.template, len(req.items))
         cost = _cost(Usage(tokens, 0, out, 0), self.price)
         return tokens, cost or 0.0
+
+    def _reserve(self, req: Request) -> float:
+        """What --max-cost sets aside for a call: the output cap when one is set, else the estimate
+        or the dearest attempt seen, whichever is more."""
+        tokens, est = self._est(req)
+        cap = max((int(self.config.params.get(k) or 0) for k in ("max_tokens", "max_completion_tokens")),
+                  default=0)
+        if cap:
+            est = max(est, _cost(Usage(tokens, 0, cap, 0), self.price) or 0.0)
+        return self.budget.reservation(est)
 
     async def run(self) -> JudgeResult:
         started = time.perf_counter()
@@ -634,12 +661,24 @@ class _LLMRun:
                     return
                 if client is None:  # dry run: counted in _pending
                     continue
-                _, est_cost = self._est(req)
+                if self.budget.needs_probe:
+                    if self._probe is None:
+                        self._probe = asyncio.Event()
+                    else:
+                        await self._probe.wait()
+                est_cost = self._reserve(req)
                 if not self.budget.take(est_cost):
                     self.skipped += 1
+                    if self._probe is not None:
+                        self._probe.set()
                     continue
-                rec = await client.call(req)
-                self.budget.settle(est_cost, rec.usage)
+                try:
+                    rec = await client.call(req)
+                finally:
+                    if self._probe is not None:
+                        self.budget.needs_probe = False
+                        self._probe.set()
+                self.budget.settle(est_cost, rec.usage, rec.attempts)
                 self._store(cache, rec, req)
                 progress.tick(self.calls, self.hits)
 
@@ -677,7 +716,7 @@ class _LLMRun:
                 return
             allowed = []
             for req in todo:
-                est = self._est(req)[1]
+                est = self._reserve(req)
                 # resubmitting a failed call is a retry: --max-calls counts first submissions only
                 if self.budget.take(est, retry=round_ > 0):
                     allowed.append(req)
@@ -709,7 +748,7 @@ class _LLMRun:
                 if req is None:
                     continue
                 rec = client.batch_line(req, obj)
-                self.budget.settle(self._reserved.pop(req.key, 0.0), rec.usage)
+                self.budget.settle(self._reserved.pop(req.key, 0.0), rec.usage, rec.attempts)
                 self._store(cache, rec, req)
                 seen.add(req.key)
         for k in keys:
