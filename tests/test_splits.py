@@ -122,3 +122,34 @@ def test_bad_split_options():
         make_split(collection(TEN), "global_time", ratio=0.5)
     with pytest.raises(ConfigError, match="quantile"):
         global_time_split(collection(TEN), quantile=1.0)
+
+
+def test_full_split_ranks_the_qrels_users_and_masks_their_whole_profile(tmp_path):
+    """Cranfield setting (ML-32M-ext): train on everything, rank the judged users, mask every rating."""
+    import pandas as pd
+
+    from recjudge.collections import Collection
+    from recjudge.errors import ConfigError
+    from recjudge.splits import historical_qrels, make_split
+    from recjudge.systems import train_systems
+    from recjudge.trec import Qrels, read_run
+
+    inter = pd.DataFrame({"user": ["a", "a", "a", "b", "b", "c"], "item": ["1", "2", "3", "1", "4", "5"],
+                          "rating": 4.0, "timestamp": [1, 2, 300, 4, 5, 6]})
+    items = pd.DataFrame({"title": [f"t{i}" for i in range(1, 7)]}, index=pd.Index([str(i) for i in range(1, 7)],
+                                                                                     name="item"))
+    qrels = Qrels.from_frame(pd.DataFrame({"qid": ["a", "b", "z"], "docid": ["6", "6", "6"], "label": [3, 1, 2]}))
+    coll = Collection("tiny", inter, items, qrels)
+    split = make_split(coll, "full")
+    assert split.test_users == ["a", "b"]            # z has no profile; c is not judged
+    assert len(split.train) == len(inter)            # nothing held out
+    assert split.info["unranked_judged_users"] == 1
+    with pytest.raises(ConfigError, match="holds nothing out"):
+        historical_qrels(split)
+    res = train_systems(split, systems=["Pop"], out_dir=tmp_path / "runs", k=10)
+    run = read_run(res[0].run_path).frame
+    assert sorted(run.qid.unique()) == ["a", "b"]
+    seen = set(zip(inter.user, inter.item))
+    assert not seen & set(zip(run.qid, run.docid))   # item 3 (rated after any time cut) is masked too
+    # the catalogue is the items anyone interacted with (1–5); a has rated 1, 2, 3
+    assert set(run[run.qid == "a"].docid) == {"4", "5"}

@@ -24,6 +24,7 @@ __all__ = [
     "user_ratio_split",
     "leave_one_out_split",
     "timestamp_split",
+    "full_split",
     "historical_qrels",
     "RATING_LABELS",
 ]
@@ -79,6 +80,39 @@ def global_time_split(collection: Collection, *, quantile: float = 0.8, timestam
     info = {"method": "global_time", "cut_timestamp": cut, "quantile": None if timestamp is not None else quantile,
             "keep_cold_users": keep_cold_users, "cold_test_users_dropped": cold, **_counts(train, test)}
     return Split(collection, train, test, None, info)
+
+
+def full_split(collection: Collection, *, users: str = "qrels") -> Split:
+    """Train on every interaction and rank the users that external labels judge (Cranfield setting).
+
+    For collections with human qrels (ML-32M-ext): the systems see each judged user's whole
+    profile, which is also masked from their lists. ``users="qrels"`` ranks the users of
+    ``collection.qrels`` that have interactions; ``"all"`` ranks every user. There is no held-out
+    part: ``test`` holds each ranked user's latest interaction only so that RecBole can build its
+    data loaders; it is also in ``train``, is never evaluated, and :func:`historical_qrels` refuses
+    this split.
+    """
+    if users not in ("qrels", "all"):
+        raise ConfigError(f"full split: users must be 'qrels' or 'all', not {users!r}")
+    inter = _by_user(_ordered(collection.interactions))
+    if users == "qrels":
+        if collection.qrels is None:
+            raise ConfigError(f"collection {collection.name!r} has no human qrels; use the full split with "
+                              "users='all', or a time split")
+        judged = set(collection.qrels.frame.qid.unique())
+        ranked = sorted(judged & set(inter.user.unique()))
+        if not ranked:
+            raise ConfigError(f"no user judged by {collection.name!r}'s qrels has interactions: check that qrels "
+                              "topics and profile user ids agree")
+    else:
+        ranked = sorted(inter.user.unique())
+    last = inter[inter.user.isin(set(ranked))].groupby("user", sort=False).tail(1)
+    info = {"method": "full", "users": users, "ranked_users": len(ranked),
+            "unranked_judged_users": (len(set(collection.qrels.frame.qid.unique())) - len(ranked)
+                                      if users == "qrels" else 0),
+            "train_interactions": len(inter), "train_users": int(inter.user.nunique()),
+            "test": "placeholder (each ranked user's latest interaction, also in train; never evaluated)"}
+    return Split(collection, inter.reset_index(drop=True), last.reset_index(drop=True), None, info)
 
 
 def _per_user_positions(frame: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
@@ -151,6 +185,7 @@ SPLITS: dict[str, Callable[..., Split]] = {
     "user_ratio": user_ratio_split,
     "leave_one_out": leave_one_out_split,
     "timestamp": timestamp_split,
+    "full": full_split,
 }
 
 
@@ -209,6 +244,8 @@ def historical_qrels(split: Split, mapping: str | Mapping[float, int] = "binary"
     """
     if part not in ("test", "valid"):
         raise ConfigError(f"part must be 'test' or 'valid', got {part!r}")
+    if split.info.get("method") == "full":
+        raise ConfigError("the full split holds nothing out: evaluate against the collection's human qrels")
     frame = split.test if part == "test" else split.valid
     if frame is None or len(frame) == 0:
         raise ConfigError(f"the split has no {part} interactions")
