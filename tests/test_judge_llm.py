@@ -558,3 +558,33 @@ def test_max_cost_retry_counts_the_next_attempt(tmp_path):
         # $2.00: after one attempt ($1.10) another would reach $2.20, so none is sent
         res = run(server, pairs_for([10], ["u0"]), prices=str(prices), max_cost=2.0, max_attempts=6)
         assert len(server.chat_log()) == 1 and res.summary.cost == pytest.approx(1.1)
+
+
+def test_partial_labels_survive_later_failures(fake_openai, tmp_path):
+    out = tmp_path / "q.qrels"
+    pairs = pairs_for([10, 12], ["u0"])
+    cfg = dict(items_per_call=2, max_attempts=2, concurrency=1)
+    # run 1: every answer labels c1 only (Movie 10 -> 2); the pair of c2 fails
+    fake_openai.rule = lambda call: Reply(content=json.dumps({"labels": {"c1": 2}}))
+    r1 = run(fake_openai, pairs, tmp_path, **cfg)
+    assert r1.labels == {("u0", "10"): 2}
+    # run 2: the server fails outright; the stored label of c1 is not lost
+    fake_openai.rule = lambda call: Reply(500)
+    r2 = run(fake_openai, pairs, tmp_path, **cfg)
+    assert r2.labels == {("u0", "10"): 2} and r2.summary.failures == {"server_error": 1}
+    r2.write(out)
+    assert out.read_text() == "u0 0 10 2\n"
+    # run 3: an answer labelling only c2 completes the call, which is then answered for good
+    fake_openai.rule = lambda call: Reply(content=json.dumps({"labels": {"c2": 4}}))
+    r3 = run(fake_openai, pairs, tmp_path, **cfg)
+    assert r3.labels == {("u0", "10"): 2, ("u0", "12"): 4} and r3.summary.failures == {}
+    n = len(fake_openai.chat_log())
+    assert run(fake_openai, pairs, tmp_path, **cfg).labels == r3.labels and len(fake_openai.chat_log()) == n
+
+
+def test_partial_labels_survive_a_failed_retry_within_a_run(fake_openai):
+    def rule(call):  # first attempt labels c1 only, the retry hits a server error
+        return Reply(content=json.dumps({"labels": {"c1": 2}})) if call.seen == 0 else Reply(500)
+    fake_openai.rule = rule
+    res = run(fake_openai, pairs_for([10, 12], ["u0"]), items_per_call=2, max_attempts=2, concurrency=1)
+    assert res.labels == {("u0", "10"): 2} and res.summary.failures == {"server_error": 1}

@@ -13,11 +13,11 @@ import json
 import os
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["Usage", "CallRecord", "JudgeCache", "cache_key", "prompt_hash"]
+__all__ = ["Usage", "CallRecord", "JudgeCache", "cache_key", "prompt_hash", "merge_records"]
 
 SCHEMA_VERSION = "1"
 
@@ -122,8 +122,22 @@ class JudgeCache:
                 out[rec.key] = rec
         return out
 
-    def put(self, rec: CallRecord, template_hash: str, model: str, params: Mapping, prompt_sha: str) -> None:
-        """Store a call; an ``ok`` row is never replaced by a later failure of the same key."""
+    def get(self, key: str) -> CallRecord | None:
+        row = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM calls WHERE key = ?", (key,)).fetchone()
+        return _record(row) if row is not None else None
+
+    def put(self, rec: CallRecord, template_hash: str, model: str, params: Mapping, prompt_sha: str) -> CallRecord:
+        """Store a call and return what the cache now holds for its key.
+
+        An ``ok`` row is never replaced by a later failure of the same key, and labels an earlier
+        partial answer gave are kept when a later attempt gives fewer (they are merged; the call
+        becomes ``ok`` once every item has a label).
+        """
+        old = self.get(rec.key)
+        if old is not None and old.status == "ok":
+            return old
+        if old is not None and rec.status != "ok" and old.labels and len(old.items) == len(rec.items):
+            rec = merge_records(old, rec)
         values = (
             rec.key, rec.qid, json.dumps(list(rec.items)), rec.repeat, rec.status, rec.reason, rec.error,
             rec.raw, json.dumps(dict(rec.labels)), json.dumps({k: dict(v) for k, v in rec.criteria.items()}),
@@ -135,6 +149,7 @@ class JudgeCache:
             f"INSERT INTO calls ({', '.join(_COLUMNS)}) VALUES ({marks}) ON CONFLICT(key) DO UPDATE SET "
             + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
             + " WHERE calls.status != 'ok'", values)
+        return rec
 
     def count(self, status: str | None = None) -> int:
         if status is None:
@@ -155,6 +170,24 @@ class JudgeCache:
 
     def close_batch(self, batch_id: str, status: str) -> None:
         self._db.execute("UPDATE batches SET status = ? WHERE batch_id = ?", (status, batch_id))
+
+
+def merge_records(old: CallRecord, new: CallRecord) -> CallRecord:
+    """``new`` with the labels of ``old`` (an answer to the same prompt) it lacks. Items are matched
+    by position: the same prompt lists the same candidates in the same order."""
+    to_new = dict(zip(old.items, new.items))
+    labels = {to_new[k]: v for k, v in old.labels.items() if k in to_new}
+    labels.update(new.labels)
+    criteria = {to_new[k]: v for k, v in old.criteria.items() if k in to_new and to_new[k] not in new.labels}
+    criteria.update(new.criteria)
+    errors = {k: v for k, v in new.item_errors.items() if k not in labels}
+    for item in new.items:
+        if item not in labels and item not in errors:
+            errors[item] = new.reason or "unparseable"
+    if len(labels) == len(new.items):
+        return replace(new, status="ok", reason=None, error=None, labels=labels, criteria=criteria, item_errors={})
+    status = "partial" if labels else new.status
+    return replace(new, status=status, labels=labels, criteria=criteria, item_errors=errors)
 
 
 def _record(row) -> CallRecord:

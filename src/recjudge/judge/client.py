@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
-from .cache import CallRecord, Usage
+from .cache import CallRecord, Usage, merge_records
 from .parse import SINGLE, ParseResult, parse_answer
 from .prompts import Messages, Template
 
@@ -273,6 +273,7 @@ class OpenAIJudgeClient:
         from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
         last = first
+        kept = first.outcome  # labels any attempt gave, merged: a later failure does not lose them
         usage = first.outcome.usage if first.outcome is not None else Usage()
         attempts = 1
         if self.settings.max_attempts > 1:
@@ -295,6 +296,7 @@ class OpenAIJudgeClient:
                             last = exc
                             if exc.outcome is not None:
                                 usage = usage + exc.outcome.usage
+                                kept = exc.outcome if kept is None else merge_records(kept, exc.outcome)
                             log.debug("%s attempt %d: %s", req.qid, attempts, exc)
                             raise
                 if not out_of_budget:
@@ -302,10 +304,11 @@ class OpenAIJudgeClient:
                                    latency=time.perf_counter() - started)
             except _Retryable:
                 pass
-        if last.outcome is not None:  # keep the last answer and any labels that did parse
-            return replace(last.outcome, usage=usage, attempts=attempts, latency=time.perf_counter() - started)
-        return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", last.reason, str(last),
-                          usage=usage, attempts=attempts, latency=time.perf_counter() - started)
+        final = last.outcome if last.outcome is not None else CallRecord(
+            req.key, req.qid, req.items, req.repeat, "failed", last.reason, str(last))
+        if kept is not None and kept.labels:  # keep any labels that did parse
+            final = merge_records(kept, final)
+        return replace(final, usage=usage, attempts=attempts, latency=time.perf_counter() - started)
 
     def _delay(self, exc: BaseException | None, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failed attempt."""

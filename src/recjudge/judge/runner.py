@@ -638,8 +638,10 @@ class _LLMRun:
             yield missing
 
     def _store(self, cache: JudgeCache, rec: CallRecord, req: Request) -> None:
-        cache.put(rec, self.template.sha256, self.config.model, self.key_params, req.prompt_sha)
-        self.results[req.key] = rec
+        # the cache merges labels an earlier partial answer gave; keep what it holds
+        stored = cache.put(rec, self.template.sha256, self.config.model, self.key_params, req.prompt_sha)
+        self.results[req.key] = rec if stored.status == rec.status and stored.labels == rec.labels else \
+            _for_request(stored, req) or rec
         self.calls += 1
 
     async def _run_chat(self, cache: JudgeCache, client: OpenAIJudgeClient | None) -> None:
