@@ -308,3 +308,13 @@ def test_item_rating_stats_by_hand():
 def test_collection_record_fields_unchanged():
     # the judge builds on these names
     assert [f for f in Collection.__dataclass_fields__] == ["name", "interactions", "items", "qrels", "info"]
+
+
+def test_csv_row_with_an_extra_field_is_an_error_not_a_shifted_frame(tmp_path):
+    folder = tmp_path / "ml"
+    folder.mkdir()
+    (folder / "ratings.csv").write_text("userId,movieId,rating,timestamp\n1,2,3,4,5\n")
+    (folder / "movies.csv").write_text("movieId,title,genres\n2,Heat (1995),Action\n")
+    with pytest.raises(InputError, match="more fields than the header") as err:
+        load_collection(folder)
+    assert "ratings.csv" in str(err.value) and err.value.line == 2

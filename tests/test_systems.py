@@ -208,3 +208,28 @@ def test_cli_train_native_systems(tmp_path, capsys):
     assert main(["train", "--collection", str(folder), "--systems", "Pop", "--split", "user_ratio",
                  "--cut", "6", "--out", str(out)]) == 2
     assert "--cut does not apply" in capsys.readouterr().err
+
+
+def test_cache_key_covers_device_for_neural_systems_only():
+    from recjudge.systems.train import cache_key
+
+    bpr, pop = SYSTEMS["BPR"], SYSTEMS["Pop"]
+    assert cache_key("f", bpr, 100, "hash", 0, None, 1, "cpu") != cache_key("f", bpr, 100, "hash", 0, None, 1, "cuda")
+    assert cache_key("f", pop, 100, "hash", 0, None, 1, "cpu") == cache_key("f", pop, 100, "hash", 0, None, 1, "cuda")
+
+
+def test_a_failed_retrain_leaves_no_stale_run(tmp_path, monkeypatch):
+    inter = pd.DataFrame({"user": ["u1", "u1", "u2", "u2", "u1", "u2"], "item": ["a", "b", "a", "c", "c", "b"],
+                          "rating": 4.0, "timestamp": [1, 2, 3, 4, 10, 11]})
+    coll = Collection("t", inter, pd.DataFrame(index=pd.Index(["a", "b", "c"], name="item")))
+    split = global_time_split(coll, timestamp=10)
+    first = train_systems(split, systems=["Pop"], out_dir=tmp_path, k=3)
+    assert first[0].status == "trained" and (tmp_path / "Pop.run").exists()
+
+    def boom(config, split):
+        raise RuntimeError("diverged")
+
+    monkeypatch.setattr(native, "train", boom)
+    again = train_systems(split, systems=["Pop"], out_dir=tmp_path, k=2)  # another key: retrain
+    assert again[0].status == "failed" and "diverged" in again[0].error
+    assert not (tmp_path / "Pop.run").exists() and not (tmp_path / "Pop.json").exists()

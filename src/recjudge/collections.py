@@ -21,6 +21,7 @@ import io
 import json
 import os
 import re
+import warnings
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -305,11 +306,29 @@ def _to_text(value) -> str | None:
     return None if _missing(value) else str(value).strip()
 
 
+def _first_ragged_line(path: Path) -> int | None:
+    with open(path, encoding="utf-8", newline="") as fh:
+        rows = csv.reader(fh)
+        width = len(next(rows, []))
+        for number, row in enumerate(rows, start=2):
+            if row and len(row) != width:
+                return number
+    return None
+
+
 def _read_csv(path: Path, what: str, required: Iterable[str] = ()) -> pd.DataFrame:
     if not path.exists():
         raise InputError(str(path), f"{what} not found", "check the folder holds this file")
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        # index_col=False + warning as error: a row with one field too many must be an error, not a
+        # frame shifted by one column or a silently dropped field
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], index_col=False)
+    except pd.errors.ParserWarning:
+        raise InputError(str(path), "a row has more fields than the header names",
+                         "give every row exactly the header's fields (quote values holding commas)",
+                         line=_first_ragged_line(path)) from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         line = None
         m = re.search(r"line (\d+)", str(exc))
@@ -379,8 +398,14 @@ def _read_atomic(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
                              "write RecBole headers like user_id:token", line=1)
         name, typ = col.rsplit(":", 1)
         types[name] = typ
-    frame = pd.read_csv(path, sep="\t", dtype=str, header=0, names=list(types),
-                        keep_default_na=False, na_values=[""], quoting=csv.QUOTE_NONE, engine="c")
+    try:
+        frame = pd.read_csv(path, sep="\t", dtype=str, header=0, names=list(types), index_col=False,
+                            keep_default_na=False, na_values=[""], quoting=csv.QUOTE_NONE, engine="c")
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise InputError(str(path), f"unreadable atomic file: {exc}",
+                         f"write {len(types)} tab-separated fields per line, as the header names",
+                         line=int(m.group(1)) if m else None) from None
     return frame, types
 
 
@@ -612,7 +637,7 @@ def p2_interest_qrels(path: str | os.PathLike, name: str = "interest") -> Qrels:
         line = i + 2
         label = _interest_label(level, path, line)
         if not _missing(rank):
-            r = _to_int(rank)
+            r = int(float(rank)) if re.fullmatch(r"\s*[123](\.0+)?\s*", str(rank)) else None
             if r not in RANK_LABELS:
                 raise InputError(str(path), f"rank_p2 {rank!r} is not 1, 2 or 3", "leave rank_p2 empty or use 1–3",
                                  line=line)

@@ -170,10 +170,15 @@ def timestamp_split(collection: Collection, *, ratios: tuple[float, float, float
     train = _by_user(inter[ts < c1])
     valid = _by_user(inter[(ts >= c1) & (ts < c2)])
     test = _by_user(inter[ts >= c2])
+    for part, frame in (("train", train), ("validation", valid), ("test", test)):
+        if len(frame) == 0:
+            raise ConfigError(f"cuts at timestamps {c1} and {c2} leave an empty {part} part (many equal "
+                              "timestamps?); choose other ratios or a global time split")
     cold_v = cold_t = 0
     if not keep_cold_users:
         valid, cold_v = _keep_warm(valid, train)
-        test, cold_t = _keep_warm(test, train)
+        # the recommender's history for a test user is train + validation
+        test, cold_t = _keep_warm(test, pd.concat([train, valid], ignore_index=True))
     info = {"method": "timestamp", "ratios": list(ratios), "cut_timestamps": [c1, c2],
             "keep_cold_users": keep_cold_users, "cold_valid_users_dropped": cold_v,
             "cold_test_users_dropped": cold_t, **_counts(train, test, valid)}

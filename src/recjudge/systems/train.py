@@ -71,12 +71,29 @@ def split_fingerprint(split: Split) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
+def _library_versions(config: SystemConfig) -> dict | None:
+    if config.family.kind == "native":
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("recbole", "torch"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
 def cache_key(fingerprint: str, config: SystemConfig, k: int, tie_policy: str, tie_seed: int,
-              epochs_override: int | None, threads: int | None = 1) -> str:
-    # thread count changes floating-point reduction order, hence possibly the model
+              epochs_override: int | None, threads: int | None = 1, device: str = "cpu") -> str:
+    # thread count and device change floating-point reduction order, hence possibly the model;
+    # library versions and our export format change the output too
+    neural = config.family.kind != "native"
     blob = json.dumps({"split": fingerprint, "system": json.loads(config.key()), "k": k, "tie_policy": tie_policy,
                        "tie_seed": tie_seed, "epochs_override": epochs_override,
-                       "threads": threads if config.family.kind != "native" else None, "format": 1},
+                       "threads": threads if neural else None, "device": device if neural else None,
+                       "libraries": _library_versions(config), "format": 2},
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -106,7 +123,9 @@ def export_run(model, users: list[str], history: pd.DataFrame, k: int, name: str
             cols = by_user.get(user)
             if cols:
                 s[row, cols] = -np.inf
-        s[np.isnan(s)] = -np.inf
+        if np.isnan(s).any():
+            raise RuntimeError(f"{name}: the model produced NaN scores for "
+                               f"{int(np.isnan(s).any(axis=1).sum())} users (diverged training?)")
         kk = min(k, s.shape[1])
         kth = -np.partition(-s, kk - 1, axis=1)[:, kk - 1]
         keep = (s >= kth[:, None]) & np.isfinite(s)
@@ -167,6 +186,10 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
         raise ConfigError(f"threads must be at least 1, got {threads}")
     sp = _as_split(collection_or_split, split, split_options)
     configs = resolve_systems(grid, systems)
+    if device != "cpu" and any(c.family.kind != "native" for c in configs):
+        from . import _recbole
+
+        _recbole._device_options(device)  # an unusable device is one clear error up front, not N failures
     out = Path(out_dir) if out_dir is not None else Path("runs") / sp.collection.name
     out.mkdir(parents=True, exist_ok=True)
     say = progress or log.info
@@ -177,10 +200,12 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
     recbole_ready = False
     for n, cfg in enumerate(configs, start=1):
         head = f"[{n}/{len(configs)}] {cfg.name}"
-        key = cache_key(fingerprint, cfg, k, tie_policy, tie_seed, epochs, threads)
+        key = cache_key(fingerprint, cfg, k, tie_policy, tie_seed, epochs, threads, device)
         run_path, meta_path = out / f"{cfg.name}.run", out / f"{cfg.name}.json"
         meta = _read_sidecar(meta_path) if not force else None
-        if meta and meta.get("key") == key and run_path.exists() and (not evaluate or meta.get("recbole_test")):
+        # native systems have no RecBole evaluation to wait for
+        evaluated = not evaluate or cfg.family.kind == "native" or meta and meta.get("recbole_test")
+        if meta and meta.get("key") == key and run_path.exists() and evaluated:
             say(f"{head}: cached ({run_path})")
             results.append(TrainResult(cfg.name, cfg.model, "cached", run_path, key, 0.0,
                                        float(meta.get("train_seconds", 0.0)), int(meta.get("users", 0)),
@@ -191,6 +216,9 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
 
             import_recbole()  # once, outside the timer: a system's time should not include importing torch
             recbole_ready = True
+        # a run from another key must not survive a failed retrain and be read as this one's
+        for stale in (run_path, meta_path):
+            stale.unlink(missing_ok=True)
         say(f"{head}: training {cfg.model}")
         t0 = time.perf_counter()
         workdir = out / ".work" / f"{cfg.name}-{key[:12]}"
