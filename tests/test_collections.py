@@ -71,7 +71,7 @@ def test_recbole_atomic_with_item_file_and_duplicates(tmp_path):
         u1\ti2\t2\t200
         u1\ti1\t5\t300
         u2\ti2\t3\t150
-        """)  # (u1, i1) rated twice: the later rating (5 at 300) is kept
+        """)  # (u1, i1) rated twice: the later rating (5) is kept at the first time (100)
     write(tmp_path / "tiny.item", """
         item_id:token\tmovie_title:token_seq\trelease_year:token\tclass:token_seq
         i1\tThe Movie\t1999\tDrama Comedy
@@ -81,7 +81,7 @@ def test_recbole_atomic_with_item_file_and_duplicates(tmp_path):
     assert c.name == "tiny"
     assert c.info["duplicates_dropped"] == 1
     got = c.interactions.values.tolist()
-    assert got == [["u1", "i2", 2.0, 200], ["u1", "i1", 5.0, 300], ["u2", "i2", 3.0, 150]]
+    assert got == [["u1", "i1", 5.0, 100], ["u1", "i2", 2.0, 200], ["u2", "i2", 3.0, 150]]
     assert c.items.loc["i1"].tolist() == ["The Movie", 1999, ("Drama", "Comedy")]
     assert c.items.loc["i2", "year"] is None
 
@@ -246,7 +246,7 @@ def test_amazon_reviews(tmp_path, gz):
     ext = ".jsonl.gz" if gz else ".jsonl"
     _jsonl(tmp_path / f"All_Beauty{ext}", [
         {"user_id": "U1", "parent_asin": "B1", "rating": 5.0, "timestamp": 1588687728923, "text": "ok"},
-        {"user_id": "U1", "parent_asin": "B1", "rating": 2.0, "timestamp": 1588687728999},  # later: kept
+        {"user_id": "U1", "parent_asin": "B1", "rating": 2.0, "timestamp": 1588687728999},  # later rating kept, first time
         {"user_id": "U2", "parent_asin": "B2", "rating": 4.0, "timestamp": 1588615855070},
     ], gz)
     _jsonl(tmp_path / f"meta_All_Beauty{ext}", [
@@ -258,7 +258,7 @@ def test_amazon_reviews(tmp_path, gz):
     c = load_collection(tmp_path)
     assert c.name == "amazon-All_Beauty"
     assert c.info["timestamp_unit"] == "ms" and c.info["duplicates_dropped"] == 1
-    assert c.interactions.values.tolist() == [["U1", "B1", 2.0, 1588687728999], ["U2", "B2", 4.0, 1588615855070]]
+    assert c.interactions.values.tolist() == [["U1", "B1", 2.0, 1588687728923], ["U2", "B2", 4.0, 1588615855070]]
     assert c.items.loc["B1"].tolist() == ["Soap", ("mild", "vegan"), "Cleans. Smells.", None, "Acme", None]
     assert c.items.loc["B2", "categories"] == ("Tools",) and c.items.loc["B2", "price"] == "9.99"
 
@@ -318,3 +318,20 @@ def test_csv_row_with_an_extra_field_is_an_error_not_a_shifted_frame(tmp_path):
     with pytest.raises(InputError, match="more fields than the header") as err:
         load_collection(folder)
     assert "ratings.csv" in str(err.value) and err.value.line == 2
+
+
+def test_repeated_rating_keeps_latest_value_at_first_time(tmp_path):
+    """Rated before and after a cut: the pair stays in training (masked), with the latest rating."""
+    from recjudge.splits import global_time_split
+
+    folder = tmp_path / "ml"
+    folder.mkdir()
+    (folder / "ratings.csv").write_text("userId,movieId,rating,timestamp\n1,10,2,1\n1,11,4,2\n2,10,5,3\n"
+                                        "1,10,5,10\n2,11,3,11\n")
+    (folder / "movies.csv").write_text("movieId,title,genres\n10,A (1990),Drama\n11,B (1991),Drama\n")
+    c = load_collection(folder)
+    row = c.interactions[(c.interactions.user == "1") & (c.interactions.item == "10")]
+    assert row.rating.tolist() == [5.0] and row.timestamp.tolist() == [1]
+    split = global_time_split(c, timestamp=5)
+    assert ("1", "10") in set(zip(split.train.user, split.train.item))
+    assert ("1", "10") not in set(zip(split.test.user, split.test.item))

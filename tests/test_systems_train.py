@@ -128,7 +128,7 @@ def test_unknown_hyperparameter_fails_that_system_only(small_split, tmp_path):
     assert [r.status for r in res] == ["failed", "trained"] and "reg_wieght" in res[0].error
 
 
-def test_validation_part_drives_best_model_reload(ml100k, tmp_path):
+def test_history_mask_with_a_validation_part_matches_recbole(ml100k, tmp_path):
     from recjudge.splits import leave_one_out_split
 
     split = leave_one_out_split(ml100k.sample_users(80, seed=2), valid=True)

@@ -220,7 +220,8 @@ def _detect_format(path: Path) -> str:
 # ---------------------------------------------------------------------------------- helpers
 
 def _interactions(user, item, rating, timestamp, source: str) -> tuple[pd.DataFrame, int]:
-    """Canonical interaction frame; duplicates (user, item) keep the latest rating. Returns (frame, dropped)."""
+    """Canonical interaction frame; a repeated (user, item) keeps its latest rating at its first
+    timestamp. Returns (frame, dropped)."""
     df = pd.DataFrame({
         "user": pd.Series(user).astype(str).to_numpy(),
         "item": pd.Series(item).astype(str).to_numpy(),
@@ -239,8 +240,12 @@ def _interactions(user, item, rating, timestamp, source: str) -> tuple[pd.DataFr
                          "write timestamps as integer Unix times")
     df["timestamp"] = ts.astype(np.int64)
     n = len(df)
-    # stable sort keeps file order among equal timestamps, so "latest" is well defined
-    df = df.sort_values("timestamp", kind="stable").drop_duplicates(["user", "item"], keep="last")
+    # A repeated (user, item) keeps its latest rating at its first timestamp: the user met the item
+    # then, so a time split must keep it in training (masked), not make it a test target.
+    # The stable sort keeps file order among equal timestamps, so "latest" is well defined.
+    df = df.sort_values("timestamp", kind="stable")
+    first = df.groupby(["user", "item"], sort=False).timestamp.transform("min")
+    df = df.assign(timestamp=first.to_numpy()).drop_duplicates(["user", "item"], keep="last")
     df = df.sort_values(["user", "timestamp", "item"], kind="stable").reset_index(drop=True)
     return df, n - len(df)
 
