@@ -335,3 +335,23 @@ def test_repeated_rating_keeps_latest_value_at_first_time(tmp_path):
     split = global_time_split(c, timestamp=5)
     assert ("1", "10") in set(zip(split.train.user, split.train.item))
     assert ("1", "10") not in set(zip(split.test.user, split.test.item))
+
+
+def test_train_cli_takes_a_collection_config_for_ml32m_ext(ext_dir, tmp_path, capsys):
+    """The column map the error message asks for can be given on the command line."""
+    from recjudge.cli import main
+
+    code = main(["train", "--collection", str(ext_dir), "--split", "full", "--systems", "Pop",
+                 "--out", str(tmp_path / "runs")])
+    assert code == 2 and "--collection-config" in capsys.readouterr().err
+    cfg = tmp_path / "ext.toml"
+    cfg.write_text('[movie_columns]\nitem = "ml_movie"\ntitle = "name_shown"\n')
+    code = main(["train", "--collection", str(ext_dir), "--collection-config", str(cfg), "--split", "full",
+                 "--systems", "Pop", "--out", str(tmp_path / "runs")])
+    assert code == 0
+    from recjudge.trec import read_run
+
+    run = read_run(tmp_path / "runs" / "Pop.run").frame
+    # the full split ranks the participant the interest qrels judge (dataset_id = 1 + 200948)
+    assert set(run.qid) == {"200949"}
+    assert not {"10", "12"} & set(run.docid)  # the participant's own ratings are masked

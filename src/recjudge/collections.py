@@ -161,6 +161,30 @@ def register_collection(name: str, load: Callable[..., Collection], description:
     COLLECTIONS[name] = CollectionLoader(name, load, description, needs_path)
 
 
+def read_collection_config(path: str | os.PathLike) -> dict:
+    """Loader options from a TOML file, e.g. for ML-32M-ext's unpublished column names::
+
+        [movie_columns]
+        item = "ml_movie_id"
+        title = "name_shown"
+    """
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    src = str(path)
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(src, "collection config not found", "check the path") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(src, f"not valid TOML: {exc}", "fix the TOML syntax",
+                         line=getattr(exc, "lineno", None)) from None
+    return data
+
+
 def load_collection(name_or_path: str | os.PathLike, **options) -> Collection:
     """Load a collection by registered name (``ml-100k``) or from a path whose layout is detected.
 
@@ -572,7 +596,7 @@ def _database_movies(path: Path, columns: MovieColumns) -> pd.DataFrame:
     item_col = _pick(frame, columns.item)
     if item_col is None:
         raise InputError(str(path), f"no movie id column among {list(columns.item)}; found {list(frame.columns)}",
-                         "pass movie_columns={'item': '<column>'}", line=1)
+                         "map it in a collection config (--collection-config FILE with [movie_columns] item = \"<column>\")", line=1)
     out: dict[str, list] = {}
     for f in fields(columns):
         if f.name == "item":

@@ -34,6 +34,8 @@ def register(sub) -> None:
     src.add_argument("--runs", nargs="+", metavar="DIR_OR_FILE", help="run files or folders of runs")
     src.add_argument("--collection", required=True, metavar="NAME_OR_PATH",
                      help="collection with item metadata and rated histories (e.g. ml-100k)")
+    src.add_argument("--collection-config", metavar="TOML",
+                     help="loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv")
     src.add_argument("--split", default="global_time",
                      help="profiles come from the split's training (+validation) part; 'none' uses every "
                           "interaction (default global_time, as recjudge train)")
@@ -102,7 +104,7 @@ def run_judge(args: argparse.Namespace) -> int:
     import logging
     from pathlib import Path
 
-    from ..collections import load_collection
+    from ..collections import load_collection, read_collection_config
     from ..errors import ConfigError
     from ..judge import JudgeConfig, judge_pairs, read_topics, select_pairs
     from ..trec import read_qrels, read_runs
@@ -129,7 +131,8 @@ def run_judge(args: argparse.Namespace) -> int:
     if not args.runs and args.reference is None:
         raise ConfigError("give --runs, or --reference QRELS with --per-user K")
 
-    collection = load_collection(args.collection)
+    options = read_collection_config(args.collection_config) if args.collection_config else {}
+    collection = load_collection(args.collection, **options)
     history = None
     if args.topics is None and args.split != "none":
         from ..splits import make_split

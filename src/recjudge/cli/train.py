@@ -27,6 +27,8 @@ def register(subparsers) -> None:
                + "\nsystems: " + ", ".join(SYSTEMS),
     )
     p.add_argument("--collection", default="ml-100k", help="registered name or path (default: ml-100k)")
+    p.add_argument("--collection-config", metavar="TOML",
+                   help="loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv")
     p.add_argument("--grid", default="quick", choices=sorted(GRIDS), help="system grid (default: quick)")
     p.add_argument("--systems", help="comma-separated system names (overrides --grid)")
     p.add_argument("--out", help="output folder for runs (default: runs/<collection>)")
@@ -65,10 +67,11 @@ def _split_options(args) -> dict:
 
 
 def run(args) -> int:
-    from ..collections import load_collection
+    from ..collections import load_collection, read_collection_config
     from ..systems import results_table, train_systems
 
-    collection = load_collection(args.collection)
+    options = read_collection_config(args.collection_config) if args.collection_config else {}
+    collection = load_collection(args.collection, **options)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     results = train_systems(
         collection, grid=args.grid, out_dir=args.out, k=args.k, device=args.device, systems=systems,
