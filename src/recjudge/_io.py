@@ -147,3 +147,21 @@ def _json_default(obj):
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def read_toml(path: str | os.PathLike, what: str = "file") -> dict:
+    """A TOML file as a dict; a missing file or bad syntax is an InputError naming file and line."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    src = str(path)
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(src, f"{what} not found", "check the path") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(src, f"not valid TOML: {exc}", "fix the TOML syntax",
+                         line=getattr(exc, "lineno", None)) from None

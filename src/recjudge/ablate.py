@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,14 +39,9 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from ._io import atomic_write, write_json
+from ._io import atomic_write, read_toml, write_json
 from .errors import ConfigError, InputError
 from .trec import TIE_POLICIES, Qrels, Run
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = ["Experiment", "VariantRow", "load_experiment", "run_experiment", "variants"]
 
@@ -83,13 +77,7 @@ def load_experiment(path: str | os.PathLike) -> Experiment:
     from .judge import JudgeConfig
 
     src = str(path)
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(src, "experiment file not found", "check the path") from None
-    except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        raise InputError(src, f"not valid TOML: {exc}", "fix the TOML syntax", line=line) from None
+    data = read_toml(path, "experiment file")
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise InputError(src, f"unknown key(s) {', '.join(unknown)}", f"use only {', '.join(sorted(TOP_KEYS))}")

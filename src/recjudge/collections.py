@@ -168,21 +168,9 @@ def read_collection_config(path: str | os.PathLike) -> dict:
         item = "ml_movie_id"
         title = "name_shown"
     """
-    import sys
+    from ._io import read_toml
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    src = str(path)
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(src, "collection config not found", "check the path") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(src, f"not valid TOML: {exc}", "fix the TOML syntax",
-                         line=getattr(exc, "lineno", None)) from None
-    return data
+    return read_toml(path, "collection config")
 
 
 def load_collection(name_or_path: str | os.PathLike, **options) -> Collection:
