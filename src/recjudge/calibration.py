@@ -11,7 +11,7 @@ one on a tie) and is flagged too.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -32,9 +32,6 @@ __all__ = [
     "hide_labels",
     "write_filled",
 ]
-
-SOURCES = ("human", "llm-calibrated")
-
 
 class GradeCalibration(NamedTuple):
     llm_grade: int
@@ -163,10 +160,6 @@ def write_filled(result: FillResult, path: str | Path) -> tuple[Path, Path]:
         result.sources.assign(llm_grade=result.sources.llm_grade.astype("string").fillna("")).to_csv(
             fh, sep="\t", index=False, columns=["qid", "docid", "label", "source", "llm_grade"])
     return path, side
-
-
-def scenario_names() -> Sequence[str]:
-    return ("Human-only", "LLM fills gaps", "Full LLM")
 
 
 # ------------------------------------------------------------------------------ scenario report

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -179,7 +179,3 @@ def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike
     with atomic_write(path) as fh:
         fh.write("\n".join(md))
     return path
-
-
-def report_images(directory: str | os.PathLike) -> Sequence[Path]:
-    return sorted(Path(directory).glob("*.png"))

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ._io import Source, atomic_write, read_text, source_name
+from ._io import Source, atomic_write, read_text
 from .errors import InputError
 
 __all__ = [
