@@ -166,6 +166,7 @@ def write_filled(result: FillResult, path: str | Path) -> tuple[Path, Path]:
 
 class ScenarioReport(NamedTuple):
     judged: pd.Series                    # scenario → mean Judged@k over systems
+    judged_systems: pd.DataFrame         # systems × scenarios Judged@k
     tau: Mapping[str, pd.DataFrame]      # measure → scenario × scenario Kendall τ-b
     scores: Mapping[str, pd.DataFrame]   # measure → systems × scenarios mean scores
     warnings: tuple[str, ...]
@@ -187,7 +188,8 @@ def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100
     judged_m, ndcg_m = f"Judged@{k}", f"nDCG@{k}"
     measures = [judged_m, "Compat(p=0.95)", ndcg_m]
     tables = {name: evaluate(runs, q, measures, tie_policy, seed).table for name, q in labels.items()}
-    judged = pd.Series({name: float(t.means(judged_m).mean()) for name, t in tables.items()})
+    judged_systems = pd.DataFrame({name: t.means(judged_m) for name, t in tables.items()})
+    judged = judged_systems.mean().astype(float)
     taus, scores = {}, {}
     for m in measures[1:]:
         sc = pd.DataFrame({name: t.means(m) for name, t in tables.items()})
@@ -196,7 +198,7 @@ def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100
         taus[m] = pd.DataFrame([[kendall_tau(sc[a], sc[b]) for b in names] for a in names], index=names, columns=names)
     warn = (f"{ndcg_m} mixes gains from two label sources in one ideal ranking and proved unstable on "
             "filled qrels (Penha et al. 2025); read Compat first",)
-    return ScenarioReport(judged, taus, scores, warn)
+    return ScenarioReport(judged, judged_systems, taus, scores, warn)
 
 
 class ValidationReport(NamedTuple):

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ._io import write_json
 from .errors import ConfigError
-from .trec import Qrels, read_run, write_qrels
+from .trec import Qrels, read_run, resolve_ties, write_qrels
 
 __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS"]
 
@@ -144,7 +144,9 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     if len(ok) < 2:
         raise ConfigError("fewer than two systems trained; see the messages above")
     runs = {r.system: read_run(r.run_path, r.system) for r in ok}
-    runs = {name: _tie_free(run, s) for name, run in runs.items()}
+    # exported runs are tie-free on disk; marking them resolved once (same order) lets every later
+    # step skip the tie policy
+    runs = {name: resolve_ties(run, s.tie_policy, s.seed) for name, run in runs.items()}
 
     steps.start("historical qrels from the held-out ratings (rating − 1 → 0–4)")
     historical = historical_qrels(split, HISTORICAL_MAPPING, name=f"{collection.name}-historical")
@@ -195,7 +197,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
 
     elapsed = steps.times
     report = write_demo_report(
-        out, settings=s, collection=collection, split_info=info, train_results=results, runs=runs,
+        out, settings=s, collection=collection, split_info=info, train_results=results,
         historical=historical, judge_q=judge_q, judged=judged, judge_name=judge_name, filled=filled,
         calibration=cal, item_agreement=item_agreement, sweep=sweep, compare_result=cmp, scenario=scen,
         audit=audit, paths={**paths, "sources": sources}, step_times=elapsed)
@@ -217,13 +219,6 @@ def _slug(text: str) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
-
-
-def _tie_free(run, s: DemoSettings):
-    from .trec import resolve_ties
-
-    # exported runs are tie-free already; resolving again under the same policy keeps their order
-    return resolve_ties(run, s.tie_policy, s.seed)
 
 
 def _settings_json(s: DemoSettings) -> dict:

@@ -90,9 +90,8 @@ def _fig_profile_size(out: Path, sweep: list[dict]) -> str | None:
     return "fig-agreement-vs-profile-size.png"
 
 
-def _fig_judged(out: Path, judged_per_system: Mapping[str, pd.Series]) -> str:
+def _fig_judged(out: Path, frame: pd.DataFrame) -> str:
     plt = _pyplot()
-    frame = pd.DataFrame(dict(judged_per_system))
     fig, ax = plt.subplots(figsize=(max(5.5, 0.8 * len(frame) + 2), 3.8))
     width = 0.8 / len(frame.columns)
     x = np.arange(len(frame))
@@ -168,17 +167,11 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
     }
 
 
-def write_demo_report(out: Path, *, settings, collection, split_info, train_results, runs, historical, judge_q,
+def write_demo_report(out: Path, *, settings, collection, split_info, train_results, historical, judge_q,
                       judged, judge_name, filled, calibration, item_agreement, sweep, compare_result, scenario,
                       audit, paths: Mapping[str, Path], step_times: Mapping[str, float]) -> Path:
-    from .metaeval import evaluate
-
     cmp = compare_result
-    # Judged@100 per system under each label source (the scenario report holds the means only)
-    judged_per_system = {
-        name: evaluate(runs, q, "Judged@100", settings.tie_policy, settings.seed).table.means("Judged@100")
-        for name, q in (("historical", historical), (judge_name, judge_q), ("filled", filled.qrels))
-    }
+    judged_per_system = scenario.judged_systems
     figs: dict[str, str | None] = {}
     for m in cmp.settings["measures"]:
         figs[f"scores {m}"] = _fig_system_scores(out, cmp, m)
@@ -252,7 +245,7 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         md += [f"Kendall τ-b between scenario rankings, {m}:", "", markdown_table(tau.rename_axis("")), ""]
     md += [f"_{w}_" for w in scenario.warnings] + [""]
     md += ["### Judged@100 per system", "", f"![Judged@100]({figs['judged']})", "",
-           markdown_table(pd.DataFrame(judged_per_system).rename_axis("system")), ""]
+           markdown_table(judged_per_system.rename_axis("system")), ""]
     pw = item_agreement.pairwise
     md += ["## Item-level agreement with the historical labels (Figure 4)", "",
            f"Over {item_agreement.n_pairs:,} (user, item) pairs both label: Cohen's κ "

@@ -308,7 +308,9 @@ def prepare_runs(runs: Mapping[str, Run], tie_policy: str = "hash", seed: int = 
     with warnings.catch_warnings():
         if tie_policy == "input":
             warnings.simplefilter("ignore")
-        resolved = {name: resolve_ties(run, tie_policy, seed) for name, run in runs.items()}
+        # a run already through resolve_ties has distinct scores: no policy can reorder it
+        resolved = {name: run if run.tie_policy is not None else resolve_ties(run, tie_policy, seed)
+                    for name, run in runs.items()}
     if tie_policy == "input":
         warnings.warn("tie policy 'input': equal scores are ordered by file order; a list written "
                       "relevant-first then wins every tie. Prefer 'hash'.", stacklevel=2)
