@@ -17,7 +17,6 @@ import csv
 import gzip
 import importlib.util
 import inspect
-import io
 import json
 import os
 import re
@@ -631,6 +630,18 @@ def _interest_label(value, path: Path, line: int) -> int | None:
                      f"use one of {list(INTEREST_LEVELS)} or 0–4", line=line)
 
 
+def _participants(frame: pd.DataFrame, path: Path, id_columns: tuple[str, ...]) -> pd.Series:
+    """Participant ids as dataset ids: an id column when present, else participant_id + 200948."""
+    column = _pick(frame, id_columns)
+    if column is not None:
+        return frame[column]
+    if "participant_id" in frame.columns:
+        pid = _numeric_column(frame, "participant_id", path, integer=True).astype(np.int64)
+        return pd.Series(pid + ML32M_EXT_USER_OFFSET).astype(str)
+    raise InputError(str(path), f"no {', '.join(id_columns)} or participant_id column",
+                     "name the participant column", line=1)
+
+
 def p2_interest_qrels(path: str | os.PathLike, name: str = "interest") -> Qrels:
     """Convert ML-32M-ext ``p2-ratings.csv`` into the 0–7 interest qrels (topic = dataset_id).
 
@@ -640,14 +651,7 @@ def p2_interest_qrels(path: str | os.PathLike, name: str = "interest") -> Qrels:
     """
     path = Path(path)
     frame = _read_csv(path, "p2-ratings.csv", ["movie_id", "interest_level"])
-    if "dataset_id" in frame.columns:
-        qids = frame.dataset_id
-    elif "participant_id" in frame.columns:
-        pid = _numeric_column(frame, "participant_id", path, integer=True).astype(np.int64)
-        qids = pd.Series(pid + ML32M_EXT_USER_OFFSET).astype(str)
-    else:
-        raise InputError(str(path), "neither dataset_id nor participant_id column",
-                         "p2-ratings.csv names the participant in dataset_id or participant_id", line=1)
+    qids = _participants(frame, path, ("dataset_id",))
     ranks = frame["rank_p2"] if "rank_p2" in frame.columns else pd.Series([None] * len(frame))
     rows = []
     for i, (q, d, level, rank) in enumerate(zip(qids, frame.movie_id, frame.interest_level, ranks)):
@@ -677,15 +681,7 @@ def p2_interest_qrels(path: str | os.PathLike, name: str = "interest") -> Qrels:
 
 def _profiles(path: Path) -> pd.DataFrame:
     frame = _read_csv(path, "p2-movielens-profiles.csv")
-    user = _pick(frame, ("dataset_id", "userId", "user_id"))
-    if user is not None:
-        users = frame[user]
-    elif "participant_id" in frame.columns:
-        pid = _numeric_column(frame, "participant_id", path, integer=True).astype(np.int64)
-        users = pd.Series(pid + ML32M_EXT_USER_OFFSET).astype(str)
-    else:
-        raise InputError(str(path), "no dataset_id, participant_id or userId column",
-                         "name the participant column", line=1)
+    users = _participants(frame, path, ("dataset_id", "userId", "user_id"))
     item = _pick(frame, ("movie_id", "movieId", "item_id"))
     rating = _pick(frame, ("rating", "movielens_rating"))
     ts = _pick(frame, ("timestamp", "rated_at", "time"))
