@@ -11,8 +11,8 @@ appendix was not at hand; it is not their grid.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Iterable
 
 from ..errors import ConfigError
 
