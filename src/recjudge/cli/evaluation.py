@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-DEFAULT_MEASURES = "Judged@100,Compat(p=0.95),nDCG@100,Bpref"
-TIE_POLICIES = ("hash", "trec_eval", "docid", "input")
+from ..measures import DEFAULT_MEASURES as _MEASURES
+from ..trec import TIE_POLICIES
+
+DEFAULT_MEASURES = ",".join(_MEASURES)
 
 
 def _add_tie_args(p: argparse.ArgumentParser) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..trec import TIE_POLICIES
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -17,7 +19,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, metavar="QRELS", help="mixed qrels to write (+ .sources.tsv)")
     p.add_argument("--k", type=int, default=100, help="fill the top-k of every run (default 100)")
     p.add_argument("--min-overlap", type=int, default=30, help="flag LLM grades with fewer shared pairs")
-    p.add_argument("--tie-policy", choices=("hash", "trec_eval", "docid", "input"), default="hash")
+    p.add_argument("--tie-policy", choices=TIE_POLICIES, default="hash")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--validate", type=float, metavar="F",
                    help="also hide a seeded fraction F of human labels, fill them and check against them")

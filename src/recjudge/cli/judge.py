@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from ..trec import TIE_POLICIES
+
 INCOMPLETE_EXIT = 4  # outputs written, but some selected pairs have no label (failures or budget)
 
 
@@ -47,7 +49,7 @@ def register(sub) -> None:
                      help="with --per-user: sample from the items these qrels judge ('collection': its "
                           "human qrels)")
     src.add_argument("--only-unjudged", metavar="QRELS", help="skip pairs these qrels already judge")
-    src.add_argument("--tie-policy", choices=("hash", "trec_eval", "docid", "input"), default="hash",
+    src.add_argument("--tie-policy", choices=TIE_POLICIES, default="hash",
                      help="orders tied scores before the depth cut (default hash)")
 
     j = p.add_argument_group("judge")
