@@ -7,11 +7,11 @@ import gzip
 import io
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Union
 
-from .errors import InputError
+from .errors import InputError, OutputError
 
 Source = Union[str, os.PathLike, IO[str], IO[bytes]]
 
@@ -66,7 +66,10 @@ def _decode(raw: bytes, name: str, what: str) -> str:
         # utf-8-sig: a byte-order mark would otherwise stick to the first id
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(name, f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {column})",
+                         "save the file as UTF-8", line=line) from None
 
 
 @contextlib.contextmanager
@@ -76,8 +79,15 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     A ``.gz`` path is gzip-compressed. Nothing half-written is ever left at ``path``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(str(path), f"cannot create the folder {path.parent}: {exc.strerror}") from None
+    sweep_stale_temps(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(str(path), f"cannot write into {path.parent}: {exc.strerror}") from None
     try:
         # mkstemp creates 0600; give the file the mode a plain open() would
         os.chmod(tmp, 0o666 & ~_umask())
@@ -97,11 +107,127 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
                     yield fh
                     fh.flush()
                     os.fsync(raw.fileno())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise OutputError(str(path), f"cannot replace it: {exc.strerror}") from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_temps(path: str | os.PathLike) -> list[Path]:
+    """Remove temp files that an earlier, killed writer of ``path`` left beside it.
+
+    Temp names carry the writer's pid (``.NAME.PID.XXXX.tmp``); a file whose writer is no longer
+    alive is stale. Files of a live writer (another process writing the same target) are kept.
+    """
+    path = Path(path)
+    prefix = _temp_prefix(path)
+    removed = []
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
+            continue
+        pid = entry.name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and (int(pid) == os.getpid() or _pid_alive(int(pid))):
+            continue
+        with contextlib.suppress(OSError):
+            entry.unlink()
+            removed.append(entry)
+    return removed
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(outputs: dict[str, str | os.PathLike | None],
+                  inputs: Iterable[str | os.PathLike | None] = ()) -> None:
+    """Refuse, before any work, outputs that would overwrite an input or cannot be written.
+
+    ``outputs`` maps an option name (``--out``) to a path (None = not asked for); ``inputs`` are
+    the paths read (files or folders; a file inside an input folder counts as an input). Checks:
+    the same path, a symlink or a hard link to an input; an output that is a folder; a parent that
+    is a file; a folder that cannot be created or written; two outputs on one path.
+    """
+    in_paths = [Path(p) for p in inputs if p is not None and not (isinstance(p, str) and is_inline(p))]
+    seen: dict[str, str] = {}
+    for option, out in outputs.items():
+        if out is None:
+            continue
+        out = Path(out)
+        key = os.path.realpath(out)
+        if key in seen:
+            raise OutputError(str(out), f"{option} and {seen[key]} name the same file", "give each output its own path")
+        seen[key] = option
+        if out.exists():
+            for src in _expand(in_paths):
+                if _same_file(out, src):
+                    raise OutputError(str(out), f"{option} is the input {src}; it would be overwritten",
+                                      "write the output to a new path")
+        _check_writable(out, option)
+
+
+def _expand(paths: list[Path]) -> Iterator[Path]:
+    """Input files, with the files directly inside an input folder."""
+    for p in paths:
+        if p.is_dir():
+            with contextlib.suppress(OSError):
+                yield from (f for f in p.iterdir() if f.is_file())
+        elif p.exists():
+            yield p
+
+
+def _check_writable(out: Path, option: str) -> None:
+    if out.is_dir():
+        raise OutputError(str(out), f"{option} is a folder", "name a file inside it")
+    parent = out.parent
+    while not parent.exists():
+        if parent.parent == parent:
+            break
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(str(out), f"{option}: {parent} is a file, not a folder", "choose another output path")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise OutputError(str(out), f"{option} is not writable", "check its permissions or choose another path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(str(out), f"{option}: the folder {parent} is not writable",
+                          "choose a writable folder")
+
+
+def check_output_dir(out: str | os.PathLike | None, option: str, inputs=()) -> None:
+    """Like :func:`check_outputs` for an output folder (``--report DIR``)."""
+    if out is None:
+        return
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise OutputError(str(out), f"{option} is a file, not a folder", "name a folder")
+    for src in inputs:
+        if src is not None and Path(src).exists() and out.exists() and _same_file(out, Path(src)):
+            raise OutputError(str(out), f"{option} is the input folder {src}", "write the report elsewhere")
+    _check_writable(out / ".probe", option)
 
 
 def _umask() -> int:

@@ -361,7 +361,7 @@ def _read_csv(path: Path, what: str, required: Iterable[str] = ()) -> pd.DataFra
 
 def _numeric_column(frame: pd.DataFrame, col: str, path: Path, integer: bool = False) -> np.ndarray:
     values = pd.to_numeric(frame[col], errors="coerce")
-    bad = values.isna().to_numpy()
+    bad = values.isna().to_numpy().copy()  # pandas 3 hands out read-only views
     if integer:
         bad |= ~bad & (values.fillna(0) != np.floor(values.fillna(0))).to_numpy()
     if bad.any():

@@ -26,6 +26,16 @@ class InputError(RecjudgeError):
         super().__init__(message)
 
 
+class OutputError(RecjudgeError):
+    """An output that cannot be written, or would overwrite an input."""
+
+    exit_code = 2
+
+    def __init__(self, path: str, problem: str, fix: str = "choose another output path"):
+        self.path = path
+        super().__init__(f"{path}: {problem}" + (f" (fix: {fix})" if fix else ""))
+
+
 class ConfigError(RecjudgeError):
     """An option or configuration value that cannot work."""
 

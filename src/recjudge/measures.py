@@ -100,6 +100,7 @@ def parse_measures(spec: str | Sequence | None = None) -> tuple:
             m = item
         else:
             raise ConfigError(f"measure {item!r} is neither a string nor an ir-measures Measure")
+        _check_params(m, item)
         if not ir_measures.DefaultPipeline.supports(m):
             raise ConfigError(f"measure {item!r} is not computed by any installed ir-measures provider")
         key = measure_key(m)
@@ -108,6 +109,25 @@ def parse_measures(spec: str | Sequence | None = None) -> tuple:
         seen[key] = item
         out.append(m)
     return tuple(out)
+
+
+_MAX_CUTOFF = 2**31 - 1  # trec_eval keeps cutoffs in a C int
+
+
+def _check_params(m, given) -> None:
+    """Parameter ranges ir-measures leaves unchecked: they would give NaN, 0 or a crash in pytrec_eval."""
+    params = m.params
+    cutoff = params.get("cutoff")
+    if cutoff is not None and not (isinstance(cutoff, int) and 1 <= cutoff <= _MAX_CUTOFF):
+        raise ConfigError(f"measure {given!r}: the cutoff must be a whole number from 1 to {_MAX_CUTOFF}, "
+                          f"not {cutoff!r}; example: {m.NAME}@10")
+    if "p" in params and not (isinstance(params["p"], (int, float)) and 0 < params["p"] < 1):
+        raise ConfigError(f"measure {given!r}: the persistence p must lie strictly between 0 and 1; "
+                          "example: Compat(p=0.95)")
+    if "rel" in params and not (isinstance(params["rel"], int) and 1 <= params["rel"] <= _MAX_CUTOFF):
+        raise ConfigError(f"measure {given!r}: rel is the lowest label counted as relevant and must be a whole "
+                          f"number of at least 1 (trec_eval counts unjudged documents as relevant below 1); "
+                          f"example: {m.NAME}(rel=1)")
 
 
 def measure_key(measure) -> str:

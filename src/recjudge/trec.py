@@ -43,6 +43,7 @@ __all__ = [
 
 RUN_SUFFIXES = (".run", ".txt", ".trec")
 TIE_POLICIES = ("hash", "trec_eval", "docid", "input")
+MAX_LABEL = 999_999_999  # nine digits: fits trec_eval's C int with room
 
 
 class RunRow(NamedTuple):
@@ -156,6 +157,11 @@ class Qrels:
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise InputError(f"<frame {name}>", f"row {i}: label {frame['label'].iloc[i]!r} is not an integer",
                              "round labels to integers (ir-measures and trec_eval reject fractions)")
+        big = (labels.abs() > MAX_LABEL).to_numpy()
+        if big.any():
+            i = int(np.flatnonzero(big)[0])
+            raise InputError(f"<frame {name}>", f"row {i}: label {frame['label'].iloc[i]!r} is out of range",
+                             f"use labels from {-MAX_LABEL} to {MAX_LABEL}")
         df = pd.DataFrame({
             "qid": frame["qid"].astype(str).to_numpy(),
             "iteration": (frame["iteration"].astype(str).to_numpy() if "iteration" in frame.columns
@@ -177,12 +183,17 @@ class Qrels:
 # ---------------------------------------------------------------------------------------- reading
 
 def run_name(path: str | os.PathLike) -> str:
-    """A run's name: its file name without .gz and then without .run/.txt/.trec."""
+    """A run's name: the file name without .gz, a leading ``input.`` and a trailing .run/.txt/.trec.
+
+    TREC archives name runs ``input.RUNTAG.gz``; recjudge writes ``SYSTEM.run``.
+    """
     name = Path(path).name
     if name.endswith(".gz"):
         name = name[:-3]
+    if name.startswith("input.") and len(name) > len("input."):
+        name = name[len("input."):]
     for suffix in RUN_SUFFIXES:
-        if name.endswith(suffix):
+        if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
 
@@ -271,6 +282,12 @@ def read_qrels(source: Source, name: str | None = None) -> Qrels:
         raise InputError(src, f"label {labels.iloc[i]!r} is not an integer",
                          "use whole-number labels (ir-measures and trec_eval reject fractions)",
                          line=numbers[i])
+    big = (labels.str.lstrip("+-").str.lstrip("0").str.len() > 9).to_numpy()
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise InputError(src, f"label {labels.iloc[i]!r} is out of range",
+                         f"use labels from {-MAX_LABEL} to {MAX_LABEL} (trec_eval keeps labels in a C int)",
+                         line=numbers[i])
     df = pd.DataFrame({
         "qid": raw[0].to_numpy(),
         "iteration": raw[1].to_numpy(),
@@ -292,26 +309,104 @@ def _check_qrels_frame(df: pd.DataFrame, src: str, lines: list[int] | None) -> N
                          **({"line": lines[i]} if lines is not None else {}))
 
 
+# Files that sit beside runs (sidecars, reports, figures, qrels) and are never runs.
+COMPANION_SUFFIXES = (".json", ".jsonl", ".tsv", ".csv", ".md", ".html", ".png", ".pdf", ".svg", ".toml",
+                      ".yaml", ".yml", ".qrels", ".log", ".db", ".sqlite", ".py", ".sh")
+
+
+def _is_run_like(f: Path) -> bool:
+    """Named like a run: .run/.txt/.trec (optionally .gz), any .gz, or ``input.*``."""
+    name = f.name
+    return (name.endswith(".gz") or name.startswith("input.")
+            or any(name.endswith(s) for s in RUN_SUFFIXES))
+
+
+def _folder_entries(path: Path) -> tuple[list[Path], list[Path], list[str]]:
+    """(files named like runs, other candidate files, skip notes) of one runs folder."""
+    try:
+        entries = sorted(path.iterdir())
+    except OSError as exc:
+        raise InputError(str(path), f"cannot list the runs folder: {exc.strerror}", "check its permissions") from None
+    named, other, notes = [], [], []
+    for f in entries:
+        if f.name.startswith("."):
+            continue
+        if f.is_dir():
+            notes.append(f"{f}: a subfolder, not read (name it with --runs to include its runs)")
+        elif not f.is_file():
+            notes.append(f"{f}: not a regular file")
+        elif _is_run_like(f):
+            named.append(f)
+        elif f.suffix.lower() in COMPANION_SUFFIXES:
+            continue  # sidecars and reports: silently not runs
+        else:
+            other.append(f)
+    return named, other, notes
+
+
 def iter_run_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """Expand folders into their run files (.run, .txt, .trec, optionally .gz), sorted by name."""
+    """Expand folders into the run files they hold, sorted by name; explicitly named files are kept.
+
+    In a folder, files named like runs are taken; other files without a known companion suffix are
+    taken when they parse as a run (TREC archives name runs ``RUNTAG`` or ``input.RUNTAG``).
+    Subfolders and files that are not runs are reported in one warning, never read silently.
+    """
+    files, notes = _expand_run_paths(paths)
+    if notes:
+        warnings.warn("runs folder entries skipped:\n  " + "\n  ".join(notes), stacklevel=2)
+    return files
+
+
+def _expand_run_paths(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], list[str]]:
     files: list[Path] = []
+    notes: list[str] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            found = sorted(
-                f for f in path.iterdir()
-                if f.is_file() and not f.name.startswith(".")
-                and any(f.name.endswith(s) or f.name.endswith(s + ".gz") for s in RUN_SUFFIXES)
-            )
+            named, other, folder_notes = _folder_entries(path)
+            found = list(named)
+            for f in other:
+                if _parses_as_run(f):
+                    found.append(f)
+                else:
+                    folder_notes.append(f"{f}: not a TREC run (first line is not 'qid Q0 docid rank score tag')")
             if not found:
-                raise InputError(str(path), "folder holds no run files",
-                                 "put .run, .txt or .trec files (optionally .gz) in it")
-            files.extend(found)
+                raise InputError(str(path), "folder holds no run files" +
+                                 (" (" + "; ".join(folder_notes) + ")" if folder_notes else ""),
+                                 "put TREC run files (e.g. NAME.run, NAME.gz, input.NAME.gz) in it")
+            files.extend(sorted(found))
+            notes.extend(folder_notes)
         elif path.exists():
             files.append(path)
         else:
             raise InputError(str(path), "run file or folder not found", "check the path")
-    return files
+    return files, notes
+
+
+def _parses_as_run(f: Path) -> bool:
+    """Whether the first non-blank line of ``f`` has the six columns of a run with numeric rank and score."""
+    try:
+        with open(f, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if head[:2] == b"\x1f\x8b":
+        return True  # compressed: let the reader decide (and report) the content
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+    for line in text.splitlines():
+        if line.strip():
+            cols = line.split()
+            if len(cols) != 6:
+                return False
+            try:
+                int(cols[3]), float(cols[4])
+            except ValueError:
+                return False
+            return True
+    return False
 
 
 def read_runs(paths: Iterable[str | os.PathLike] | str | os.PathLike) -> dict[str, Run]:
@@ -462,4 +557,4 @@ def tied_user_share(run: Run, k: int | None = None) -> float:
     return len(tied) / n if n else math.nan
 
 
-__all__ += ["iter_run_files", "order_rows", "RUN_SUFFIXES"]
+__all__ += ["iter_run_files", "order_rows", "RUN_SUFFIXES", "COMPANION_SUFFIXES"]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
 import warnings
 
 from ..errors import RecjudgeError
@@ -42,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C so temp files are removed and caches closed on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -49,14 +59,31 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     warnings.simplefilter("default")
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
+    previous = _install_sigterm()
     try:
         return int(args.func(args) or 0)
     except RecjudgeError as exc:
         print(f"recjudge {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"recjudge {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except OSError as exc:
+        # the library names paths in its own errors; this is the net for what slips through
+        where = exc.filename or "a file"
+        print(f"recjudge {args.command}: error: {where}: {exc.strerror or exc} "
+              "(fix: check that the path exists and is readable or writable)", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        code = 143 if isinstance(exc, Terminated) else 130
+        print(f"recjudge {args.command}: {'terminated' if code == 143 else 'interrupted'}", file=sys.stderr)
+        return code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _install_sigterm():
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 if __name__ == "__main__":  # pragma: no cover
