@@ -824,11 +824,7 @@ def audit_run(run: Run, qrels: Qrels | None = None, measures=DEFAULT_TIE_MEASURE
         if s.family == "general":
             d = draws[:, gi]
             gi += 1
-            from scipy import stats
-
-            # shifting by one draw makes the sd exactly 0 when every draw agrees (a tie-free run)
-            half = stats.t.ppf(0.5 + settings.confidence / 2, len(d) - 1) * (d - d[0]).std(ddof=1) / math.sqrt(len(d))
-            ci = (float(d.mean() - half), float(d.mean() + half))
+            ci = mc_interval(d, settings.confidence)
         out.append(MeasureTies(
             measure=s.name,
             input_order=float(inp[i].mean()),
@@ -843,6 +839,16 @@ def audit_run(run: Run, qrels: Qrels | None = None, measures=DEFAULT_TIE_MEASURE
             permutation_users=perm_in.users_changed[s.name],
         ))
     return RunTies(run.name, prevalence, tuple(out), time.perf_counter() - t0)
+
+
+def mc_interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Two-sided Student-t interval for the mean of Monte Carlo draws."""
+    from scipy import stats
+
+    d = np.asarray(draws, dtype=np.float64)
+    # shifting by one draw makes the sd exactly 0 when every draw agrees (a tie-free run)
+    half = stats.t.ppf(0.5 + confidence / 2, len(d) - 1) * (d - d[0]).std(ddof=1) / math.sqrt(len(d))
+    return float(d.mean() - half), float(d.mean() + half)
 
 
 def audit_ties(runs: Mapping[str, Run] | Iterable[Run], qrels: Qrels | None = None,

@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from ..errors import ConfigError
+from . import _args
 
 log = logging.getLogger("recjudge.ties")
 
@@ -25,7 +26,7 @@ def _cutoffs(text: str) -> tuple[int, ...]:
         ks = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ConfigError(f"--k expects comma-separated positive integers such as 10,100, not {text!r}") from None
-    if not ks or any(k < 1 for k in ks):
+    if not ks or any(not 1 <= k <= _args.MAX_COUNT for k in ks):
         raise ConfigError(f"--k expects comma-separated positive integers such as 10,100, not {text!r}")
     return ks
 
@@ -40,19 +41,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help='comma-separated ir-measures names, Hit@k = Success@k '
                         '(default with --qrels: "Hit@10,nDCG@10,nDCG@100")')
     p.add_argument("--k", default="10,100", metavar="LIST", help="cutoffs for prevalence (default 10,100)")
-    p.add_argument("--seeds", type=int, default=100, help="hash seeds for mean and sd (default 100)")
-    p.add_argument("--permutations", type=int, default=20,
+    p.add_argument("--seeds", type=_args.int_range(2, 100_000), default=100, help="hash seeds for mean and sd (default 100)")
+    p.add_argument("--permutations", type=_args.int_range(0, 100_000), default=20,
                    help="shuffles of each user's rows in the permutation test (default 20)")
-    p.add_argument("--mc-samples", type=int, default=100,
+    p.add_argument("--mc-samples", type=_args.int_range(2, 100_000), default=100,
                    help="random tie orders for measures without a closed form (default 100)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=_args.seed, default=0,
                    help="seed of the hash policy (hash seeds run from it) and of every shuffle (default 0)")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON (atomically)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._io import write_json
+    from .._io import check_outputs, write_json
     from ..errors import InputError
     from ..trec import iter_run_files, read_qrels, read_run, run_name
     from ..ties import audit_ties
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--measures needs --qrels (measures need relevance labels)")
     qrels = read_qrels(args.qrels) if args.qrels else None
     files = iter_run_files(args.runs)  # checks every path before the long work starts
+    check_outputs({"--json": args.json}, [*files, args.qrels])
     names: dict[str, object] = {}
     for f in files:
         name = run_name(f)
