@@ -319,3 +319,18 @@ def test_queries_no_run_ranks_score_zero_in_every_chunk(monkeypatch):
         assert got[key].loc["u00", "r"] == 1.0  # the relevant item first: every measure is perfect
         assert (got[key].drop(index="u00") == 0).all().all()
         pd.testing.assert_frame_equal(got[key], ref[key])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "ir_measures"])
+def test_compat_zero_score_ties_with_unretrieved_documents(backend):
+    # Compat's ideal list: label desc, then run score desc with unretrieved documents at 0.0, then
+    # qrels order. b scores exactly 0.0, so it ties with the unretrieved c, which comes first in
+    # the qrels: ideal [a, c, b], ranking [a, b]; depth 3.
+    run = Run.from_frame(pd.DataFrame({"qid": ["u", "u"], "docid": ["a", "b"], "score": [2.0, 0.0]}), "r")
+    run = resolve_ties(run, "docid")
+    run = Run("r", run.frame.assign(score=[2.0, 0.0]), tie_policy="docid")  # keep the 0.0 score
+    qrels = read_qrels("u 0 a 1\nu 0 c 1\nu 0 b 1\n")
+    m = per_query_matrix({"r": run}, qrels, ["Compat(p=0.5)"], backend=backend)
+    # overlap at depth 1, 2, 3: 1, 1 ({a,b} ∩ {a,c}), 2; ideal with itself: 1, 2, 3
+    expected = (1 + 0.5 * 1 / 2 + 0.25 * 2 / 3) / (1 + 0.5 * 2 / 2 + 0.25 * 3 / 3)
+    assert m["Compat(p=0.5)"].loc["u", "r"] == pytest.approx(expected, abs=1e-12)
