@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import ir_measures
@@ -334,3 +335,36 @@ def test_compat_zero_score_ties_with_unretrieved_documents(backend):
     # overlap at depth 1, 2, 3: 1, 1 ({a,b} ∩ {a,c}), 2; ideal with itself: 1, 2, 3
     expected = (1 + 0.5 * 1 / 2 + 0.25 * 2 / 3) / (1 + 0.5 * 2 / 2 + 0.25 * 3 / 3)
     assert m["Compat(p=0.5)"].loc["u", "r"] == pytest.approx(expected, abs=1e-12)
+
+
+MIXED_NDCG = r"""
+import json, sys
+from recjudge.measures import per_query_matrix
+from recjudge.trec import read_qrels, read_run, resolve_ties
+qrels = read_qrels("u 0 a 2\nu 0 b 1\nu 0 c 0\nv 0 a 1\nv 0 d 2\n")
+run = resolve_ties(read_run("u Q0 b 1 3 t\nu Q0 a 2 2 t\nu Q0 c 3 1 t\nv Q0 a 1 2 t\nv Q0 d 2 1 t\n"), "docid")
+m = per_query_matrix({"r": run}, qrels, sys.argv[1].split(";"))
+print(json.dumps({k: v["r"].tolist() for k, v in m.items()}))
+"""
+
+
+def test_measure_variants_asked_together_keep_their_own_settings():
+    # nDCG@10 (linear gain) and nDCG with exponential gains 2^rel - 1 in one call: each must get its
+    # own evaluator whatever Python's hash seed (one shared evaluator mixed their settings).
+    import json
+    import subprocess
+    import sys
+
+    spec = "nDCG@10;nDCG(gains={0:0,1:1,2:3})@10;nDCG(judged_only=True)@10"
+    # u: ranking b(1) a(2) c(0); ideal a(2) b(1). v: ranking a(1) d(2); ideal d(2) a(1).
+    d2 = 1 / math.log2(3)
+    linear = {"u": (1 + 2 * d2) / (2 + 1 * d2), "v": (1 + 2 * d2) / (2 + d2)}
+    exp = {"u": (1 + 3 * d2) / (3 + 1 * d2), "v": (1 + 3 * d2) / (3 + d2)}
+    for seed in range(6):
+        out = subprocess.run([sys.executable, "-c", MIXED_NDCG, spec], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": str(seed)}, check=True)
+        got = json.loads(out.stdout)
+        assert got["nDCG@10"] == pytest.approx([linear["u"], linear["v"]], abs=1e-12), seed
+        gains_key = next(k for k in got if "gains" in k)
+        assert got[gains_key] == pytest.approx([exp["u"], exp["v"]], abs=1e-12), seed
+        assert got["nDCG(judged_only=True)@10"] == pytest.approx([linear["u"], linear["v"]], abs=1e-12), seed

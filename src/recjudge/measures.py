@@ -723,22 +723,21 @@ def _reference(runs: Mapping[str, Run], qrels: Qrels, measures, index: list[str]
     qrels_dict: dict[str, dict[str, int]] = {}
     for q, d, lab in zip(qf.qid.to_numpy()[keep], qf.docid.to_numpy()[keep], qf.label.to_numpy()[keep]):
         qrels_dict.setdefault(q, {})[d] = int(lab)
-    python_side = [m for m in measures if m.NAME in ("Judged", "Compat")]
-    trec_side = [m for m in measures if m.NAME not in ("Judged", "Compat")]
+    usable = {q: labels for q, labels in qrels_dict.items() if max(labels.values()) >= 0}
+    # One evaluator per measure: pytrec_eval takes one gain map and one judged_only switch per
+    # evaluator, so nDCG@10 beside nDCG(gains=…)@10 in one evaluator gets one of the two settings
+    # (which one depends on set order, i.e. on PYTHONHASHSEED).
     evaluators = []
-    if python_side:
-        evaluators.append(ir_measures.evaluator(python_side, qrels_dict))
-    if trec_side:
-        usable = {q: labels for q, labels in qrels_dict.items() if max(labels.values()) >= 0}
-        if usable:
-            evaluators.append(ir_measures.evaluator(trec_side, usable))
-    keys = {m: measure_key(m) for m in measures}
+    for m in measures:
+        labels = qrels_dict if m.NAME in ("Judged", "Compat") else usable
+        if labels:
+            evaluators.append((measure_key(m), ir_measures.evaluator([m], labels)))
     for col, name in enumerate(names):
         f = runs[name].frame
         run_dict: dict[str, dict[str, float]] = {}
         for q, d, s in zip(f.qid.to_numpy(), f.docid.to_numpy(), f.score.to_numpy()):
             if q in wanted:
                 run_dict.setdefault(q, {})[d] = float(s)
-        for evaluator in evaluators:
+        for key, evaluator in evaluators:
             for metric in evaluator.iter_calc(run_dict):
-                values[keys[metric.measure]][row[metric.query_id], col] = metric.value
+                values[key][row[metric.query_id], col] = metric.value
