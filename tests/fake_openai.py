@@ -48,6 +48,7 @@ class Reply:
     delay: float | None = None
     finish_reason: str = "stop"
     raw: bytes | None = None
+    usage: dict | None = None        # replaces the usage block (e.g. cached prompt tokens)
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,8 @@ class FakeOpenAI:
                       "prompt_tokens_details": {"cached_tokens": 0},
                       "completion_tokens_details": {"reasoning_tokens": 0}},
         }
+        if reply.usage is not None:
+            payload["usage"] = reply.usage
         return 200, payload, reply.headers, sha, delay
 
     def _answer(self, body: dict, cands: list, labels: dict) -> str:

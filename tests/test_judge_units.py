@@ -411,10 +411,19 @@ def test_token_heuristic():
     assert estimate_tokens("") == 0 and estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
 
 
-def test_provenance_url_drops_credentials():
-    from recjudge.judge.runner import _public_url
+@pytest.mark.parametrize("url, public", [
+    ("https://user:pw@host.example:8443/v1?api_key=abc", "https://host.example:8443/v1"),
+    ("http://only-user@127.0.0.1/v1", "http://127.0.0.1/v1"),
+    # a non-secret parameter decides what the endpoint answers and stays; the key goes
+    ("https://az.example/openai?api-version=2024-06-01&api-key=SECRET#frag",
+     "https://az.example/openai?api-version=2024-06-01"),
+    ("http://[::1]:8000/v1?token=SECRET&sig=SECRET", "http://[::1]:8000/v1"),
+    (None, None),
+])
+def test_public_url_drops_credentials(url, public):
+    from recjudge.urls import public_url
 
-    assert _public_url("https://user:pw@host.example:8443/v1?api_key=abc") == "https://host.example:8443/v1"
+    assert public_url(url) == public
 
 
 def test_per_user_sample_is_not_the_hash_tie_winners():

@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..trec import TIE_POLICIES
+from . import _args
 
 INCOMPLETE_EXIT = 4  # outputs written, but some selected pairs have no label (failures or budget)
 
@@ -19,6 +20,11 @@ def _param(text: str) -> tuple[str, object]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+def _sample(ids, n: int = 3) -> str:
+    ids = sorted(ids)
+    return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
 
 
 def register(sub) -> None:
@@ -43,8 +49,8 @@ def register(sub) -> None:
                           "interaction (default global_time, as recjudge train)")
     src.add_argument("--topics", metavar="FILE",
                      help="queries as profiles: 'qid<TAB>text' lines or JSONL (use --prompt relevance)")
-    src.add_argument("--depth", type=int, metavar="D", help="union of every run's top-D (default: all ranked)")
-    src.add_argument("--per-user", type=int, metavar="K", help="K items per user, sampled with --seed")
+    src.add_argument("--depth", type=_args.positive, metavar="D", help="union of every run's top-D (default: all ranked)")
+    src.add_argument("--per-user", type=_args.positive, metavar="K", help="K items per user, sampled with --seed")
     src.add_argument("--reference", metavar="QRELS",
                      help="with --per-user: sample from the items these qrels judge ('collection': its "
                           "human qrels)")
@@ -64,34 +70,34 @@ def register(sub) -> None:
                    help="baseline, defined-scale, criteria, relevance, or a template file")
     j.add_argument("--fields", default="title+genres", metavar="SET",
                    help=f"item fields shown: {', '.join(FIELD_SETS)}, or fields joined by '+'")
-    j.add_argument("--profile-size", type=int, default=50, metavar="N", help="rated items per profile (50)")
+    j.add_argument("--profile-size", type=_args.positive, default=50, metavar="N", help="rated items per profile (50)")
     j.add_argument("--sampling", choices=SAMPLINGS, default="random",
                    help="which history items: seeded random sample or most recent (random)")
-    j.add_argument("--repeats", type=int, default=1, metavar="R", help="ask each pair R times (paper: 3)")
+    j.add_argument("--repeats", type=_args.int_range(1, 1000, "a number of repeats"), default=1, metavar="R", help="ask each pair R times (paper: 3)")
     j.add_argument("--aggregate", choices=("mean", "mode"), default="mean",
                    help="combine repeats: mean rounded half up, or mode (default mean)")
-    j.add_argument("--items-per-call", type=int, default=1, metavar="M", help="candidates per request (1)")
-    j.add_argument("--seed", type=int, default=0)
+    j.add_argument("--items-per-call", type=_args.int_range(1, 1000, "a number of items"), default=1, metavar="M", help="candidates per request (1)")
+    j.add_argument("--seed", type=_args.seed, default=0)
 
     c = p.add_argument_group("calling the model")
-    c.add_argument("--concurrency", type=int, default=8, metavar="C", help="requests in flight (8)")
-    c.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per-request timeout in s (60)")
-    c.add_argument("--retries", type=int, default=6, metavar="N", help="attempts per request (6)")
+    c.add_argument("--concurrency", type=_args.int_range(1, 4096, "a number of requests"), default=8, metavar="C", help="requests in flight (8)")
+    c.add_argument("--timeout", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=60.0, metavar="S", help="per-request timeout in s (60)")
+    c.add_argument("--retries", type=_args.int_range(1, 100, "a number of attempts"), default=6, metavar="N", help="attempts per request (6)")
     c.add_argument("--structured", choices=("auto", "on", "off"), default="auto",
                    help="JSON-schema structured output: auto falls back to parsing text when refused")
-    c.add_argument("--temperature", type=float)
+    c.add_argument("--temperature", type=_args.float_range(0, 2, what="a temperature"))
     c.add_argument("--reasoning-effort", choices=("minimal", "low", "medium", "high"))
-    c.add_argument("--max-tokens", type=int, metavar="N", help="sent as max_completion_tokens")
+    c.add_argument("--max-tokens", type=_args.positive, metavar="N", help="sent as max_completion_tokens")
     c.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE",
                    help="another generation parameter (JSON value), e.g. top_p=0.9")
     c.add_argument("--batch", action="store_true", help="use the Batch API (upload, create, poll, download)")
-    c.add_argument("--batch-poll", type=float, default=30.0, metavar="S", help="seconds between polls (30)")
+    c.add_argument("--batch-poll", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=30.0, metavar="S", help="seconds between polls (30)")
 
     b = p.add_argument_group("budget")
     b.add_argument("--dry-run", action="store_true",
                    help="count calls and estimate input tokens and cost; no network, nothing written")
-    b.add_argument("--max-calls", type=int, metavar="N", help="start at most N new calls")
-    b.add_argument("--max-cost", type=float, metavar="USD", help="stop before the estimated cost exceeds USD")
+    b.add_argument("--max-calls", type=_args.count, metavar="N", help="start at most N new calls")
+    b.add_argument("--max-cost", type=_args.float_range(0, 1e9, what="USD"), metavar="USD", help="stop before the estimated cost exceeds USD")
     b.add_argument("--prices", metavar="JSON", help="price table: {MODEL: {input, cached_input, output}} USD/Mtok")
 
     o = p.add_argument_group("output")
@@ -103,16 +109,17 @@ def register(sub) -> None:
 
 
 def run_judge(args: argparse.Namespace) -> int:
-    import logging
     from pathlib import Path
 
+    from .._io import check_outputs
     from ..collections import load_collection, read_collection_config
     from ..errors import ConfigError
     from ..judge import JudgeConfig, judge_pairs, read_topics, select_pairs
+    from ..judge.client import quiet_http_loggers
+    from ..judge.runner import output_paths
     from ..trec import read_qrels, read_runs
 
-    for name in ("httpx", "httpx2", "httpcore", "openai"):  # request logs add nothing and may grow headers
-        logging.getLogger(name).setLevel(logging.WARNING)
+    quiet_http_loggers()
 
     params = dict(args.param)
     if args.temperature is not None:
@@ -133,6 +140,17 @@ def run_judge(args: argparse.Namespace) -> int:
     if not args.runs and args.reference is None:
         raise ConfigError("give --runs, or --reference QRELS with --per-user K")
 
+    out = Path(args.out)
+    if not config.dry_run:  # a dry run writes nothing
+        # every output is checked before any work: no LLM call is paid for and then lost to an
+        # unwritable path, and no input (a run, the template, the prices) is overwritten
+        judgments, summary = output_paths(out)
+        inputs = [*(args.runs or []), args.collection_config, args.topics, args.prices, args.only_unjudged,
+                  None if args.reference in (None, "collection") else args.reference]
+        inputs += [p for p in (args.collection, args.prompt) if Path(p).exists()]
+        check_outputs({"--out": out, "--judgments": args.judgments or judgments, "summary": summary,
+                       "--cache": args.cache if config.judge == "openai" else None}, inputs=inputs)
+
     options = read_collection_config(args.collection_config) if args.collection_config else {}
     collection = load_collection(args.collection, **options)
     history = None
@@ -151,7 +169,15 @@ def run_judge(args: argparse.Namespace) -> int:
     pairs = select_pairs(runs, depth=args.depth, per_user=args.per_user, reference=reference,
                          only_unjudged=only, seed=args.seed, tie_policy=args.tie_policy)
     topics = read_topics(args.topics) if args.topics else None
-    out = Path(args.out)
+    source = ("the runs " + ", ".join(args.runs)) if reference is None else f"the qrels {args.reference}"
+    if not pairs:
+        raise ConfigError(f"{source} select no (query, item) pair to judge"
+                          + (f" once the pairs judged in {args.only_unjudged} are left out" if only else "")
+                          + "; check --depth/--per-user and the files")
+    if topics is not None and not {p.qid for p in pairs} & set(topics):
+        raise ConfigError(f"no query of the topics file {args.topics} is a query of {source} "
+                          f"(topics {_sample(topics)}; run queries {_sample({p.qid for p in pairs})}); "
+                          "give the topics of these runs")
     name = out.name.removesuffix(".qrels")
     print(f"judging {len(pairs):,} pairs of {len({p.qid for p in pairs}):,} "
           f"{'queries' if topics else 'users'} with the {config.judge} judge", file=sys.stderr)

@@ -19,13 +19,27 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
+from ..urls import public_url
 from .cache import CallRecord, Usage, merge_records
 from .parse import SINGLE, ParseResult, parse_answer
 from .prompts import Messages, Template
 
-__all__ = ["ClientSettings", "OpenAIJudgeClient", "Redactor", "Request", "GENERATION_PARAMS"]
+__all__ = ["ClientSettings", "OpenAIJudgeClient", "Redactor", "Request", "GENERATION_PARAMS",
+           "quiet_http_loggers"]
 
 log = logging.getLogger(__name__)
+
+# the HTTP stack logs every request at DEBUG (headers included in some versions); at -v they would
+# flood stderr and could print credentials
+_HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "h11", "h2", "hpack")
+
+
+def quiet_http_loggers() -> None:
+    """Hold the HTTP stack's loggers at WARNING or above, whatever -v or OPENAI_LOG set."""
+    for name in _HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() < logging.WARNING or logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
 
 # generation parameters passed through to chat completions; anything else is a typo or unsupported
 GENERATION_PARAMS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "reasoning_effort",
@@ -77,7 +91,8 @@ class ClientSettings:
     params: Mapping[str, Any] = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:  # never print the key
-        return f"ClientSettings(model={self.model!r}, base_url={self.base_url!r}, api_key='[redacted]')"
+        return (f"ClientSettings(model={self.model!r}, base_url={public_url(self.base_url)!r}, "
+                "api_key='[redacted]')")
 
 
 class _Retryable(Exception):
@@ -160,6 +175,7 @@ class OpenAIJudgeClient:
             raise MissingExtraError("openai", "llm", "the LLM judge") from None
         from openai import AsyncOpenAI
 
+        quiet_http_loggers()  # after the import: openai sets its logger from OPENAI_LOG on import
         self.settings = settings
         self.template = template
         self.redact = Redactor(settings.api_key)
@@ -407,20 +423,8 @@ def _mentions_response_format(exc) -> bool:
     return "response_format" in _error_text(exc).lower() or "json_schema" in _error_text(exc).lower()
 
 
-def _public_url(url: str | None) -> str | None:
-    """The endpoint without credentials (user:password@ or a query string) for provenance."""
-    if not url:
-        return url
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
 def _fatal_message(code: int, text: str, s: ClientSettings) -> str:
-    where = _public_url(s.base_url) or "the OpenAI API"
+    where = public_url(s.base_url) or "the OpenAI API"
     if code in (401, 403):
         return (f"{where} refused the API key ({text}); set a valid key in the environment variable "
                 "named by --api-key-env (default OPENAI_API_KEY)")

@@ -21,7 +21,8 @@ from .._io import atomic_write, write_json
 from ..errors import ConfigError, InputError
 from ..trec import Qrels, write_qrels
 from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
-from .client import GENERATION_PARAMS, ClientSettings, OpenAIJudgeClient, Request, _public_url
+from ..urls import has_userinfo, public_url
+from .client import GENERATION_PARAMS, ClientSettings, OpenAIJudgeClient, Request
 from .profile import HistoryProfiles, ProfileSource, QueryProfiles, candidates_block
 from .prompts import Template, load_template, template_provenance
 from .select import Pair
@@ -226,9 +227,9 @@ class JudgeResult:
               summary_path: str | os.PathLike | None = None) -> dict[str, Path]:
         """Write qrels, the judgments JSONL and a summary JSON, each atomically."""
         qrels_path = Path(qrels_path)
-        stem = qrels_path.name[: -len(".qrels")] if qrels_path.name.endswith(".qrels") else qrels_path.stem
-        judgments_path = Path(judgments_path or qrels_path.with_name(stem + ".judgments.jsonl"))
-        summary_path = Path(summary_path or qrels_path.with_name(stem + ".summary.json"))
+        default_judgments, default_summary = output_paths(qrels_path)
+        judgments_path = Path(judgments_path or default_judgments)
+        summary_path = Path(summary_path or default_summary)
         out: dict[str, Path] = {}
         qrels = self.qrels()
         if qrels is not None:
@@ -253,6 +254,14 @@ class JudgeResult:
         write_json(summary_path, {"summary": self.summary.as_dict(), "provenance": prov})
         out["summary"] = summary_path
         return out
+
+
+def output_paths(qrels_path: str | os.PathLike) -> tuple[Path, Path]:
+    """The judgments log and summary written beside ``qrels_path`` by default (NAME.judgments.jsonl,
+    NAME.summary.json), so that callers can check them before any work."""
+    qrels_path = Path(qrels_path)
+    stem = qrels_path.name[: -len(".qrels")] if qrels_path.name.endswith(".qrels") else qrels_path.stem
+    return qrels_path.with_name(stem + ".judgments.jsonl"), qrels_path.with_name(stem + ".summary.json")
 
 
 # ---------------------------------------------------------------------------------------- registry
@@ -824,7 +833,7 @@ class _LLMRun:
             elapsed=elapsed,
             agreement=repeat_agreement(rows_for_agreement) if config.repeats > 1 else None)
         prov = {
-            "judge": config.judge, "kind": "llm", "model": config.model, "base_url": _public_url(config.base_url),
+            "judge": config.judge, "kind": "llm", "model": config.model, "base_url": public_url(config.base_url),
             "template": template_provenance(self.template), "params": self.key_params,
             "profiles": self.ctx.profiles.provenance(), "items_per_call": config.items_per_call,
             "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
