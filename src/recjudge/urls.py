@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["public_url", "has_userinfo", "DEFAULT_ENDPOINT"]
+__all__ = ["public_url", "has_userinfo", "url_secrets", "DEFAULT_ENDPOINT"]
 
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"  # what the openai client calls without a base URL
 
@@ -47,3 +47,20 @@ def public_url(url: str | None) -> str | None:
     netloc = host + (f":{port}" if port else "")
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _SECRET_PARAM.search(k)]
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))
+
+
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """The secret parts of ``url`` (userinfo, values of secret query parameters), for redacting
+    texts that may quote the full URL (connection errors)."""
+    if not url:
+        return ()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return (url,)
+    found = []
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rsplit("@", 1)[0]
+        found += [userinfo, *userinfo.split(":", 1)]
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(k)]
+    return tuple(s for s in found if s)

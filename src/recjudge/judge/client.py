@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..urls import public_url
+from ..urls import public_url, url_secrets
 from .cache import CallRecord, Usage, merge_records
 from .parse import SINGLE, ParseResult, parse_answer
 from .prompts import Messages, Template
@@ -178,7 +178,7 @@ class OpenAIJudgeClient:
         quiet_http_loggers()  # after the import: openai sets its logger from OPENAI_LOG on import
         self.settings = settings
         self.template = template
-        self.redact = Redactor(settings.api_key)
+        self.redact = Redactor(settings.api_key, *url_secrets(settings.base_url))
         self.params = dict(settings.params or {})
         self._structured = settings.structured != "off"
         # our own retry policy (tenacity) replaces the SDK's

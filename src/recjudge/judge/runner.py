@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -86,6 +87,18 @@ class JudgeConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        for url in self.endpoints():
+            if has_userinfo(url):
+                # the HTTP layer would send them as Basic auth instead of the key, and the URL is
+                # written to caches, logs and reports; the message shows the URL without them
+                raise ConfigError(f"the endpoint URL {public_url(url)} carries credentials (user:password@ "
+                                  "before the host); remove them and put the key in the environment variable "
+                                  f"named by --api-key-env (now {self.api_key_env})")
+            if url and urlsplit(url).query:
+                # the openai client appends paths after the query string (POST /v1?x=1/chat/...);
+                # a key passed this way would also be written wherever the URL is
+                raise ConfigError(f"the endpoint URL {public_url(url)} carries a query string; give the URL "
+                                  "without it (e.g. http://host:8000/v1) and the key through --api-key-env")
         unknown = sorted(set(self.params) - set(GENERATION_PARAMS))
         if unknown:
             raise ConfigError(f"unknown generation parameter(s) {', '.join(unknown)}; "
@@ -106,6 +119,12 @@ class JudgeConfig:
 
     def replace(self, **changes) -> JudgeConfig:
         return dataclasses.replace(self, **changes)
+
+    def endpoints(self) -> tuple[str | None, ...]:
+        """The endpoint URLs (``base_url`` is one URL or several); (None,) is the OpenAI API."""
+        if self.base_url is None or isinstance(self.base_url, str):
+            return (self.base_url,)
+        return tuple(self.base_url)
 
     def key_params(self) -> dict[str, Any]:
         """The generation parameters that enter the cache key."""

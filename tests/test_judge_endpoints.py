@@ -1,0 +1,104 @@
+"""The judge and its endpoints, against the local OpenAI server: credentials in URLs, quiet HTTP
+loggers, cache identity."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from fake_openai import FakeOpenAI, Reply
+from recjudge.cli import main
+from recjudge.collections import Collection
+from recjudge.errors import ConfigError
+from recjudge.judge import JudgeConfig, judge_pairs
+
+FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0, model="fake-model")
+PASSWORD = "hunter2PASSWORD"
+
+
+def movies(n_items: int = 30, n_users: int = 3, history: int = 6) -> Collection:
+    items = pd.DataFrame({"title": [f"Movie {k}" for k in range(n_items)],
+                          "genres": [("Drama",) if k % 2 else ("Comedy",) for k in range(n_items)]},
+                         index=[str(k) for k in range(n_items)])
+    rows = [(f"u{u}", str(u + k), float(1 + (u + k) % 5), 100 * u + k)
+            for u in range(n_users) for k in range(history)]
+    return Collection("movies", pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]), items)
+
+
+def pairs_for(items, users=("u0", "u1", "u2")):
+    return [(u, str(i)) for u in users for i in items]
+
+
+def with_userinfo(url: str) -> str:
+    return url.replace("http://", f"http://alice:{PASSWORD}@")
+
+
+# ------------------------------------------------------------------------------------ credentials
+
+def test_credentials_in_the_base_url_are_refused_without_echoing_them(fake_openai):
+    url = with_userinfo(fake_openai.url)
+    with pytest.raises(ConfigError) as err:
+        JudgeConfig(base_url=url, **FAST)
+    text = str(err.value)
+    assert PASSWORD not in text and "alice" not in text
+    assert fake_openai.url in text and "--api-key-env" in text
+    # one of several endpoints is enough
+    with pytest.raises(ConfigError):
+        JudgeConfig(base_url=(fake_openai.url, url), **FAST)
+
+
+def test_cli_refuses_credentials_in_the_base_url_with_exit_2(tmp_path, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    run = tmp_path / "sys.run"
+    run.write_text("u0 Q0 10 1 2 sys\nu0 Q0 11 2 1 sys\n")
+    coll = tmp_path / "tiny"
+    coll.mkdir()
+    (coll / "tiny.inter").write_text("user_id:token\titem_id:token\trating:float\n" "u0\t1\t4\nu0\t2\t5\n")
+    (coll / "tiny.item").write_text("item_id:token\tmovie_title:token_seq\n"
+                                    + "".join(f"{k}\tMovie {k}\n" for k in range(20)))
+    with FakeOpenAI() as server:
+        code = main(["-v", "judge", "--runs", str(run), "--collection", str(coll), "--split", "none",
+                     "--out", str(tmp_path / "j.qrels"), "--cache", str(tmp_path / "c.sqlite"),
+                     "--base-url", with_userinfo(server.url)])
+        assert code == 2 and server.log == []
+    out = capsys.readouterr()
+    assert "credentials" in out.err
+    for text in (out.out, out.err, caplog.text):
+        assert PASSWORD not in text
+    assert not any(PASSWORD.encode() in p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+
+
+def test_a_query_string_in_the_base_url_is_refused_without_echoing_secrets(fake_openai):
+    secret = "QUERYSECRET123456"
+    with pytest.raises(ConfigError) as err:
+        JudgeConfig(base_url=fake_openai.url + f"?api-version=1&api-key={secret}", **FAST)
+    text = str(err.value)
+    assert "query string" in text and secret not in text and fake_openai.url + "?api-version=1" in text
+    assert fake_openai.log == []
+
+
+def test_the_redactor_scrubs_url_secrets():
+    """Error texts (a connection error may quote the full URL) go through the client's redactor."""
+    from recjudge.judge.client import Redactor
+    from recjudge.urls import url_secrets
+
+    assert url_secrets("http://alice:pw0@h/v1?api-key=K1&api-version=2") == ("alice:pw0", "alice", "pw0", "K1")
+    assert Redactor("sk-x", *url_secrets("http://h/v1?token=TOKEN99"))("GET http://h/v1?token=TOKEN99") == \
+        "GET http://h/v1?token=[redacted]"
+
+
+def test_http_loggers_stay_quiet_at_debug(fake_openai, caplog):
+    """-v sets the root logger to DEBUG; the HTTP stack's request lines (and headers) stay out."""
+    caplog.set_level(logging.DEBUG)
+    logging.getLogger("httpx2").setLevel(logging.DEBUG)  # as OPENAI_LOG=debug or a user's config would
+    logging.getLogger("openai").setLevel(logging.DEBUG)
+    res = judge_pairs(pairs_for([10, 11]), movies(), JudgeConfig(base_url=fake_openai.url, **FAST))
+    assert res.summary.judged == 6 and len(fake_openai.chat_log()) == 6
+    noisy = [r for r in caplog.records if r.name.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2",
+                                                                      "openai") and r.levelno < logging.WARNING]
+    assert noisy == []
+    assert "authorization" not in caplog.text.lower() and "sk-" not in caplog.text
