@@ -6,7 +6,7 @@ configuration and a grid of variants::
     name = "metadata-fields"
     collection = "ml-100k"
     reference = "historical:rating"      # or a qrels path
-    runs = "runs/ml-100k"                # for system-ranking τ (optional)
+    runs = "runs/ml-100k"                # for system-ranking τ (optional; a path or a list of paths)
     out = "out/ablate-fields"
     per_user = 20                        # K: judged items per user, sampled from the reference
     mode = "one-at-a-time"               # or "product"
@@ -24,42 +24,202 @@ reference judges, the alignment setting — so agreement isolates the judge. Sys
 compares rankings under the reference restricted to the sampled pairs with rankings under the
 variant's labels on the same pairs. Identical prompts across variants are judged once (shared
 SQLite cache); ``dry_run`` counts calls and estimated tokens per variant before anything is spent.
-Unknown keys anywhere in the file are errors.
+
+The file is validated as a whole when it is loaded (:meth:`Experiment.from_dict`): unknown keys,
+a value of the wrong type, an unknown judge, metadata field, prompt, split or measure, and a
+variant the judge would refuse are errors naming the file and the key, before anything is read
+or judged.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import pandas as pd
 
-from ._io import atomic_write, read_toml, write_json
+from ._io import atomic_write, check_output_dir, check_outputs, read_toml, write_json
 from .errors import ConfigError, InputError
 from .trec import TIE_POLICIES, Qrels, Run
 
 __all__ = ["Experiment", "VariantRow", "load_experiment", "run_experiment", "variants"]
 
-TOP_KEYS = {"name", "collection", "collection_options", "split", "split_options", "reference", "runs", "out",
-            "per_user", "seed", "mode", "measures", "bootstrap", "tie_policy", "judge", "grid"}
 MODES = ("one-at-a-time", "product")
 AXIS_PER_USER = "per_user"
+RESULT_FILES = ("ablation.csv", "ablation.json", "ablation.md", "judgments.sqlite")
+_MAX_COUNT = 2**31 - 1   # as recjudge.cli._args: larger counts only fail later, deep inside
+_MAX_SEED = 2**63 - 1
+
+
+# ------------------------------------------------------------------------------ value types
+
+class _Type(NamedTuple):
+    """A TOML value type: how to name one value and several, and the test a value must pass."""
+
+    one: str
+    many: str
+    ok: Callable[[Any], bool]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)  # TOML true is a Python int
+
+
+def _is_number(v: Any) -> bool:
+    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+STRING = _Type("a string", "strings", lambda v: isinstance(v, str) and v != "")
+BOOLEAN = _Type("true or false", "booleans", lambda v: isinstance(v, bool))
+POSITIVE = _Type("a positive integer", "positive integers", lambda v: _is_int(v) and 1 <= v <= _MAX_COUNT)
+COUNT = _Type(f"a whole number from 0 to {_MAX_COUNT}", "whole numbers ≥ 0",
+              lambda v: _is_int(v) and 0 <= v <= _MAX_COUNT)
+SEED = _Type(f"a seed from 0 to {_MAX_SEED}", "seeds", lambda v: _is_int(v) and 0 <= v <= _MAX_SEED)
+POSITIVE_NUMBER = _Type("a positive number", "positive numbers", lambda v: _is_number(v) and v > 0)
+NUMBER = _Type("a number ≥ 0", "numbers ≥ 0", lambda v: _is_number(v) and v >= 0)
+TABLE = _Type("a table", "tables", lambda v: isinstance(v, dict))
+STRINGS = _Type("a non-empty list of strings", "lists of strings",
+                lambda v: isinstance(v, list) and bool(v) and all(STRING.ok(x) for x in v))
+PATHS = _Type("a path or a non-empty list of paths", "paths",
+              lambda v: STRING.ok(v) or STRINGS.ok(v))
+
+# Every JudgeConfig setting an experiment may set, with its TOML type. The ranges of the counts
+# repeat JudgeConfig's own checks so the message can name the key; JudgeConfig stays the
+# authority (every variant is built once at load). A test keeps this table in step with it.
+JUDGE_KEYS: Mapping[str, _Type] = MappingProxyType({
+    "judge": STRING, "model": STRING, "base_url": STRING, "api_key_env": STRING, "prompt": STRING,
+    "fields": STRING, "profile_size": POSITIVE, "sampling": STRING, "seed": SEED, "repeats": POSITIVE,
+    "aggregate": STRING, "items_per_call": POSITIVE, "concurrency": POSITIVE, "timeout": POSITIVE_NUMBER,
+    "max_attempts": POSITIVE, "backoff_initial": NUMBER, "backoff_max": NUMBER, "structured": STRING,
+    "params": TABLE, "max_calls": COUNT, "max_cost": NUMBER, "prices": STRING, "batch": BOOLEAN,
+    "batch_poll": POSITIVE_NUMBER, "dry_run": BOOLEAN,
+})
+
+# Top-level keys: type, default. ``collection`` and ``reference`` are required.
+TOP_KEYS: Mapping[str, tuple[_Type, Any]] = MappingProxyType({
+    "name": (STRING, None), "collection": (STRING, None), "collection_options": (TABLE, {}),
+    "split": (STRING, "global_time"), "split_options": (TABLE, {}), "reference": (STRING, None),
+    "runs": (PATHS, None), "out": (STRING, None), "per_user": (POSITIVE, 20), "seed": (SEED, 0),
+    "mode": (STRING, "one-at-a-time"), "measures": (STRINGS, ("Compat(p=0.95)", "nDCG@100", "Bpref")),
+    "bootstrap": (COUNT, 1000), "tie_policy": (STRING, "hash"), "judge": (TABLE, {}), "grid": (TABLE, {}),
+})
+REQUIRED = ("collection", "reference")
+
+
+def _shown(value: Any) -> str:
+    """A value as the user wrote it in TOML."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    return repr(value)
+
+
+class _Checker:
+    """Errors of one experiment file: each names the file and the key (``grid.profile_size``)."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def error(self, key: str, problem: str, fix: str) -> InputError:
+        return InputError(self.source, f"key {key!r}: {problem}", fix)
+
+    def typed(self, key: str, value: Any, kind: _Type, example: str) -> Any:
+        if not kind.ok(value):
+            raise self.error(key, f"expected {kind.one}, found {_shown(value)}", f"write {example}")
+        return value
+
+    def choice(self, key: str, value: str, choices: Sequence[str]) -> str:
+        if value not in choices:
+            raise self.error(key, f"{value!r} is not one of {', '.join(choices)}", "choose one of them")
+        return value
+
+    def unknown(self, where: str, keys, known) -> None:
+        bad = sorted(set(keys) - set(known))
+        if bad:
+            label = ", ".join(f"{where}{k}" for k in bad)
+            raise InputError(self.source, f"unknown key(s) {label}", f"use only {', '.join(sorted(known))}")
+
+
+_EXAMPLES = {
+    STRING: 'KEY = "..."', BOOLEAN: "KEY = true", POSITIVE: "KEY = 10", COUNT: "KEY = 0", SEED: "KEY = 0",
+    POSITIVE_NUMBER: "KEY = 1.5", NUMBER: "KEY = 0.5", TABLE: "[KEY] on a line of its own, its settings below it",
+    STRINGS: 'KEY = ["...", "..."]', PATHS: 'KEY = "path" or KEY = ["path", ...]',
+}
+
+
+def _example(key: str, kind: _Type, many: bool = False) -> str:
+    leaf = key.rsplit(".", 1)[-1]
+    if many:
+        one = _EXAMPLES[kind].split(" = ", 1)[-1] if " = " in _EXAMPLES[kind] else "{ ... }"
+        return f"{leaf} = [{one}, ...] under [grid]"
+    return _EXAMPLES[kind].replace("KEY", leaf)
+
+
+def _judge_value(check: _Checker, key: str, name: str, value: Any) -> Any:
+    """One judge setting: its type, and the names it refers to (judge, fields, prompt, sampling)."""
+    from .judge import judge_names, load_template, parse_fields
+    from .judge.profile import SAMPLINGS
+
+    kind = JUDGE_KEYS.get(name)
+    if kind is None:
+        return value  # a JudgeConfig setting newer than the table: JudgeConfig checks it
+    check.typed(key, value, kind, _example(key, kind))
+    try:
+        if name == "judge":
+            check.choice(key, value, judge_names())
+        elif name == "fields":
+            parse_fields(value)
+        elif name == "sampling":
+            check.choice(key, value, SAMPLINGS)
+        elif name == "prompt":
+            load_template(value)
+    except (ConfigError, InputError) as exc:
+        if isinstance(exc, InputError) and exc.source == check.source:
+            raise
+        raise check.error(key, str(exc), "correct the value") from None
+    return value
+
+
+def _grid_values(check: _Checker, axis: str, values: Any) -> tuple:
+    key = f"grid.{axis}"
+    kind = POSITIVE if axis == AXIS_PER_USER else JUDGE_KEYS.get(axis)
+    many = f"a non-empty list of {kind.many}" if kind else "a non-empty list"
+    if not isinstance(values, list) or not values:
+        raise check.error(key, f"expected {many}, found {_shown(values)}",
+                          f"write {_example(key, kind or STRING, many=True)}")
+    for v in values:
+        if kind is not None and not kind.ok(v):
+            raise check.error(key, f"expected {many}, found {_shown(v)} in {_shown(values)}",
+                              f"write {_example(key, kind, many=True)}")
+        if axis != AXIS_PER_USER:
+            _judge_value(check, key, axis, v)
+    return tuple(values)
+
+
+def _check_path(check: _Checker, key: str, value: str, what: str) -> None:
+    if not Path(value).exists():
+        raise check.error(key, f"{what} {value!r} not found", "check the path (relative paths start at the "
+                          "folder you run recjudge from)")
 
 
 @dataclass(frozen=True)
 class Experiment:
+    """A validated experiment; build it from a TOML table with :meth:`from_dict` (or :func:`load_experiment`)."""
+
     name: str
     collection: str
     reference: str
     out: Path
     judge: Mapping[str, Any]
     grid: Mapping[str, tuple]
-    runs: str | None = None
+    runs: str | tuple[str, ...] | None = None
     per_user: int = 20
     seed: int = 0
     mode: str = "one-at-a-time"
@@ -71,72 +231,86 @@ class Experiment:
     collection_options: Mapping[str, Any] = field(default_factory=dict)
     source: str = "<experiment>"
 
+    def __post_init__(self):
+        # read-only views: a loaded experiment is what was validated
+        for name in ("judge", "split_options", "collection_options"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        object.__setattr__(self, "grid", MappingProxyType({k: tuple(v) for k, v in self.grid.items()}))
+        object.__setattr__(self, "measures", tuple(self.measures))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<experiment>") -> Experiment:
+        """Validate a parsed experiment file. Every error names ``source`` and the key, and says the fix."""
+        from .judge import JudgeConfig
+        from .measures import parse_measures
+        from .splits import SPLITS
+
+        check = _Checker(source)
+        check.unknown("", data, TOP_KEYS)
+        for key in REQUIRED:
+            if key not in data:
+                raise InputError(source, f"missing key {key!r}", f"add {key} = \"...\" at the top of the file")
+        values = {}
+        for key, (kind, default) in TOP_KEYS.items():
+            values[key] = check.typed(key, data[key], kind, _example(key, kind)) if key in data else default
+        check.choice("mode", values["mode"], MODES)
+        check.choice("tie_policy", values["tie_policy"], TIE_POLICIES)
+        check.choice("split", values["split"], tuple(SPLITS))
+        try:
+            parse_measures(list(values["measures"]))
+        except ConfigError as exc:
+            raise check.error("measures", str(exc), 'use ir-measures names, e.g. measures = ["nDCG@100"]') from None
+        reference = values["reference"]
+        if reference != "historical" and not reference.startswith("historical:"):
+            _check_path(check, "reference", reference, "qrels file")
+        runs = values["runs"]
+        if runs is not None:
+            runs = runs if isinstance(runs, str) else tuple(runs)
+            for r in [runs] if isinstance(runs, str) else runs:
+                _check_path(check, "runs", r, "run file or folder")
+
+        judge = dict(values["judge"])
+        check.unknown("judge.", judge, _config_fields())
+        for name, value in judge.items():
+            _judge_value(check, f"judge.{name}", name, value)
+        grid = dict(values["grid"])
+        axes = _config_fields() | {AXIS_PER_USER}
+        check.unknown("grid.", grid, axes)
+        grid = {axis: _grid_values(check, axis, v) for axis, v in grid.items()}
+
+        name = values["name"] if values["name"] is not None else Path(source).stem
+        out = Path(values["out"]) if values["out"] is not None else Path("out") / f"ablate-{name}"
+        exp = cls(name=name, collection=values["collection"], reference=reference, out=out, judge=judge, grid=grid,
+                  runs=runs, per_user=values["per_user"], seed=values["seed"], mode=values["mode"],
+                  measures=tuple(values["measures"]), bootstrap=values["bootstrap"],
+                  tie_policy=values["tie_policy"], split=values["split"],
+                  split_options=values["split_options"], collection_options=values["collection_options"],
+                  source=source)
+        # the judge's own checks (ranges, choices, generation parameters), once per variant
+        try:
+            JudgeConfig.from_dict(judge)
+        except (ConfigError, TypeError) as exc:
+            raise check.error("judge", str(exc), "fix the judge settings") from None
+        for var in variants(exp):
+            try:
+                JudgeConfig.from_dict(dict(var.settings))
+            except (ConfigError, TypeError) as exc:
+                raise check.error(f"grid.{var.axis}" if var.axis in grid else "grid",
+                                  f"variant {var.name!r}: {exc}", "fix the [grid] value; nothing was judged") from None
+        return exp
+
+
+def _config_fields() -> set[str]:
+    import dataclasses
+
+    from .judge import JudgeConfig
+
+    return {f.name for f in dataclasses.fields(JudgeConfig)}
+
 
 def load_experiment(path: str | os.PathLike) -> Experiment:
     """Read and validate an experiment TOML file; errors name the file and the key."""
-    from .judge import JudgeConfig
-
-    src = str(path)
-    data = read_toml(path, "experiment file")
-    unknown = sorted(set(data) - TOP_KEYS)
-    if unknown:
-        raise InputError(src, f"unknown key(s) {', '.join(unknown)}", f"use only {', '.join(sorted(TOP_KEYS))}")
-    for key in ("collection", "reference"):
-        if key not in data:
-            raise InputError(src, f"missing key {key!r}", f"add {key} = \"...\" at the top of the file")
-    judge = dict(data.get("judge", {}))
-    grid_raw = dict(data.get("grid", {}))
-    known = {f.name for f in dataclasses.fields(JudgeConfig)}
-    for key, values in grid_raw.items():
-        if key != AXIS_PER_USER and key not in known:
-            raise InputError(src, f"[grid] has unknown axis {key!r}",
-                             f"vary per_user or a judge setting: {', '.join(sorted(known))}")
-        if not isinstance(values, list) or not values:
-            raise InputError(src, f"[grid] {key} must be a non-empty list", f"write {key} = [value, ...]")
-    try:
-        JudgeConfig.from_dict(judge)
-    except ConfigError as exc:
-        raise InputError(src, f"[judge]: {exc}", "fix the judge settings") from None
-    mode = data.get("mode", "one-at-a-time")
-    if mode not in MODES:
-        raise InputError(src, f"mode {mode!r} is not one of {', '.join(MODES)}", "choose one of them")
-    ints = {}
-    for key, default in (("per_user", 20), ("seed", 0), ("bootstrap", 1000)):
-        value = data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "per_user" else 0):
-            raise InputError(src, f"{key} = {value!r} is not a whole number"
-                             + (" ≥ 1" if key == "per_user" else " ≥ 0"), f"write {key} = {default}")
-        ints[key] = value
-    for k in grid_raw.get(AXIS_PER_USER, []):
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(src, f"[grid] per_user holds {k!r}", "give whole numbers ≥ 1")
-    tie_policy = str(data.get("tie_policy", "hash"))
-    if tie_policy not in TIE_POLICIES:
-        raise InputError(src, f"tie_policy {tie_policy!r} is unknown", f"choose one of {', '.join(TIE_POLICIES)}")
-    measures = data.get("measures", list(Experiment.measures))
-    try:
-        from .measures import parse_measures
-
-        parse_measures(list(measures))
-    except ConfigError as exc:
-        raise InputError(src, f"measures: {exc}", "use ir-measures names such as nDCG@100") from None
-    name = str(data.get("name", Path(path).stem))
-    exp = Experiment(
-        name=name, collection=str(data["collection"]), reference=str(data["reference"]),
-        out=Path(data.get("out", Path("out") / f"ablate-{name}")), judge=judge,
-        grid={k: tuple(v) for k, v in grid_raw.items()}, runs=data.get("runs"),
-        per_user=ints["per_user"], seed=ints["seed"], mode=mode,
-        measures=tuple(measures), bootstrap=ints["bootstrap"],
-        tie_policy=tie_policy, split=str(data.get("split", "global_time")),
-        split_options=dict(data.get("split_options", {})),
-        collection_options=dict(data.get("collection_options", {})), source=src)
-    for var in variants(exp):
-        try:
-            JudgeConfig.from_dict(dict(var.settings))
-        except (ConfigError, TypeError) as exc:
-            raise InputError(src, f"variant {var.name!r}: {exc}",
-                             "fix the [grid] value; nothing was judged") from None
-    return exp
+    return Experiment.from_dict(read_toml(path, "experiment file"), str(path))
 
 
 class Variant(NamedTuple):
@@ -219,6 +393,7 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     from .metaeval import compare
 
     say = progress or (lambda m: None)
+    check_experiment_outputs(exp)
     collection = load_collection(exp.collection, **dict(exp.collection_options))
     reference, history = _reference(exp, collection)
     runs: dict[str, Run] = {}
@@ -226,7 +401,8 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
         from .trec import read_runs
 
         runs = read_runs(exp.runs)
-    exp.out.mkdir(parents=True, exist_ok=True)
+    if not dry_run:
+        exp.out.mkdir(parents=True, exist_ok=True)
     cache = exp.out / "judgments.sqlite"
     rows: list[VariantRow] = []
     all_variants = variants(exp)
@@ -262,6 +438,19 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     if not dry_run:
         write_results(exp, rows)
     return rows
+
+
+def check_experiment_outputs(exp: Experiment) -> None:
+    """Refuse, before any work, an ``out`` folder (or a result file in it) that is an input or unwritable."""
+    inputs = [exp.source, exp.collection]
+    if not exp.reference.startswith("historical"):
+        inputs.append(exp.reference)
+    if exp.runs is not None:
+        inputs += [exp.runs] if isinstance(exp.runs, str) else list(exp.runs)
+    inputs = [p for p in inputs if Path(p).exists()]
+    option = f"key 'out' of {exp.source}"
+    check_output_dir(exp.out, option, inputs)
+    check_outputs({f"{option} ({name})": exp.out / name for name in RESULT_FILES}, inputs)
 
 
 def rows_frame(rows: Sequence[VariantRow]) -> pd.DataFrame:

@@ -30,6 +30,7 @@ __all__ = [
     "calibrate",
     "fill_gaps",
     "hide_labels",
+    "sources_path",
     "write_filled",
 ]
 
@@ -104,14 +105,23 @@ class FillResult(NamedTuple):
     n_unfilled: int  # top-k items neither label set judges
 
 
-def _topk_pairs(runs: Mapping[str, Run], k: int, tie_policy: str, seed: int, users: set[str]) -> pd.DataFrame:
+def _topk_pairs(runs: Mapping[str, Run], k: int, tie_policy: str, seed: int, human: Qrels) -> pd.DataFrame:
+    """The (user, item) pairs of every run's top-k, for the users the human qrels judge."""
+    if not runs:
+        raise ConfigError("no runs given: the pool to fill is the runs' top-k")
     frames = []
     for run in runs.values():
         top = resolve_ties(run, tie_policy, seed, depth=k).frame if run.tie_policy is None else \
             run.frame[run.frame["rank"] <= k]
         frames.append(top[["qid", "docid"]])
     pairs = pd.concat(frames, ignore_index=True).drop_duplicates()
-    return pairs[pairs.qid.isin(users)]
+    pairs = pairs[pairs.qid.isin(set(human.frame.qid))]
+    if pairs.empty:
+        names = ", ".join(list(runs)[:3]) + (", ..." if len(runs) > 3 else "")
+        raise ConfigError(f"the runs ({names}) share no user with the human qrels {human.name!r}: there is "
+                          "nothing to fill and no ranking to compare; give runs and qrels of the same users "
+                          "(query id = user id)")
+    return pairs
 
 
 def fill_gaps(human: Qrels, llm: Qrels, runs: Mapping[str, Run], calibration: Calibration | None = None,
@@ -125,7 +135,7 @@ def fill_gaps(human: Qrels, llm: Qrels, runs: Mapping[str, Run], calibration: Ca
     calibration = calibration or calibrate(human, llm)
     h = human.frame[["qid", "docid", "label"]].copy()
     h["source"], h["llm_grade"] = "human", pd.NA
-    pool = _topk_pairs(runs, k, tie_policy, seed, set(h.qid))
+    pool = _topk_pairs(runs, k, tie_policy, seed, human)
     gaps = pool.merge(h[["qid", "docid"]], on=["qid", "docid"], how="left", indicator=True)
     gaps = gaps[gaps["_merge"] == "left_only"].drop(columns="_merge")
     filled = gaps.merge(llm.frame[["qid", "docid", "label"]], on=["qid", "docid"], how="inner")
@@ -151,11 +161,17 @@ def hide_labels(human: Qrels, fraction: float, seed: int = 0) -> tuple[Qrels, pd
     return Qrels.from_frame(f[~hidden], f"{human.name}-visible"), f[hidden].reset_index(drop=True)
 
 
+def sources_path(path: str | Path) -> Path:
+    """The sidecar of a filled qrels file: ``<path>.sources.tsv``."""
+    path = Path(path)
+    return path.with_name(path.name + ".sources.tsv")
+
+
 def write_filled(result: FillResult, path: str | Path) -> tuple[Path, Path]:
     """Write the mixed qrels and a sidecar ``<path>.sources.tsv`` saying where each label came from."""
     path = Path(path)
     write_qrels(result.qrels, path)
-    side = path.with_name(path.name + ".sources.tsv")
+    side = sources_path(path)
     with atomic_write(side) as fh:
         result.sources.assign(llm_grade=result.sources.llm_grade.astype("string").fillna("")).to_csv(
             fh, sep="\t", index=False, columns=["qid", "docid", "label", "source", "llm_grade"])
