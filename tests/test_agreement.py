@@ -153,7 +153,8 @@ def test_published_llmjudge_agreement_through_cli(llmjudge_data: Path, tmp_path,
     assert code == 0
     result = json.loads(out.read_text())
     for name, (kappa, alpha) in PUBLISHED.items():
-        row = result[str(llmjudge_data / "labels" / f"{name}.qrels")]
+        row = result[name]  # keyed by the qrels name; the path is kept in a field
+        assert row["path"] == str(llmjudge_data / "labels" / f"{name}.qrels")
         assert row["n_pairs"] == 4423
         assert round(row["cohen_kappa"], 4) == kappa
         assert round(row["krippendorff_alpha_ordinal"], 4) == alpha

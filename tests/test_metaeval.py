@@ -210,7 +210,10 @@ def test_compare_cli_json_report_and_no_heavy_imports(tmp_path, capsys):
     for key in ("kendall_tau", "kendall_tau_ci", "weighted_tau", "tau_ap", "median_abs_rank_displacement"):
         assert key in m
     assert m["kendall_tau_ci"][0] <= m["kendall_tau_ci"][1]
-    assert list(data["candidates"]) == [str(tmp_path / "llm.qrels"), str(tmp_path / "llm2.qrels")]
+    # named by file stem, like the reference; each path kept in the settings
+    assert list(data["candidates"]) == ["llm", "llm2"]
+    assert data["settings"]["paths"] == {"human": str(tmp_path / "human.qrels"), "llm": str(tmp_path / "llm.qrels"),
+                                         "llm2": str(tmp_path / "llm2.qrels")}
     # identical candidate label sets give identical verdicts
     c1, c2 = data["candidates"].values()
     assert c1["Bpref"]["kendall_tau"] == c2["Bpref"]["kendall_tau"]
@@ -285,7 +288,7 @@ def test_bootstrap_with_partial_user_coverage_matches_brute_force():
     users = [f"u{i}" for i in range(12)]
     ref = pd.DataFrame(rng.random((12, 4)), index=users, columns=list("abcd"))
     cand = pd.DataFrame(rng.random((7, 4)), index=users[:7], columns=list("abcd"))  # 5 users unjudged
-    lo, hi = bootstrap_kendall_tau(ref, cand, n_resamples=300, seed=4, chunk=300)
+    lo, hi = bootstrap_kendall_tau(ref, cand, n_resamples=300, seed=4, chunk=300, method="percentile")
     # brute force with the same multinomial draws: mean over the resampled users each matrix has
     w = np.random.default_rng(4).multinomial(12, np.full(12, 1 / 12), size=300)
     taus = []
@@ -322,3 +325,252 @@ def test_runs_and_qrels_without_a_common_user_is_an_error():
     other = read_qrels("x1 0 d1 1\nx2 0 d2 0\n")
     with pytest.raises(ConfigError, match="same user ids"):
         evaluate(runs, other, "nDCG@10")
+
+
+# ------------------------------------------------------------------------- bias-corrected CIs
+
+def _scipy_bootstrap(data, statistic, n_resamples, seed, method):
+    import inspect
+
+    seed_kw = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
+    return stats.bootstrap(data, statistic, vectorized=False, n_resamples=n_resamples, method=method,
+                           confidence_level=0.95, **{seed_kw: np.random.default_rng(seed)})
+
+
+def test_bca_interval_and_jackknife_equal_scipy_bootstrap_bca():
+    from recjudge.metaeval import bias_corrected_interval, jackknife_kendall_tau
+
+    rng = np.random.default_rng(3)
+    ref = rng.random((25, 6)) + np.linspace(0, 0.5, 6)
+    cand = rng.random((25, 6)) + np.linspace(0, 0.5, 6)
+
+    def tau(idx):  # τ-b of the (rounded) system means over the users in idx
+        idx = np.asarray(idx, int)
+        return stats.kendalltau(np.round(ref[idx].mean(0), 12), np.round(cand[idx].mean(0), 12)).statistic
+
+    # scipy resamples user indices; its replicates feed our interval, so the resampling is identical
+    res = _scipy_bootstrap((np.arange(25),), tau, 999, 1, "BCa")
+    jk = jackknife_kendall_tau(ref, cand)
+    np.testing.assert_allclose(jk, [tau(np.delete(np.arange(25), i)) for i in range(25)], atol=1e-15)
+    got = bias_corrected_interval(res.bootstrap_distribution, tau(np.arange(25)), 0.95, jk)
+    want = res.confidence_interval
+    assert got == pytest.approx((want.low, want.high), abs=1e-12)
+    assert got != pytest.approx(tuple(np.quantile(res.bootstrap_distribution, [0.025, 0.975])))
+
+
+def test_bias_corrected_percentile_by_hand():
+    from statistics import NormalDist
+
+    from recjudge.metaeval import bias_corrected_interval
+
+    reps = np.arange(1.0, 101.0)  # 1, 2, ..., 100
+    # 70 replicates below 70.5: z0 = Φ⁻¹(0.70); BC quantiles at Φ(2·z0 ∓ 1.959964)
+    z0, z = NormalDist().inv_cdf(0.70), NormalDist().inv_cdf(0.975)
+    p_lo, p_hi = NormalDist().cdf(2 * z0 - z), NormalDist().cdf(2 * z0 + z)
+    # numpy's linear quantile of 1..100 at p is 1 + 99·p
+    assert bias_corrected_interval(reps, 70.5) == pytest.approx((1 + 99 * p_lo, 1 + 99 * p_hi), abs=1e-9)
+    # a replicate equal to the estimate counts half: 69 below + 1/2 → share 0.695
+    z0 = NormalDist().inv_cdf(0.695)
+    want = (1 + 99 * NormalDist().cdf(2 * z0 - z), 1 + 99 * NormalDist().cdf(2 * z0 + z))
+    assert bias_corrected_interval(reps, 70.0) == pytest.approx(want, abs=1e-9)
+    # every replicate below the estimate: z0 is infinite and no interval exists
+    assert np.isnan(bias_corrected_interval(reps, 101.0)).all()
+
+
+def test_bca_of_bootstrap_kendall_tau_matches_brute_force_with_partial_coverage():
+    from statistics import NormalDist
+
+    rng = np.random.default_rng(11)
+    users = [f"u{i}" for i in range(12)]
+    ref = pd.DataFrame(rng.random((12, 4)), index=users, columns=list("abcd"))
+    cand = pd.DataFrame(rng.random((7, 4)), index=users[:7], columns=list("abcd"))  # 5 users unjudged
+
+    def tau(idx):  # means over the drawn users each matrix judges
+        r = ref.iloc[idx].mean()
+        c_idx = [i for i in idx if i < 7]
+        return stats.kendalltau(r, cand.iloc[c_idx].mean()).statistic if c_idx else np.nan
+
+    w = np.random.default_rng(4).multinomial(12, np.full(12, 1 / 12), size=300)
+    reps = np.array([tau(np.repeat(np.arange(12), row)) for row in w])
+    reps = reps[~np.isnan(reps)]
+    est = tau(np.arange(12))
+    jk = np.array([tau([j for j in range(12) if j != i]) for i in range(12)])
+    d = jk.mean() - jk
+    a = (d ** 3).sum() / (6 * ((d ** 2).sum()) ** 1.5)
+    z0 = NormalDist().inv_cdf(((reps < est).sum() + (reps <= est).sum()) / (2 * len(reps)))
+    z = NormalDist().inv_cdf(0.025)
+    probs = [NormalDist().cdf(z0 + (z0 + zz) / (1 - a * (z0 + zz))) for zz in (z, -z)]
+    want = np.quantile(reps, probs)
+    got = bootstrap_kendall_tau(ref, cand, n_resamples=300, seed=4, chunk=300, method="BCa")
+    assert got == pytest.approx(tuple(want), abs=1e-12)
+
+
+def test_bias_correction_moves_the_interval_towards_the_downward_bias_of_resampled_tau():
+    # 10 systems 1/9 apart, 60 users, independent unit noise per label set: resampling adds noise
+    # to both rankings, so resampled τ sits below the estimate and the percentile interval
+    # [0.467, 0.867] excludes τ = 0.911. The bias correction moves the interval up, past the
+    # estimate: BC and BCa contain the estimate exactly when the percentile interval does
+    # (Φ(2·z0 − 1.96) ≤ Φ(z0) ⇔ z0 ≤ 1.96 ⇔ percentile upper ≥ estimate), so here neither does —
+    # they bracket the population τ the downward-biased estimate estimates.
+    rng = np.random.default_rng(21)
+    base = np.linspace(0, 1, 10)
+    ref = pd.DataFrame(base + rng.standard_normal((60, 10)))
+    cand = pd.DataFrame(base + rng.standard_normal((60, 10)))
+    from recjudge.metaeval import system_means
+
+    est = kendall_tau(system_means(ref), system_means(cand))
+    pct = bootstrap_kendall_tau(ref, cand, 1000, 0, method="percentile")
+    bc = bootstrap_kendall_tau(ref, cand, 1000, 0, method="BC")
+    bca = bootstrap_kendall_tau(ref, cand, 1000, 0, method="BCa")
+    assert pct[1] < est
+    assert pct[0] < bc[0] and pct[1] < bc[1] and pct[0] < bca[0] and pct[1] < bca[1]
+    assert bc[0] > est and bca[0] > est
+
+
+def test_bc_contains_the_estimate_exactly_when_the_percentile_interval_does():
+    from recjudge.metaeval import system_means
+
+    seen = set()
+    for seed in (0, 1, 2, 3, 4, 5, 21):
+        rng = np.random.default_rng(seed)
+        base = np.linspace(0, 1, 10)
+        ref = pd.DataFrame(base + rng.standard_normal((60, 10)))
+        cand = pd.DataFrame(base + rng.standard_normal((60, 10)))
+        est = kendall_tau(system_means(ref), system_means(cand))
+        pct = bootstrap_kendall_tau(ref, cand, 400, 0, method="percentile")
+        bc = bootstrap_kendall_tau(ref, cand, 400, 0, method="BC")
+        inside = pct[0] - 1e-12 <= est <= pct[1] + 1e-12
+        assert inside == (bc[0] - 1e-12 <= est <= bc[1] + 1e-12), seed
+        # the bias correction shifts upward: resampled τ is biased downward
+        assert bc[1] >= pct[1]
+        seen.add(inside)
+    assert seen == {True, False}  # both situations occur among these seeds
+
+
+def test_unknown_ci_method_is_refused():
+    ref = pd.DataFrame([[0.1, 0.5, 0.3]], index=["u"], columns=list("abc"))
+    with pytest.raises(ConfigError, match="CI method"):
+        bootstrap_kendall_tau(ref, ref, 10, method="studentized")
+
+
+def test_compare_reports_bca_method_and_kendall_p_value():
+    runs, human, llm = _fixture(seed=13)
+    res = compare(runs, human, [llm], measures="nDCG@10", bootstrap=200, seed=2)
+    ra = res.agreement["llm"]["nDCG@10"]
+    want = stats.kendalltau(res.reference.means("nDCG@10"), res.candidates["llm"].means("nDCG@10"))
+    assert ra.kendall_tau_p == pytest.approx(want.pvalue, rel=1e-12)
+    assert res.settings["ci_method"] == "BCa" and ra.ci_method == "BCa"
+    direct = bootstrap_kendall_tau(res.reference.matrices["nDCG@10"], res.candidates["llm"].matrices["nDCG@10"],
+                                   200, seed=2, method="BCa")
+    assert ra.kendall_tau_ci == direct
+    js = res.to_json()
+    assert js["settings"]["ci_method"] == "BCa"
+    assert js["measures"]["nDCG@10"]["kendall_tau_ci_method"] == "BCa"
+    assert js["measures"]["nDCG@10"]["kendall_tau_p"] == ra.kendall_tau_p
+
+
+def test_jackknife_at_ten_thousand_users_stays_vectorised():
+    import time
+
+    from recjudge.metaeval import jackknife_kendall_tau
+
+    rng = np.random.default_rng(0)
+    ref, cand = rng.random((10_000, 63)), rng.random((10_000, 63))
+    start = time.perf_counter()
+    jk = jackknife_kendall_tau(ref, cand)
+    # measured ~0.8 s on 2 shared cores; a per-user Python loop over scipy takes minutes
+    assert time.perf_counter() - start < 20
+    for i in (0, 4321, 9999):
+        keep = np.delete(np.arange(10_000), i)
+        want = stats.kendalltau(np.round(ref[keep].mean(0), 12), np.round(cand[keep].mean(0), 12)).statistic
+        assert jk[i] == pytest.approx(want, abs=1e-12)
+
+
+# ------------------------------------------------------------------------- separate bootstrap seed
+
+def test_bootstrap_seed_varies_the_ci_but_never_the_rankings():
+    runs, human, llm = _fixture(seed=14, systems=8)
+    base = compare(runs, human, [llm], measures="nDCG@10", bootstrap=100, seed=3)
+    same = compare(runs, human, [llm], measures="nDCG@10", bootstrap=100, seed=3, bootstrap_seed=3)
+    other = compare(runs, human, [llm], measures="nDCG@10", bootstrap=100, seed=3, bootstrap_seed=4)
+    a, b, c = (r.agreement["llm"]["nDCG@10"] for r in (base, same, other))
+    assert a.kendall_tau_ci == b.kendall_tau_ci  # default: the bootstrap follows --seed
+    assert c.kendall_tau_ci != a.kendall_tau_ci
+    assert c.kendall_tau == a.kendall_tau
+    pd.testing.assert_series_equal(other.reference.means("nDCG@10"), base.reference.means("nDCG@10"))
+    pd.testing.assert_series_equal(other.candidates["llm"].ranks("nDCG@10"), base.candidates["llm"].ranks("nDCG@10"))
+    assert (base.settings["bootstrap_seed"], other.settings["bootstrap_seed"]) == (3, 4)
+    assert other.settings["seed"] == 3
+    # a different --seed changes the hash tie-break, and so the scores of these tie-heavy runs
+    moved = compare(runs, human, [llm], measures="nDCG@10", bootstrap=0, seed=4)
+    assert not np.allclose(moved.reference.means("nDCG@10"), base.reference.means("nDCG@10"))
+
+
+# ------------------------------------------------------------------------- rounding of means
+
+def test_rounding_keeps_means_of_permuted_users_tied():
+    from recjudge.metaeval import _agreement, _weighted_means, system_means
+
+    # the same three per-user values in two orders: summed left to right they differ in the last bit
+    a, b = [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]
+    assert (0.1 + 0.2) + 0.3 != (0.3 + 0.2) + 0.1
+    ref = pd.DataFrame({"a": a, "b": b, "c": [0.9, 0.9, 0.9]}, index=["u1", "u2", "u3"])
+    raw = ref.mean(axis=0)
+    assert raw["a"] != raw["b"]  # without rounding the two systems would be ordered
+    means = system_means(ref)
+    assert means["a"] == means["b"]
+    assert system_ranks(means).to_dict() == {"a": 2.5, "b": 2.5, "c": 1.0}
+    # the bootstrap's mean path (the estimate BCa compares replicates with) keeps them tied too
+    ones = _weighted_means(np.ones((1, 3)), ref.to_numpy())
+    assert ones[0, 0] == ones[0, 1]
+    # a candidate that ties a and b outright: τ-b = 1 with ties kept; a false order a ≠ b would give
+    # 2 concordant pairs of 3 with one pair tied on one side only: 2 / sqrt(3 · 2)
+    cand = pd.DataFrame({"a": [0.2] * 3, "b": [0.2] * 3, "c": [0.5] * 3}, index=["u1", "u2", "u3"])
+    ra = _agreement("m", ref, cand, n_boot=0, seed=0)
+    assert ra.kendall_tau == pytest.approx(1.0)
+    assert kendall_tau(raw, cand.mean()) == pytest.approx(2 / np.sqrt(6))
+
+
+# ------------------------------------------------------------------------- --queries shared
+
+SHARED_REF = (
+    "u1 0 d3 1\n"  # u1: only the reference judges it
+    "u1 0 d4 1\n"
+    "u2 0 d1 1\n"
+    "u2 0 d3 1\n"
+    "u3 0 d2 1\n"
+)
+SHARED_CAND = (
+    "u2 0 d1 1\n"
+    "u3 0 d2 1\n"
+    "u3 0 d4 1\n"
+    "u4 0 d3 1\n"  # u4: only the candidate judges it
+    "u4 0 d4 1\n"
+)
+
+
+def _two_system_runs():
+    # sysA ranks d1 > d2 for every user, sysB d3 > d4
+    rows_a = [(u, d, r + 1, 2.0 - r) for u in ("u1", "u2", "u3", "u4") for r, d in enumerate(("d1", "d2"))]
+    rows_b = [(u, d, r + 1, 2.0 - r) for u in ("u1", "u2", "u3", "u4") for r, d in enumerate(("d3", "d4"))]
+    cols = ["qid", "docid", "rank", "score"]
+    return {"sysA": Run.from_frame(pd.DataFrame(rows_a, columns=cols), "sysA"),
+            "sysB": Run.from_frame(pd.DataFrame(rows_b, columns=cols), "sysB")}
+
+
+def test_shared_queries_with_users_missing_on_both_sides_by_hand():
+    runs = _two_system_runs()
+    ref, cand = read_qrels(SHARED_REF, name="ref"), read_qrels(SHARED_CAND, name="cand")
+    res = compare(runs, ref, {"cand": cand}, measures="P@2", queries="shared", bootstrap=0)
+    # shared users: u2 and u3. P@2 per user (relevant among the two ranked):
+    #   reference  sysA: u2 {d1} 1/2, u3 {d2} 1/2 → 0.5;   sysB: u2 {d3} 1/2, u3 {} 0 → 0.25
+    #   candidate  sysA: u2 {d1} 1/2, u3 {d2} 1/2 → 0.5;   sysB: u2 {} 0, u3 {d4} 1/2 → 0.25
+    assert res.reference_table("cand").means("P@2").to_dict() == pytest.approx({"sysA": 0.5, "sysB": 0.25})
+    assert res.candidates["cand"].means("P@2").to_dict() == pytest.approx({"sysA": 0.5, "sysB": 0.25})
+    ra = res.agreement["cand"]["P@2"]
+    assert ra.n_users_reference == ra.n_users_candidate == 2
+    own = compare(runs, ref, {"cand": cand}, measures="P@2", queries="own", bootstrap=0)
+    # own: reference over u1–u3: sysA (0 + 1/2 + 1/2)/3, sysB (1 + 1/2 + 0)/3
+    #      candidate over u2–u4: sysA (1/2 + 1/2 + 0)/3, sysB (0 + 1/2 + 1)/3
+    assert own.reference.means("P@2").to_dict() == pytest.approx({"sysA": 1 / 3, "sysB": 1 / 2})
+    assert own.candidates["cand"].means("P@2").to_dict() == pytest.approx({"sysA": 1 / 3, "sysB": 1 / 2})

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
-from .trec import Qrels
+from .trec import MAX_LABEL, Qrels
 
 __all__ = [
     "PairwiseAgreement",
@@ -93,7 +93,7 @@ class AgreementResult:
 
 
 def parse_clip(text: str | None) -> tuple[int, int] | None:
-    """Parse ``LO..HI`` (e.g. ``0..3``)."""
+    """Parse ``LO..HI`` (e.g. ``0..3``): whole numbers within the label range, LO ≤ HI."""
     if text is None:
         return None
     parts = text.split("..")
@@ -101,8 +101,13 @@ def parse_clip(text: str | None) -> tuple[int, int] | None:
         lo, hi = (int(p) for p in parts)
     except ValueError:
         raise ConfigError(f"--clip takes LO..HI with whole numbers (e.g. 0..3), not {text!r}") from None
+    # labels are read within ±MAX_LABEL; a bound beyond it would overflow the int64 label column
+    for bound in (lo, hi):
+        if abs(bound) > MAX_LABEL:
+            raise ConfigError(f"--clip {text}: bound {bound} is outside the label range; "
+                              f"give bounds from {-MAX_LABEL} to {MAX_LABEL}, e.g. 0..3")
     if lo > hi:
-        raise ConfigError(f"--clip {text}: LO must not exceed HI")
+        raise ConfigError(f"--clip {text}: LO must not exceed HI; write the lower bound first, e.g. {hi}..{lo}")
     return lo, hi
 
 
@@ -258,9 +263,12 @@ def agreement(reference: Qrels, candidate: Qrels, missing: str = "zero", clip: t
               bootstrap: int = 1000, seed: int = 0) -> AgreementResult:
     """Item-level agreement of ``candidate`` with ``reference`` over the reference's pairs."""
     pairs, n_missing = aligned_labels(reference, candidate, missing, clip)
-    if len(pairs) == 0:
-        raise ConfigError(f"candidate {candidate.name!r} labels none of the pairs that reference "
-                          f"{reference.name!r} judges; check that both use the same query and item ids")
+    if n_missing == len(reference.frame):
+        # under missing="zero" every label would be the fill value: κ, α and the shares would
+        # describe the fill, not the candidate
+        raise ConfigError(f"candidate {candidate.name!r} labels none of the {len(reference.frame)} pairs that "
+                          f"reference {reference.name!r} judges, so there is nothing to compare; check that both "
+                          "use the same query and item ids")
     r, c = pairs.ref.to_numpy(), pairs.cand.to_numpy()
     overall, binary, by_distance = pairwise_agreement(pairs.qid.to_numpy(), r, c, bootstrap, seed)
     confusion = pd.crosstab(pairs.ref, pairs.cand).rename_axis(index="reference", columns="candidate")

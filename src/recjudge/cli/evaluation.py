@@ -6,6 +6,7 @@ import argparse
 
 from ..measures import DEFAULT_MEASURES as _MEASURES
 from ..trec import TIE_POLICIES
+from . import _args
 
 DEFAULT_MEASURES = ",".join(_MEASURES)
 
@@ -13,7 +14,8 @@ DEFAULT_MEASURES = ",".join(_MEASURES)
 def _add_tie_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tie-policy", choices=TIE_POLICIES, default="hash",
                    help="order of equal scores before any measure runs (default: hash of seed+user+item)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the hash tie policy and the bootstrap")
+    p.add_argument("--seed", type=_args.seed, default=0,
+                   help="seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)")
 
 
 def register(sub) -> None:
@@ -29,7 +31,10 @@ def register(sub) -> None:
     p.add_argument("--queries", choices=("own", "shared"), default="own",
                    help="own: each label set over the users it judges; shared: only users judged by both")
     _add_tie_args(p)
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of users for τ CIs")
+    p.add_argument("--bootstrap", type=_args.count, default=1000,
+                   help="bootstrap resamples of users for τ CIs (BCa; 0: no CI)")
+    p.add_argument("--bootstrap-seed", type=_args.seed, default=None,
+                   help="seed for the bootstrap alone (default: --seed); varies the CIs, never the rankings")
     p.add_argument("--json", metavar="PATH", help="write the result as JSON")
     p.add_argument("--report", metavar="DIR", help="write report.md with plots into DIR")
     p.set_defaults(func=run_compare)
@@ -42,8 +47,8 @@ def register(sub) -> None:
     p.add_argument("--missing", choices=("zero", "drop"), default="zero",
                    help="a pair the candidate lacks: label 0 (zero) or left out (drop)")
     p.add_argument("--clip", metavar="LO..HI", help="clip candidate labels, e.g. 0..3")
-    p.add_argument("--bootstrap", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bootstrap", type=_args.count, default=1000, help="bootstrap resamples of users (0: no CI)")
+    p.add_argument("--seed", type=_args.seed, default=0, help="seed for the bootstrap")
     p.add_argument("--json", metavar="PATH")
     p.set_defaults(func=run_agreement)
 
@@ -57,20 +62,38 @@ def register(sub) -> None:
     p.set_defaults(func=run_evaluate)
 
 
+def _named(reference_path: str, candidate_paths: list[str]):
+    """Read the reference and candidate qrels; name each by the one naming rule of outputs."""
+    from dataclasses import replace
+
+    from ..metaeval import label_set_names
+    from ..trec import read_qrels
+
+    paths = [reference_path, *candidate_paths]
+    qrels = [read_qrels(p) for p in paths]
+    names = label_set_names([q.name for q in qrels], paths)
+    named = [replace(q, name=n) for q, n in zip(qrels, names)]
+    return named[0], named[1:], dict(zip(names, paths))
+
+
 def run_compare(args) -> int:
-    from .._io import write_json
+    from .._io import check_output_dir, check_outputs, write_json
     from ..errors import ConfigError
-    from ..metaeval import compare, export_tie_info
-    from ..trec import read_qrels, read_runs
+    from ..metaeval import _measure_names, compare, export_tie_info
+    from ..trec import read_runs
 
     if len(set(args.candidate)) != len(args.candidate):
         raise ConfigError("the same --candidate path is given twice; give each label set once")
+    inputs = [*args.runs, args.reference, *args.candidate]
+    check_outputs({"--json": args.json}, inputs=inputs)
+    check_output_dir(args.report, "--report", inputs)
+    _measure_names(args.measures)  # bad measure strings fail before any file is read
     runs = read_runs(args.runs)
-    reference = read_qrels(args.reference)
-    candidates = {path: read_qrels(path) for path in args.candidate}
-    result = compare(runs, reference, candidates, measures=args.measures,
+    reference, candidates, sources = _named(args.reference, args.candidate)
+    result = compare(runs, reference, {q.name: q for q in candidates}, measures=args.measures,
                      queries=args.queries, tie_policy=args.tie_policy, seed=args.seed, bootstrap=args.bootstrap,
-                     export_ties=export_tie_info(args.runs))
+                     export_ties=export_tie_info(args.runs), bootstrap_seed=args.bootstrap_seed,
+                     sources=sources)
     print(format_compare(result))
     if args.json:
         write_json(args.json, result.to_json())
@@ -86,16 +109,21 @@ def run_compare(args) -> int:
 def format_compare(result) -> str:
     import pandas as pd
 
-    lines = [f"{len(result.reference.scores_frame())} systems; reference {result.settings['reference']}; "
-             f"users: {result.settings['queries']}; tie policy: {result.settings['tie_policy']} "
-             f"(seed {result.settings['seed']})"]
+    s = result.settings
+    seeds = f"seed {s['seed']}"
+    if s.get("bootstrap_seed", s["seed"]) != s["seed"]:
+        seeds += f"; bootstrap seed {s['bootstrap_seed']}"
+    lines = [f"{len(result.reference.scores_frame())} systems; reference {s['reference']}; "
+             f"users: {s['queries']}; tie policy: {s['tie_policy']} ({seeds})"]
+    ci_header = f"95% CI ({s.get('ci_method', 'percentile')})"
     for cand, by_measure in result.agreement.items():
         rows = []
         for m, ra in by_measure.items():
             rows.append({
                 "measure": m,
                 "tau_b": f"{ra.kendall_tau:.3f}",
-                "95% CI": f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                "p": f"{ra.kendall_tau_p:.2g}",
+                ci_header: f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
                 "weighted_tau": f"{ra.weighted_tau:.3f}",
                 "tau_ap": f"{ra.tau_ap:.3f}",
                 "med|Δrank|": f"{ra.median_abs_rank_displacement:g}",
@@ -110,24 +138,25 @@ def format_compare(result) -> str:
 def run_agreement(args) -> int:
     import pandas as pd
 
-    from .._io import write_json
+    from .._io import check_outputs, write_json
     from ..agreement import agreement, parse_clip
     from ..errors import ConfigError
-    from ..trec import read_qrels
 
     if len(set(args.candidate)) != len(args.candidate):
         raise ConfigError("the same --candidate path is given twice; give each label set once")
-    if args.bootstrap < 0:
-        raise ConfigError(f"--bootstrap must be 0 or more, not {args.bootstrap}")
-    reference = read_qrels(args.reference)
+    check_outputs({"--json": args.json}, inputs=[args.reference, *args.candidate])
     clip = parse_clip(args.clip)
+    reference, candidates, sources = _named(args.reference, args.candidate)
     out, rows = {}, []
-    for path in args.candidate:
-        res = agreement(reference, read_qrels(path), args.missing, clip, args.bootstrap, args.seed)
-        out[path] = res.to_json()
+    for cand in candidates:
+        res = agreement(reference, cand, args.missing, clip, args.bootstrap, args.seed)
+        entry = res.to_json()
+        entry["path"] = sources[cand.name]
+        entry["settings"]["reference_path"] = args.reference
+        out[cand.name] = entry
         pw = res.pairwise
         rows.append({
-            "candidate": path,
+            "candidate": cand.name,
             "pairs": res.n_pairs,
             "missing": res.n_missing,
             "kappa": f"{res.cohen_kappa:.4f}",
@@ -139,7 +168,7 @@ def run_agreement(args) -> int:
             "disagree": f"{pw.disagree:.3f}",
             "binary agree": f"{res.pairwise_binary.agree:.3f}",
         })
-    print(f"reference: {args.reference} (missing={args.missing}, clip={args.clip or 'none'})")
+    print(f"reference: {reference.name} ({args.reference}; missing={args.missing}, clip={args.clip or 'none'})")
     print(pd.DataFrame(rows).to_string(index=False))
     if args.json:
         write_json(args.json, out)
@@ -148,10 +177,14 @@ def run_agreement(args) -> int:
 
 
 def run_evaluate(args) -> int:
-    from .._io import write_json
-    from ..metaeval import evaluate, export_tie_info
+    from .._io import check_output_dir, check_outputs, write_json
+    from ..metaeval import _measure_names, evaluate, export_tie_info
     from ..trec import read_qrels, read_runs
 
+    inputs = [*args.runs, args.qrels]
+    check_outputs({"--json": args.json}, inputs=inputs)
+    check_output_dir(args.report, "--report", inputs)
+    _measure_names(args.measures)  # bad measure strings fail before any file is read
     result = evaluate(read_runs(args.runs), read_qrels(args.qrels), args.measures,
                       tie_policy=args.tie_policy, seed=args.seed, export_ties=export_tie_info(args.runs))
     scores = result.table.scores_frame()
