@@ -1,15 +1,16 @@
-"""The demo's report: Markdown (+ a plain HTML rendering), figures, and the evaluation card."""
+"""The demo's report: Markdown and its HTML rendering, figures, and the evaluation card."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from ._io import atomic_write, write_json
-from .report import _pyplot, _save, markdown_table, slug
+from ._io import write_json
+from .report import (_p_value, _plain, _pyplot, _save, ci_label, markdown_table, md_code, md_fence, md_text, slug,
+                     write_report)
 
 CARD_FIELDS = (
     "collection", "split", "candidate set", "systems", "pre-sort candidate order", "tie prevalence",
@@ -28,13 +29,14 @@ def _fig_system_scores(out: Path, cmp, measure: str) -> str:
         ra = cmp.agreement[cand][measure]
         ax.scatter(ref.to_numpy(), c.to_numpy(), s=30)
         for name in ref.index:
-            ax.annotate(name, (ref[name], c[name]), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.set_xlabel(f"{measure}, historical labels")
-        ax.set_ylabel(f"{measure}, {cand}")
-        ax.set_title(f"{cand}: τ-b {ra.kendall_tau:.3f} [{ra.kendall_tau_ci[0]:.2f}, {ra.kendall_tau_ci[1]:.2f}]",
-                     fontsize=10)
+            ax.annotate(_plain(name), (ref[name], c[name]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+        ax.set_xlabel(_plain(f"{measure}, historical labels"))
+        ax.set_ylabel(_plain(f"{measure}, {cand}"))
+        ax.set_title(_plain(f"{cand}: τ-b {ra.kendall_tau:.3f} "
+                            f"[{ra.kendall_tau_ci[0]:.2f}, {ra.kendall_tau_ci[1]:.2f}]"), fontsize=10)
         ax.grid(alpha=0.3)
-    fig.suptitle(f"System scores under each label source: {measure}", fontsize=11)
+    fig.suptitle(_plain(f"System scores under each label source: {measure}"), fontsize=11)
     fig.tight_layout()
     name = f"fig-system-scores-{slug(measure)}.png"
     _save(fig, out / name)
@@ -96,8 +98,9 @@ def _fig_judged(out: Path, frame: pd.DataFrame) -> str:
     width = 0.8 / len(frame.columns)
     x = np.arange(len(frame))
     for i, col in enumerate(frame.columns):
-        ax.bar(x + i * width, frame[col].to_numpy(), width, label=col)
-    ax.set_xticks(x + width * (len(frame.columns) - 1) / 2, frame.index, rotation=30, ha="right", fontsize=8)
+        ax.bar(x + i * width, frame[col].to_numpy(), width, label=_plain(col))
+    ax.set_xticks(x + width * (len(frame.columns) - 1) / 2, [_plain(n) for n in frame.index], rotation=30,
+                  ha="right", fontsize=8)
     ax.set_ylabel("Judged@100")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=8)
@@ -163,7 +166,8 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
         "users counted": f"{cmp.settings['queries']}: each label set over the users it judges; a user a run "
                          "lacks scores 0",
         "seeds": f"{settings.seed} for every seeded step: user sample, pair sample, judge profiles, tie hash, "
-                 f"tie-audit negatives, bootstrap ({cmp.settings['bootstrap']} resamples); the time split needs none",
+                 f"tie-audit negatives, bootstrap ({cmp.settings['bootstrap']} resamples, "
+                 f"{ci_label(cmp.settings)}); the time split needs none",
     }
 
 
@@ -181,11 +185,13 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
     card = evaluation_card(settings=settings, collection=collection, split_info=split_info,
                            train_results=train_results, judged=judged, judge_name=judge_name, audit=audit,
                            cmp=cmp, item_agreement=item_agreement)
-    md: list[str] = ["# recjudge demo: MovieLens-100K, historical labels vs an offline judge", ""]
-    if judged.summary.kind != "llm":
+    llm = judged.summary.kind == "llm"
+    title = f"recjudge demo: MovieLens-100K, historical labels vs {'an LLM' if llm else 'an offline'} judge"
+    md: list[str] = [f"# {title}", ""]
+    if not llm:
         md += ["> **Read this first.** The reference here is *historical* qrels — the ratings users "
                "happened to give after the split — not human Cranfield judgments, and the judge is the "
-               f"non-LLM `{judge_name}` baseline (no LLM endpoint was configured). The numbers show the "
+               f"non-LLM {md_code(judge_name)} baseline (no LLM endpoint was configured). The numbers show the "
                "pipeline working end to end; they say nothing yet about how far an LLM can be trusted.", ""]
     else:
         md += ["> **Read this first.** The reference here is *historical* qrels — held-out ratings — not "
@@ -217,12 +223,13 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         "",
         "## Label sources",
         "",
-        f"- historical: {len(historical):,} labels for {len(historical.qids)} users → `{paths['historical']}`",
-        f"- {judge_name}: {len(judge_q):,} labels (pool depth {settings.depth} ∪ {settings.per_user} historical "
-        f"items per user) → `{paths['judge']}`",
+        f"- historical: {len(historical):,} labels for {len(historical.qids)} users → "
+        f"{md_code(paths['historical'])}",
+        f"- {md_text(judge_name)}: {len(judge_q):,} labels (pool depth {settings.depth} ∪ {settings.per_user} "
+        f"historical items per user) → {md_code(paths['judge'])}",
         f"- filled: {filled.n_human:,} historical + {filled.n_filled:,} calibrated judge labels "
-        f"({filled.n_unfilled:,} top-{settings.depth} items unlabelled) → `{paths['filled']}` "
-        f"(sources: `{paths['sources']}`)",
+        f"({filled.n_unfilled:,} top-{settings.depth} items unlabelled) → {md_code(paths['filled'])} "
+        f"(sources: {md_code(paths['sources'])})",
         "",
         "Calibration of judge grades to the historical scale (mean historical label per grade, rounded half up):",
         "",
@@ -232,18 +239,19 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         "",
     ]
     for cand, by in cmp.agreement.items():
-        rows = [{"measure": m, "τ-b": ra.kendall_tau,
-                 "95% CI": f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+        rows = [{"measure": m, "τ-b": ra.kendall_tau, "p": _p_value(ra),
+                 ci_label(cmp.settings): f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
                  "weighted τ_h": ra.weighted_tau, "τ_AP": ra.tau_ap,
                  "median abs Δrank": ra.median_abs_rank_displacement} for m, ra in by.items()]
-        md += [f"Historical vs `{cand}`:", "", markdown_table(pd.DataFrame(rows), index=False), ""]
+        md += [f"Historical vs {md_code(cand)}:", "", markdown_table(pd.DataFrame(rows), index=False), ""]
     for m in cmp.settings["measures"]:
-        md += [f"![System scores, {m}]({figs[f'scores {m}']})", ""]
+        md += [f"![System scores, {md_text(m)}]({figs[f'scores {m}']})", ""]
     md += ["### Three scenarios", "",
            markdown_table(pd.DataFrame({"average Judged@100": scenario.judged}).rename_axis("scenario")), ""]
     for m, tau in scenario.tau.items():
-        md += [f"Kendall τ-b between scenario rankings, {m}:", "", markdown_table(tau.rename_axis("")), ""]
-    md += [f"_{w}_" for w in scenario.warnings] + [""]
+        md += [f"Kendall τ-b between scenario rankings, {md_text(m)}:", "", markdown_table(tau.rename_axis("")),
+               ""]
+    md += [f"_{md_text(w)}_" for w in scenario.warnings] + [""]
     md += ["### Judged@100 per system", "", f"![Judged@100]({figs['judged']})", "",
            markdown_table(judged_per_system.rename_axis("system")), ""]
     pw = item_agreement.pairwise
@@ -258,58 +266,10 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         md += ["## Agreement against profile size (Figure 3)", "", f"![Profile size]({figs['profile']})", "",
                markdown_table(pd.DataFrame([{k: v for k, v in r.items() if k != "agree_ci"} for r in sweep]),
                               index=False), ""]
-    md += ["## Tie audit (sampled candidates)", "", "```", audit["audit"].format(), "```", ""]
+    md += ["## Tie audit (sampled candidates)", "", *md_fence(audit["audit"].format()), ""]
     md += ["## Evaluation card", "", "| field | value |", "|---|---|"]
-    md += [f"| {k} | {v.replace('|', '/')} |" for k, v in card.items()]
+    md += [f"| {md_text(k)} | {md_text(v)} |" for k, v in card.items()]
     md.append("")
-    text = "\n".join(md)
-    path = out / "report.md"
-    with atomic_write(path) as fh:
-        fh.write(text)
+    path = write_report(out, "\n".join(md), title)
     write_json(out / "card.json", card)
-    _write_html(out / "report.html", text)
     return path
-
-
-def _write_html(path: Path, markdown: str) -> None:
-    """A plain rendering: headings, images, tables and code, no Markdown library needed."""
-    body: list[str] = []
-    in_code = in_table = False
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            body.append("</pre>" if in_code else "<pre>")
-            in_code = not in_code
-            continue
-        if in_code:
-            body.append(html.escape(line))
-            continue
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if all(set(c) <= {"-"} for c in cells):
-                continue
-            if not in_table:
-                body.append("<table>")
-                in_table = True
-                body.append("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cells) + "</tr>")
-            else:
-                body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-            continue
-        if in_table:
-            body.append("</table>")
-            in_table = False
-        if line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            body.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
-        elif line.startswith("![") and "](" in line:
-            alt, src = line[2:].split("](", 1)
-            body.append(f'<p><img src="{html.escape(src.rstrip(")"))}" alt="{html.escape(alt)}"></p>')
-        elif line.strip():
-            body.append(f"<p>{html.escape(line.lstrip('> -'))}</p>")
-    if in_table:
-        body.append("</table>")
-    page = ("<!doctype html><meta charset='utf-8'><title>recjudge demo</title><style>body{font-family:sans-serif;"
-            "max-width:60em;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-            "padding:2px 6px}img{max-width:100%}</style>\n" + "\n".join(body))
-    with atomic_write(path) as fh:
-        fh.write(page)
-

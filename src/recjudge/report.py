@@ -1,13 +1,16 @@
-"""Reports: Markdown with PNG plots a reader would rather look at than read.
+"""Reports: Markdown with PNG plots a reader would rather look at than read, and the same report as HTML.
 
-matplotlib is imported only when a report is written (Agg backend, no display needed).
+matplotlib and markdown-it-py are imported only when a report is written (Agg backend, no display
+needed). Every report goes through :func:`write_report`, which writes ``report.md`` and its HTML
+rendering ``report.html`` side by side.
 """
 
 from __future__ import annotations
 
+import html
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -16,26 +19,132 @@ import pandas as pd
 from ._io import atomic_write
 from .metaeval import CompareResult, EvaluationResult
 
-__all__ = ["write_compare_report", "write_evaluation_report", "markdown_table", "slug"]
+__all__ = ["write_compare_report", "write_evaluation_report", "write_report", "render_html", "markdown_table",
+           "md_text", "md_code", "md_fence", "slug", "unique_slugs", "ci_method",
+           "ci_label"]
 
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "x"
 
 
+def unique_slugs(names: Iterable[str]) -> dict[str, str]:
+    """A file-name slug per name; names whose slugs collide (``llm.v1``, ``llm-v1``) get ``-2``, ``-3``."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        base = candidate = slug(name)
+        n = 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}-{n}"
+        taken.add(candidate)
+        out[name] = candidate
+    return out
+
+
+# What can open Markdown markup inside a line (emphasis, code, links, raw HTML, entities, table
+# cells, headings); CommonMark lets a backslash escape any ASCII punctuation. Harmless characters
+# stay bare so the .md file reads well: "_" inside a word, "[" without "](", "#" after the start.
+_MD_SPECIAL = re.compile(r"[\\`*<>|~]"            # always
+                         r"|(?<![^\W_])_|_(?![^\W_])"  # "_" not between letters or digits: it could open or close emphasis
+                         r"|\](?=[(\[:])"          # "](" "][" "]:" would make a link or a definition
+                         r"|&(?=#|[A-Za-z0-9]+;)"   # an entity
+                         r"|^#|^[+-](?=\s|$)|^[=-]+$")  # a heading, list item, rule or setext underline
+_MD_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")  # "1. " or "1) " would start an ordered list
+
+
+def md_text(value: object) -> str:
+    """``value`` as literal Markdown text on one line: data never turns into markup."""
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), re.sub(r"[\r\n]+", " ", str(value)))
+    return _MD_ORDERED.sub(r"\1\\\2", text)
+
+
+def md_code(value: object) -> str:
+    """``value`` as an inline code span, fenced by more backticks than it contains."""
+    text = re.sub(r"[\r\n]+", " ", str(value))
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_fence(text: str, info: str = "") -> list[str]:
+    """A fenced code block holding ``text`` verbatim, whatever backtick runs it contains."""
+    fence = "`" * max(3, max((len(r) for r in re.findall(r"`{3,}", text)), default=0) + 1)
+    return [fence + info, text, fence]
+
+
+def ci_method(settings: Mapping[str, object]) -> str:
+    """The bootstrap interval's name as recorded by the analysis (older results: percentile)."""
+    return str(settings.get("ci_method") or "percentile")
+
+
+def ci_label(settings: Mapping[str, object]) -> str:
+    """Column header of a τ interval: its level and method, e.g. ``95% CI (BCa)``."""
+    level = settings.get("ci_level", 0.95)
+    return f"{float(level):.0%} CI ({ci_method(settings)})"
+
+
 def _fmt(x) -> str:
     if isinstance(x, (float, np.floating)):
         return "–" if x != x else f"{x:.4f}"
-    return str(x).replace("|", "/")
+    if isinstance(x, (int, np.integer)):
+        return str(x)
+    return md_text(x)
 
 
 def markdown_table(frame: pd.DataFrame, index: bool = True) -> str:
     cols = ([frame.index.name or ""] if index else []) + [str(c) for c in frame.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(md_text(c) for c in cols) + " |", "|" + "---|" * len(cols)]
     # itertuples keeps each column's dtype, so integer columns print as integers
     for row in frame.itertuples(index=index, name=None):
         lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
     return "\n".join(lines)
+
+
+# Readable at any width: the text column is capped, and whatever cannot shrink (wide tables,
+# preformatted blocks) scrolls inside its own box instead of widening the page.
+_CSS = """
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;font-size:16px;
+line-height:1.5;color:#1f2328;max-width:72rem;margin:0 auto;padding:1.5rem;overflow-wrap:break-word}
+h1,h2,h3{line-height:1.25;margin:1.6em 0 .6em}
+h1{font-size:1.8em}h2{font-size:1.4em;border-bottom:1px solid #d8dee4;padding-bottom:.2em}h3{font-size:1.15em}
+table{display:block;max-width:100%;overflow-x:auto;border-collapse:collapse;margin:1em 0;font-size:.92em}
+th,td{border:1px solid #d0d7de;padding:.3em .65em;text-align:left;vertical-align:top}
+th{background:#f6f8fa}
+pre{max-width:100%;overflow-x:auto;background:#f6f8fa;border:1px solid #d8dee4;border-radius:6px;padding:.8em 1em;
+font-size:.85em;line-height:1.4}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace}
+:not(pre)>code{background:#eff1f3;border-radius:4px;padding:.1em .3em;font-size:.88em;overflow-wrap:anywhere}
+img{max-width:100%;height:auto;vertical-align:top}
+blockquote{margin:1em 0;padding:.6em 1em;border-left:4px solid #d4a72c;background:#fff8c5}
+blockquote p{margin:.3em 0}
+""".strip()
+
+
+def render_html(markdown: str, title: str) -> str:
+    """A standalone HTML page from report Markdown (CommonMark + tables, raw HTML escaped)."""
+    from markdown_it import MarkdownIt
+
+    # html=False: any "<...>" in the Markdown (data included) is shown as text, never parsed
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
+    return ("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>{html.escape(title)}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n"
+            f"{body}</body>\n</html>\n")
+
+
+def write_report(out_dir: str | os.PathLike, markdown: str, title: str) -> Path:
+    """Write ``report.md`` and ``report.html`` into ``out_dir``; returns the Markdown path."""
+    out = Path(out_dir)
+    page = render_html(markdown, title)  # rendered before anything is written
+    path = out / "report.md"
+    with atomic_write(path) as fh:
+        fh.write(markdown)
+    with atomic_write(out / "report.html") as fh:
+        fh.write(page)
+    return path
 
 
 def _pyplot():
@@ -59,7 +168,7 @@ def plot_scatter(ref: pd.Series, cand: pd.Series, measure: str, title: str, path
     ax.scatter(ref.to_numpy(), cand.reindex(ref.index).to_numpy(), s=28, alpha=0.8)
     if len(ref) <= 25:
         for name in ref.index:
-            ax.annotate(str(name), (ref[name], cand[name]), fontsize=7, alpha=0.75,
+            ax.annotate(_plain(name), (ref[name], cand[name]), fontsize=7, alpha=0.75,
                         xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel(f"{measure} under {ref_label}")
     ax.set_ylabel(f"{measure} under {cand_label}")
@@ -75,7 +184,7 @@ def plot_displacement(displacement: pd.Series, title: str, path: Path) -> None:
     d = displacement.sort_values(kind="stable")
     fig, ax = plt.subplots(figsize=(6.4, max(2.5, 0.22 * len(d) + 1)))
     colors = ["tab:red" if v > 0 else "tab:blue" if v < 0 else "tab:gray" for v in d.to_numpy()]
-    ax.barh([str(i) for i in d.index], d.to_numpy(), color=colors)
+    ax.barh([_plain(i) for i in d.index], d.to_numpy(), color=colors)
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel("rank under candidate − rank under reference (positive: drops)")
     ax.set_title(title, fontsize=10)
@@ -87,8 +196,8 @@ def plot_displacement(displacement: pd.Series, title: str, path: Path) -> None:
 
 def _tie_note(settings: Mapping[str, object], tie_share: Mapping[str, float]) -> list[str]:
     exported = dict(settings.get("export_ties") or {})
-    lines = [f"- Tie policy: `{settings.get('tie_policy')}` (seed {settings.get('seed')}); ties in "
-             "each ranking are ordered by this rule and scores rewritten as strictly decreasing "
+    lines = [f"- Tie policy: {md_code(settings.get('tie_policy'))} (seed {md_text(settings.get('seed'))}); ties "
+             "in each ranking are ordered by this rule and scores rewritten as strictly decreasing "
              "rank-derived values before any measure runs."]
     in_file = {n: v for n, v in tie_share.items() if v == v and n not in exported}
     if in_file:
@@ -96,8 +205,8 @@ def _tie_note(settings: Mapping[str, object], tie_share: Mapping[str, float]) ->
                      f"{pd.Series(list(in_file.values())).median():.3f}, max {max(in_file.values()):.3f} over "
                      f"{len(in_file)} runs.")
     if exported:
-        parts = [f"{n} {e.get('tied_user_share', float('nan')):.0%} ({e.get('tie_policy')}, seed "
-                 f"{e.get('tie_seed')})" for n, e in sorted(exported.items())
+        parts = [md_text(f"{n} {e.get('tied_user_share', float('nan')):.0%} ({e.get('tie_policy')}, seed "
+                         f"{e.get('tie_seed')})") for n, e in sorted(exported.items())
                  if isinstance(e.get("tied_user_share"), (int, float))]
         lines.append(f"- {len(exported)} runs were already tie-free on disk: their ties were resolved at "
                      "export, so the policy above changes nothing for them. Users with ties in the top-k "
@@ -105,32 +214,53 @@ def _tie_note(settings: Mapping[str, object], tie_share: Mapping[str, float]) ->
     return lines
 
 
+def _p_value(ra) -> str:
+    """Kendall τ-b's two-sided p-value, when the analysis computed one."""
+    p = getattr(ra, "kendall_tau_p", None)
+    if p is None or p != p:
+        return "–"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _plain(text: object) -> str:
+    """Text for a matplotlib label: a name with two ``$`` must not turn into mathtext."""
+    return str(text).replace("$", r"\$")
+
+
 def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, title: str = "recjudge compare") -> Path:
-    """Write ``report.md`` with per-measure scatter plots and rank displacement plots."""
+    """Write ``report.md`` and ``report.html`` with per-measure scatter and rank displacement plots."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     s = result.settings
-    md: list[str] = [f"# {title}", ""]
+    # candidates are keyed by name (a file stem, disambiguated); figure files take a slug of that
+    # name, made unique because different names can share a slug
+    fig_names = unique_slugs(result.agreement)
+    md: list[str] = [f"# {md_text(title)}", ""]
     md += [
-        f"Reference labels: `{s['reference']}`. Candidates: " + ", ".join(f"`{c}`" for c in s["candidates"]) + ".",
+        f"Reference labels: {md_code(s['reference'])}. Candidates: "
+        + ", ".join(md_code(c) for c in s["candidates"]) + ".",
         "",
         "## Settings",
-        f"- Measures: {', '.join(s['measures'])}",
-        f"- Users counted: `{s['queries']}` ("
+        f"- Measures: {', '.join(md_text(m) for m in s['measures'])}",
+        f"- Users counted: {md_code(s['queries'])} ("
         + ("each label set over the users it judges" if s["queries"] == "own"
            else "only users judged by both label sets") + "); a user a run does not rank scores 0.",
-        f"- Bootstrap: {s['bootstrap']} resamples of users, percentile 95% CI, seed {s['seed']}.",
+        f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b, "
+        f"seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
+        *[f"- {md_code(name)}: {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
         *_tie_note(s, result.tie_share),
         "",
     ]
+    ref_label = str(s["reference"])
     for cand, by_measure in result.agreement.items():
-        md += [f"## Reference vs `{cand}`", ""]
+        md += [f"## Reference vs {md_code(cand)}", ""]
         rows = []
         for m, ra in by_measure.items():
             rows.append({
                 "measure": m,
                 "Kendall τ-b": ra.kendall_tau,
-                "95% CI": f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                ci_label(s): f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                "p (τ-b)": _p_value(ra),
                 "weighted τ_h": ra.weighted_tau,
                 "τ_AP": ra.tau_ap,
                 "median abs Δrank": ra.median_abs_rank_displacement,
@@ -142,40 +272,40 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         for m, ra in by_measure.items():
             ref_means = ref_table.means(m)
             cand_means = table.means(m)
-            base = f"{slug(cand)}-{slug(m)}"
-            plot_scatter(ref_means, cand_means, m,
-                         f"{m}: τ-b = {ra.kendall_tau:.3f}, τ_AP = {ra.tau_ap:.3f}",
-                         out / f"scatter-{base}.png", result.settings["reference"], cand)
+            base = f"{fig_names[cand]}-{slug(m)}"
+            plot_scatter(ref_means, cand_means, _plain(m),
+                         _plain(f"{m}: τ-b = {ra.kendall_tau:.3f}, τ_AP = {ra.tau_ap:.3f}"),
+                         out / f"scatter-{base}.png", _plain(ref_label), _plain(cand))
             disp = table.ranks(m) - ref_table.ranks(m)
-            plot_displacement(disp, f"{m}: rank displacement, {cand} vs reference", out / f"displacement-{base}.png")
-            md += [f"### {m}", "", f"![{m} scatter](scatter-{base}.png) ![{m} displacement](displacement-{base}.png)", ""]
+            plot_displacement(disp, _plain(f"{m}: rank displacement, {cand} vs reference"),
+                              out / f"displacement-{base}.png")
+            alt = md_text(m)
+            md += [f"### {md_text(m)}", "",
+                   f"![{alt} scatter](scatter-{base}.png) ![{alt} displacement](displacement-{base}.png)", ""]
             if ra.most_displaced:
-                md.append("Most displaced: " + ", ".join(f"`{n}` ({d:+g})" for n, d in ra.most_displaced) + ".")
+                md.append("Most displaced: " + ", ".join(f"{md_code(n)} ({d:+g})" for n, d in ra.most_displaced)
+                          + ".")
                 md.append("")
     md += ["## System scores under the reference", ""]
     ref_scores = result.reference.scores_frame()
     ref_scores.index.name = "system"
     md += [markdown_table(ref_scores), ""]
     for cand, table in result.candidates.items():
-        md += [f"## System scores under `{cand}`", ""]
+        md += [f"## System scores under {md_code(cand)}", ""]
         sc = table.scores_frame()
         sc.index.name = "system"
         md += [markdown_table(sc), ""]
-    path = out / "report.md"
-    with atomic_write(path) as fh:
-        fh.write("\n".join(md))
-    return path
+    return write_report(out, "\n".join(md), title)
 
 
 def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike,
                             title: str = "recjudge evaluate") -> Path:
+    """Write ``report.md`` and ``report.html``: the systems ranked under one label set."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sc = result.table.scores_frame()
     sc.index.name = "system"
-    md = [f"# {title}", "", f"Labels: `{result.settings['qrels']}`.", "", *_tie_note(result.settings, result.tie_share),
+    md = [f"# {md_text(title)}", "", f"Labels: {md_code(result.settings['qrels'])}.", "",
+          *_tie_note(result.settings, result.tie_share),
           "", markdown_table(sc.sort_values(sc.columns[0], ascending=False)), ""]
-    path = out / "report.md"
-    with atomic_write(path) as fh:
-        fh.write("\n".join(md))
-    return path
+    return write_report(out, "\n".join(md), title)
