@@ -1,0 +1,158 @@
+"""Experiment files: every key's type and every judge, field, prompt, split and measure name is checked
+at load, the error names the file and the key; the output folder is checked before any work."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from recjudge.ablate import JUDGE_KEYS, Experiment, load_experiment, run_experiment
+from recjudge.cli import main
+from recjudge.errors import InputError, OutputError
+from recjudge.judge import JudgeConfig
+
+TOP = 'collection = "ml-100k"\nreference = "historical:rating"\nout = "{out}"\n'
+
+# (case id, text after the required keys, regex the error must hold besides the file name)
+BAD = [
+    ("judge-not-table", 'judge = "overlap"\n', r"key 'judge': expected a table, found 'overlap'"),
+    ("grid-not-table", "grid = 3\n", r"key 'grid': expected a table, found 3"),
+    ("runs-int", "runs = 5\n", r"key 'runs': expected a path or a non-empty list of paths, found 5"),
+    ("runs-list-of-int", "runs = [5]\n", r"key 'runs'"),
+    ("runs-missing", 'runs = ["no-such-runs"]\n', r"key 'runs': run file or folder 'no-such-runs' not found"),
+    ("reference-missing", None, r"key 'reference': qrels file 'missing.qrels' not found"),
+    ("out-int", None, r"key 'out': expected a string, found 5"),
+    ("name-int", "name = 5\n", r"key 'name': expected a string, found 5"),
+    ("measures-string", 'measures = "nDCG@10"\n', r"key 'measures': expected a non-empty list of strings"),
+    ("measures-empty", "measures = []\n", r"key 'measures': expected a non-empty list of strings, found \[\]"),
+    ("measures-unknown", 'measures = ["nDCG@10", "Bogus@3"]\n', r"key 'measures': unknown measure 'Bogus@3'"),
+    ("measures-P@0", 'measures = ["P@0"]\n', r"key 'measures'.*P@0"),
+    ("per_user-zero", "per_user = 0\n", r"key 'per_user': expected a positive integer, found 0"),
+    ("per_user-string", 'per_user = "20"\n', r"key 'per_user': expected a positive integer, found '20'"),
+    ("seed-negative", "seed = -1\n", r"key 'seed': expected a seed"),
+    ("seed-huge", f"seed = {2**63}\n", r"key 'seed': expected a seed"),
+    ("bootstrap-float", "bootstrap = 1.5\n", r"key 'bootstrap': expected a whole number"),
+    ("bootstrap-bool", "bootstrap = true\n", r"key 'bootstrap': expected a whole number .* found true"),
+    ("mode-unknown", 'mode = "random"\n', r"key 'mode': 'random' is not one of one-at-a-time, product"),
+    ("tie_policy-int", "tie_policy = 3\n", r"key 'tie_policy': expected a string, found 3"),
+    ("split-unknown", 'split = "weekly"\n', r"key 'split': 'weekly' is not one of global_time"),
+    ("split_options-string", 'split_options = "x"\n', r"key 'split_options': expected a table"),
+    ("top-unknown", "colour = 1\n", r"unknown key\(s\) colour"),
+    ("judge-unknown-key", "[judge]\ncolour = 1\n", r"unknown key\(s\) judge\.colour"),
+    ("judge-unknown-judge", '[judge]\njudge = "bogus"\n', r"key 'judge\.judge': 'bogus' is not one of .*overlap"),
+    ("judge-unknown-field", '[judge]\nfields = "title+colour"\n', r"key 'judge\.fields': unknown field.*colour"),
+    ("judge-unknown-prompt", '[judge]\nprompt = "nosuch"\n', r"key 'judge\.prompt': unknown prompt template"),
+    ("judge-unknown-sampling", '[judge]\nsampling = "oldest"\n', r"key 'judge\.sampling': 'oldest' is not one"),
+    ("judge-profile_size-string", '[judge]\nprofile_size = "50"\n',
+     r"key 'judge\.profile_size': expected a positive integer, found '50'"),
+    ("judge-profile_size-zero", "[judge]\nprofile_size = 0\n", r"key 'judge\.profile_size'.*found 0"),
+    ("judge-repeats-bool", "[judge]\nrepeats = true\n", r"key 'judge\.repeats': expected a positive integer, found true"),
+    ("judge-model-int", "[judge]\nmodel = 4\n", r"key 'judge\.model': expected a string, found 4"),
+    ("judge-timeout-string", '[judge]\ntimeout = "5"\n', r"key 'judge\.timeout': expected a positive number"),
+    ("judge-timeout-nan", "[judge]\ntimeout = nan\n", r"key 'judge\.timeout': expected a positive number"),
+    ("judge-batch-string", '[judge]\nbatch = "yes"\n', r"key 'judge\.batch': expected true or false"),
+    ("judge-params-unknown", "[judge]\nparams = { colour = 1 }\n", r"key 'judge': unknown generation parameter"),
+    ("judge-aggregate-unknown", '[judge]\naggregate = "median"\n', r"key 'judge': aggregate must be one of"),
+    ("grid-unknown-axis", "[grid]\nbogus = [1]\n", r"unknown key\(s\) grid\.bogus"),
+    ("grid-profile_size-string", '[grid]\nprofile_size = "50"\n',
+     r"key 'grid\.profile_size': expected a non-empty list of positive integers, found '50'"),
+    ("grid-profile_size-zero", "[grid]\nprofile_size = [10, 0]\n",
+     r"key 'grid\.profile_size': expected a non-empty list of positive integers, found 0 in \[10, 0\]"),
+    ("grid-profile_size-bool", "[grid]\nprofile_size = [10, true]\n", r"key 'grid\.profile_size'.*found true"),
+    ("grid-repeats-empty", "[grid]\nrepeats = []\n", r"key 'grid\.repeats': expected a non-empty list"),
+    ("grid-per_user-string", '[grid]\nper_user = "5"\n', r"key 'grid\.per_user': expected a non-empty list"),
+    ("grid-per_user-zero", "[grid]\nper_user = [5, 0]\n", r"key 'grid\.per_user'.*found 0"),
+    ("grid-unknown-judge", '[grid]\njudge = ["overlap", "nope"]\n', r"key 'grid\.judge': 'nope' is not one of"),
+    ("grid-unknown-field", '[grid]\nfields = ["title", "plot"]\n', r"key 'grid\.fields': unknown field.*plot"),
+    ("grid-fields-string", '[grid]\nfields = "title"\n', r"key 'grid\.fields': expected a non-empty list of strings"),
+    ("grid-aggregate-unknown", '[grid]\naggregate = ["median"]\n', r"key 'grid\.aggregate': variant 'aggregate=median'"),
+]
+
+
+def _text(case, extra, out):
+    if case == "out-int":
+        return 'collection = "ml-100k"\nreference = "historical:rating"\nout = 5\n'
+    if case == "reference-missing":
+        return f'collection = "ml-100k"\nreference = "missing.qrels"\nout = "{out}"\n'
+    return TOP.format(out=out) + extra
+
+
+@pytest.mark.parametrize("case,extra,pattern", BAD, ids=[c for c, _, _ in BAD])
+def test_bad_experiment_file_exits_2_naming_file_and_key(tmp_path, monkeypatch, capsys, case, extra, pattern):
+    monkeypatch.chdir(tmp_path)  # relative paths in the cases resolve here
+    out = tmp_path / "out"
+    path = tmp_path / "exp.toml"
+    path.write_text(_text(case, extra, out))
+    with pytest.raises(InputError, match=pattern) as err:
+        load_experiment(path)
+    assert err.value.source == str(path)
+    assert main(["ablate", str(path), "--dry-run"]) == 2
+    message = capsys.readouterr().err
+    assert str(path) in message and "Traceback" not in message
+    assert not out.exists()
+
+
+def test_judge_key_table_covers_exactly_the_judge_settings():
+    # a JudgeConfig setting missing here would go unchecked until judging; an extra one would be accepted
+    assert set(JUDGE_KEYS) == {f.name for f in dataclasses.fields(JudgeConfig)}
+
+
+def test_a_valid_file_loads_with_its_values_and_defaults(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    path = tmp_path / "fields.toml"
+    path.write_text(f'collection = "ml-100k"\nreference = "historical:rating"\nruns = ["{runs}"]\n'
+                    'measures = ["nDCG@10", "Bpref"]\nseed = 7\n'
+                    '[judge]\njudge = "overlap"\nfields = "title+genres"\ntimeout = 5\n'
+                    '[grid]\nprofile_size = [3, 20]\nfields = ["title+year"]\nper_user = [4]\n')
+    exp = load_experiment(path)
+    assert (exp.name, exp.runs, exp.measures, exp.seed) == ("fields", (str(runs),), ("nDCG@10", "Bpref"), 7)
+    assert exp.out.as_posix() == "out/ablate-fields" and exp.per_user == 20 and exp.bootstrap == 1000
+    assert dict(exp.judge) == {"judge": "overlap", "fields": "title+genres", "timeout": 5}
+    assert dict(exp.grid) == {"profile_size": (3, 20), "fields": ("title+year",), "per_user": (4,)}
+    with pytest.raises(TypeError):
+        exp.judge["judge"] = "openai"  # a loaded experiment is what was validated
+
+
+def test_from_dict_names_its_source():
+    with pytest.raises(InputError, match=r"^lab\.toml: key 'grid\.repeats'"):
+        Experiment.from_dict({"collection": "c", "reference": "historical", "grid": {"repeats": [0]}}, "lab.toml")
+
+
+def _experiment(tmp_path, out, reference="historical:rating", runs=None):
+    path = tmp_path / "exp.toml"
+    runs_line = f'runs = "{runs}"\n' if runs else ""
+    path.write_text(f'collection = "ml-100k"\nreference = "{reference}"\nout = "{out}"\n{runs_line}'
+                    '[judge]\njudge = "overlap"\n')
+    return path
+
+
+def test_out_that_is_a_file_is_refused_before_work(tmp_path, capsys):
+    path = _experiment(tmp_path, tmp_path / "exp.toml")  # out names the experiment file itself
+    before = path.read_bytes()
+    assert main(["ablate", str(path)]) == 2
+    assert path.read_bytes() == before
+    assert "key 'out'" in capsys.readouterr().err
+
+
+def test_out_that_is_the_runs_folder_is_refused_before_work(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "s0.run").write_text("u1 Q0 a 1 1 s0\n")
+    path = _experiment(tmp_path, runs, runs=runs)
+    assert main(["ablate", str(path)]) == 2
+    assert sorted(p.name for p in runs.iterdir()) == ["s0.run"]
+    assert "input folder" in capsys.readouterr().err
+
+
+def test_result_file_that_is_an_input_is_refused_before_work(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    reference = out / "ablation.csv"  # the reference qrels sits where a result would be written
+    reference.write_text("u1 0 a 1\n")
+    path = _experiment(tmp_path, out, reference=reference)
+    with pytest.raises(OutputError, match="would be overwritten"):
+        run_experiment(load_experiment(path))
+    assert reference.read_text() == "u1 0 a 1\n"
+    assert sorted(p.name for p in out.iterdir()) == ["ablation.csv"]
