@@ -321,3 +321,18 @@ def test_monte_carlo_interval_is_two_sided_student_t():
     assert lo == pytest.approx(2.5 - half, abs=1e-12)
     assert hi == pytest.approx(2.5 + half, abs=1e-12)
     assert mc_interval([0.3, 0.3, 0.3], 0.95) == (0.3, 0.3)
+
+
+def test_fast_and_careful_run_readers_agree():
+    from recjudge import trec
+
+    text = ("NA Q0 null 1 1e3 tag\n\n  u1\tQ0 nan 2 -0.5 tag  \n"
+            "None Q0 007 1 2.50 t2\nu1 Q0 None 3 0 tag\n")
+    fast = trec._fast_run_frame(text)
+    assert fast is not None
+    raw, _ = trec._frame_from_text(text, 6, "<inline>", "run", "")
+    assert fast.qid.tolist() == raw[0].tolist() == ["NA", "u1", "None", "u1"]
+    assert fast.docid.tolist() == ["null", "nan", "007", "None"]  # ids stay strings: never missing values
+    assert fast.score.tolist() == [1000.0, -0.5, 2.5, 0.0] and fast["rank"].tolist() == [1, 2, 1, 3]
+    for bad in ("u Q0 d 1 nan t\n", "u Q0 d 1 1 t\nu Q0 d 2 1 t\n", "u Q0 d 1.5 1 t\n", "u Q0 d 1 1\n"):
+        assert trec._fast_run_frame(bad) is None, bad  # left to the careful reader, which names the line

@@ -222,11 +222,42 @@ def _frame_from_text(text: str, ncols: int, name: str, what: str, layout: str) -
     return frame, numbers
 
 
+def _fast_run_frame(text: str) -> pd.DataFrame | None:
+    """The run frame parsed by pandas' C reader with typed columns, or None when anything is off.
+
+    Only well-formed input takes this path; on any doubt (a parse error, a missing field, a
+    non-finite score, a duplicate) the careful reader runs and reports the line.
+    """
+    try:
+        raw = pd.read_csv(io.StringIO(text), sep=r"\s+", header=None, engine="c", quoting=3,
+                          dtype={0: object, 1: object, 2: object, 3: np.int64, 4: np.float64, 5: object},
+                          keep_default_na=False, na_values={4: []}, skip_blank_lines=True)
+    except (ValueError, TypeError, OverflowError, pd.errors.ParserError):
+        return None
+    if raw.shape[1] != 6 or len(raw) == 0 or raw[5].isna().any() or (raw[5] == "").any():
+        return None
+    df = pd.DataFrame({"qid": raw[0].to_numpy(dtype=object), "docid": raw[2].to_numpy(dtype=object),
+                       "rank": raw[3].to_numpy(), "score": raw[4].to_numpy(), "tag": raw[5].to_numpy(dtype=object)})
+    if not np.isfinite(df.score.to_numpy()).all() or _has_duplicate_pairs(df):
+        return None
+    return df
+
+
+def _has_duplicate_pairs(df: pd.DataFrame) -> bool:
+    # integer pair codes: ~10x cheaper than DataFrame.duplicated over two string columns
+    q = pd.factorize(df.qid.to_numpy())[0].astype(np.int64)
+    d, uniq = pd.factorize(df.docid.to_numpy())
+    return bool(pd.Series(q * len(uniq) + d).duplicated().any())
+
+
 def read_run(source: Source, name: str | None = None) -> Run:
     """Read a TREC run ``qid Q0 docid rank score tag`` from a path, .gz, file object or inline string."""
     src, text = read_text(source, "run")
     if name is None:
         name = "inline" if src == "<inline>" else run_name(src)
+    fast = _fast_run_frame(text)
+    if fast is not None:
+        return Run(name, fast)
     raw, numbers = _frame_from_text(text, 6, src, "run", "qid Q0 docid rank score tag")
     df = pd.DataFrame({"qid": raw[0].to_numpy(), "docid": raw[2].to_numpy()})
     rank = pd.to_numeric(raw[3], errors="coerce")
@@ -488,29 +519,45 @@ def hash_keys(qids: np.ndarray | pd.Series, docids: np.ndarray | pd.Series, seed
     return _splitmix64(hq[q_codes] ^ hd[d_codes])
 
 
+def _sorted_codes(values) -> np.ndarray:
+    """Integer codes whose order is the values' string order (code points = UTF-8 byte order)."""
+    return pd.factorize(np.asarray(values, dtype=object), sort=True)[0].astype(np.int64, copy=False)
+
+
 def _docid_order(docids: np.ndarray) -> np.ndarray:
     """Rank of each docid in byte-wise string order (what trec_eval's strcmp uses)."""
-    uniq, inverse = np.unique(np.asarray(docids, dtype=str), return_inverse=True)
-    return inverse.astype(np.int64)
+    return _sorted_codes(docids)
 
 
 def order_rows(frame: pd.DataFrame, policy: str = "hash", seed: int = 0) -> np.ndarray:
     """Row indices of ``frame`` ordered by qid, score descending, then the tie policy."""
     if policy not in TIE_POLICIES:
         raise ValueError(f"unknown tie policy {policy!r}; choose one of {', '.join(TIE_POLICIES)}")
-    qid_codes = np.unique(frame.qid.to_numpy(dtype=str), return_inverse=True)[1]
+    qid_codes = _sorted_codes(frame.qid.to_numpy())
     neg_score = -frame.score.to_numpy(dtype=np.float64)
-    docrank = _docid_order(frame.docid.to_numpy())
-    if policy == "hash":
-        keys: tuple = (docrank, hash_keys(frame.qid, frame.docid, seed))
-    elif policy == "trec_eval":
-        keys = (-docrank,)
-    elif policy == "docid":
-        keys = (docrank,)
+    if policy == "input":
+        keys: tuple = (np.arange(len(frame)),)
     else:
-        keys = (np.arange(len(frame)),)
+        docrank = _docid_order(frame.docid.to_numpy())
+        if policy == "hash":
+            keys = (docrank, hash_keys(frame.qid, frame.docid, seed))
+        elif policy == "trec_eval":
+            keys = (-docrank,)
+        else:
+            keys = (docrank,)
     # lexsort: last key is primary
     return np.lexsort((*keys, neg_score, qid_codes))
+
+
+def _positions(sorted_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """0-based position of each row within its run of equal codes, and the run's length per row."""
+    n = len(sorted_codes)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
+    return pos, np.repeat(lengths, lengths)
 
 
 def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | None = None) -> Run:
@@ -524,13 +571,13 @@ def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | Non
             f"run {run.name!r}: tie policy 'input' resolves equal scores by file order; a list written "
             "relevant-first then wins every tie. Prefer 'hash'.", stacklevel=2)
     order = order_rows(run.frame, policy, seed)
-    df = run.frame.iloc[order].reset_index(drop=True)
-    pos = df.groupby("qid", sort=False).cumcount().to_numpy()
+    qcodes = _sorted_codes(run.frame.qid.to_numpy())[order]
+    pos, n = _positions(qcodes)
     if depth is not None:
         keep = pos < depth
-        df = df[keep].reset_index(drop=True)
-        pos = pos[keep]
-    n = df.groupby("qid", sort=False)["qid"].transform("size").to_numpy()
+        order, pos = order[keep], pos[keep]
+        n = np.minimum(n[keep], depth)
+    df = run.frame.iloc[order].reset_index(drop=True)
     df["rank"] = (pos + 1).astype(np.int64)
     df["score"] = (n - pos).astype(np.float64)
     return Run(run.name, df, tie_policy=policy, seed=seed)
@@ -544,17 +591,16 @@ def tied_user_share(run: Run, k: int | None = None) -> float:
     if run.tie_policy is not None:
         return 0.0
     f = run.frame
-    order = order_rows(f, "docid")
-    q = f.qid.to_numpy()[order]
-    s = f.score.to_numpy()[order]
-    pos = pd.Series(q).groupby(q, sort=False).cumcount().to_numpy()
-    same_q = q[1:] == q[:-1]
-    tie = same_q & (s[1:] == s[:-1])
+    qcodes = pd.factorize(f.qid.to_numpy(dtype=object))[0]
+    score = f.score.to_numpy(dtype=np.float64)
+    order = np.lexsort((-score, qcodes))  # ties need no order among themselves here
+    q, s = qcodes[order], score[order]
+    pos, _ = _positions(q)
+    tie = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
     if k is not None:
         tie &= pos[1:] <= k  # pair (k-1, k) 0-based crosses the boundary and counts
-    tied = set(q[1:][tie])
-    n = len(set(q))
-    return len(tied) / n if n else math.nan
+    n = int(qcodes.max(initial=-1)) + 1
+    return len(np.unique(q[1:][tie])) / n if n else math.nan
 
 
 __all__ += ["iter_run_files", "order_rows", "RUN_SUFFIXES", "COMPANION_SUFFIXES"]
