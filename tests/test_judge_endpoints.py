@@ -102,3 +102,91 @@ def test_http_loggers_stay_quiet_at_debug(fake_openai, caplog):
                                                                       "openai") and r.levelno < logging.WARNING]
     assert noisy == []
     assert "authorization" not in caplog.text.lower() and "sk-" not in caplog.text
+
+
+# --------------------------------------------------------------------------------- cache identity
+
+def test_every_component_changes_the_cache_key():
+    from recjudge.judge.cache import cache_key
+
+    base = dict(template_sha="t" * 64, model="m", params={"structured": "auto"}, prompt_sha="p" * 64, repeat=0,
+                endpoint="http://a/v1")
+    key = cache_key(**base)
+    assert cache_key(**base) == key  # deterministic
+    # parameter order does not matter, values do
+    assert cache_key(**{**base, "params": {"temperature": 0, "structured": "auto"}}) == \
+        cache_key(**{**base, "params": {"structured": "auto", "temperature": 0}})
+    for change in ({"template_sha": "u" * 64}, {"model": "m2"}, {"params": {"structured": "off"}},
+                   {"prompt_sha": "q" * 64}, {"repeat": 1}, {"endpoint": "http://b/v1"}):
+        assert cache_key(**{**base, **change}) != key, change
+
+
+def _template_copy(tmp_path, comment: str):
+    """The shipped baseline template with one more comment line: it renders the same prompt, but it
+    is another file (another hash)."""
+    from recjudge.judge.prompts import load_template
+
+    text = open(load_template("baseline").source, encoding="utf-8").read()
+    path = tmp_path / f"baseline-{abs(hash(comment))}.txt"
+    path.write_text(f"# {comment}\n" + text)
+    return str(path)
+
+
+@pytest.fixture
+def two_servers():
+    with FakeOpenAI() as a, FakeOpenAI() as b:
+        yield a, b
+
+
+PAIRS = pairs_for([10, 11, 12], ["u0", "u1"])  # 6 calls
+
+
+@pytest.mark.parametrize("change", ["nothing", "model", "temperature", "structured", "template", "endpoint",
+                                    "fields", "repeat"])
+def test_a_change_of_any_key_component_misses_the_cache(two_servers, tmp_path, change):
+    a, b = two_servers
+    cache = tmp_path / "cache.sqlite"
+    template = _template_copy(tmp_path, "first")
+    base = dict(FAST, base_url=a.url, prompt=template)
+    judge_pairs(PAIRS, movies(), JudgeConfig(**base), cache_path=cache)
+    assert len(a.chat_log()) == 6
+    changed = {
+        "nothing": {}, "model": {"model": "other-model"}, "temperature": {"params": {"temperature": 0.5}},
+        "structured": {"structured": "off"}, "template": {"prompt": _template_copy(tmp_path, "second")},
+        "endpoint": {"base_url": b.url}, "fields": {"fields": "title"}, "repeat": {"repeats": 2},
+    }[change]
+    res = judge_pairs(PAIRS, movies(), JudgeConfig(**{**base, **changed}), cache_path=cache)
+    asked = len(a.chat_log()) - 6 + len(b.chat_log())
+    if change == "nothing":
+        assert asked == 0 and res.summary.cache_hits == 6  # a hit when nothing changes
+    elif change == "repeat":
+        assert asked == 6 and res.summary.cache_hits == 6  # repeat 0 is a hit, repeat 1 a miss
+    else:
+        assert asked == 6 and res.summary.cache_hits == 0
+    if change == "endpoint":
+        assert len(b.chat_log()) == 6  # the other server answered, and its answers are recorded as its own
+        with sqlite3.connect(cache) as db:
+            assert sorted(db.execute("SELECT endpoint, COUNT(*) FROM calls GROUP BY endpoint")) == \
+                sorted([(a.url, 6), (b.url, 6)])
+
+
+def test_an_older_cache_schema_is_refused_with_the_way_out(fake_openai, tmp_path):
+    cache = tmp_path / "old.sqlite"
+    with sqlite3.connect(cache) as db:
+        db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT)")
+        db.execute("INSERT INTO meta VALUES ('schema', '1')")
+    db.close()
+    with pytest.raises(ConfigError) as err:
+        judge_pairs(PAIRS, movies(), JudgeConfig(base_url=fake_openai.url, **FAST), cache_path=cache)
+    text = str(err.value)
+    assert str(cache) in text and "schema version 1" in text and "--cache" in text
+    assert fake_openai.log == []
+
+
+def test_a_file_that_is_not_a_cache_is_refused(fake_openai, tmp_path):
+    cache = tmp_path / "notes.sqlite"
+    cache.write_text("these are my notes, not a database\n" * 100)
+    with pytest.raises(ConfigError) as err:
+        judge_pairs(PAIRS, movies(), JudgeConfig(base_url=fake_openai.url, **FAST), cache_path=cache)
+    assert str(cache) in str(err.value) and fake_openai.log == []
+    assert cache.read_text().startswith("these are my notes")

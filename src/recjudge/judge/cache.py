@@ -1,7 +1,9 @@
 """The judgment cache: SQLite in WAL mode, one row per model call, committed as each answer arrives.
 
-Key = SHA-256 of (template hash, model, generation parameters, rendered prompt hash, repetition
-index). A row keeps the raw answer, the labels by item, the parse status, token usage, latency and
+Key = SHA-256 of (template hash, model, endpoint, generation parameters, rendered prompt hash,
+repetition index); the endpoint is its public URL (several endpoints: their sorted URLs), so the
+same model name served by two different servers never shares answers. The schema version is checked
+on open: a cache of another version is refused with the way out. A row keeps the raw answer, the labels by item, the parse status, token usage, latency and
 the (redacted) error. Only ``ok`` rows count as answered: failed or partial calls are asked again on
 the next run, so re-running a command resumes it and a killed run loses only calls in flight.
 """
@@ -17,9 +19,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from ..errors import ConfigError
+
 __all__ = ["Usage", "CallRecord", "JudgeCache", "cache_key", "prompt_hash", "merge_records"]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the endpoint entered the key; rows record the endpoint that answered
 
 
 @dataclass(frozen=True)
@@ -58,14 +62,17 @@ class CallRecord:
     attempts: int = 0
     via: str = "chat"
     mode: str = ""                   # structured output used: json_schema | text
+    endpoint: str | None = None      # public URL of the endpoint that answered
 
 
 def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def cache_key(template_sha: str, model: str, params: Mapping, prompt_sha: str, repeat: int) -> str:
-    blob = json.dumps([template_sha, model, dict(sorted(params.items())), prompt_sha, int(repeat)],
+def cache_key(template_sha: str, model: str, params: Mapping, prompt_sha: str, repeat: int,
+              endpoint: str = "") -> str:
+    """The identity of an answer. ``endpoint`` is the public URL (no credentials) of the server(s)."""
+    blob = json.dumps([template_sha, model, endpoint, dict(sorted(params.items())), prompt_sha, int(repeat)],
                       sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -73,13 +80,22 @@ def cache_key(template_sha: str, model: str, params: Mapping, prompt_sha: str, r
 _COLUMNS = ("key", "qid", "items", "repeat", "status", "reason", "error", "raw", "labels", "criteria",
             "item_errors", "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens",
             "latency", "attempts", "via", "mode", "template_hash", "model", "params", "prompt_hash",
-            "created")
+            "created", "endpoint")
 
 
 class JudgeCache:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            if getattr(self, "_db", None) is not None:
+                self._db.close()
+            raise ConfigError(f"the judgment cache {self.path} is not a recjudge cache ({exc}); give another "
+                              "--cache path") from None
+
+    def _open(self) -> None:
         self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         # NORMAL loses nothing on a process kill (only on power loss) and is much faster than FULL
@@ -91,13 +107,21 @@ class JudgeCache:
                 status TEXT NOT NULL, reason TEXT, error TEXT, raw TEXT, labels TEXT, criteria TEXT,
                 item_errors TEXT, prompt_tokens INTEGER, cached_tokens INTEGER, completion_tokens INTEGER,
                 reasoning_tokens INTEGER, latency REAL, attempts INTEGER, via TEXT, mode TEXT,
-                template_hash TEXT, model TEXT, params TEXT, prompt_hash TEXT, created REAL);
+                template_hash TEXT, model TEXT, params TEXT, prompt_hash TEXT, created REAL, endpoint TEXT);
             CREATE TABLE IF NOT EXISTS batches (
                 batch_id TEXT PRIMARY KEY, input_file_id TEXT, keys TEXT NOT NULL, status TEXT NOT NULL,
                 created REAL);
             CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT);
             """)
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        (found,) = self._db.execute("SELECT v FROM meta WHERE k = 'schema'").fetchone()
+        if found != SCHEMA_VERSION:
+            self._db.close()
+            # keys of another schema are computed differently: their answers would never be found
+            # (re-paying every call) or, worse, found for the wrong endpoint
+            raise ConfigError(f"the judgment cache {self.path} has schema version {found}, this recjudge "
+                              f"writes version {SCHEMA_VERSION} (its keys include the endpoint); give a new "
+                              "--cache path, or move the old file away to start afresh")
 
     def close(self) -> None:
         self._db.close()
@@ -143,7 +167,7 @@ class JudgeCache:
             rec.raw, json.dumps(dict(rec.labels)), json.dumps({k: dict(v) for k, v in rec.criteria.items()}),
             json.dumps(dict(rec.item_errors)), rec.usage.prompt, rec.usage.cached, rec.usage.completion,
             rec.usage.reasoning, rec.latency, rec.attempts, rec.via, rec.mode, template_hash, model,
-            json.dumps(dict(sorted(params.items())), default=str), prompt_sha, time.time())
+            json.dumps(dict(sorted(params.items())), default=str), prompt_sha, time.time(), rec.endpoint)
         marks = ",".join("?" * len(_COLUMNS))
         self._db.execute(
             f"INSERT INTO calls ({', '.join(_COLUMNS)}) VALUES ({marks}) ON CONFLICT(key) DO UPDATE SET "
@@ -199,4 +223,5 @@ def _record(row) -> CallRecord:
         item_errors=json.loads(d["item_errors"] or "{}"),
         usage=Usage(d["prompt_tokens"] or 0, d["cached_tokens"] or 0, d["completion_tokens"] or 0,
                     d["reasoning_tokens"] or 0),
-        latency=d["latency"] or 0.0, attempts=d["attempts"] or 0, via=d["via"] or "chat", mode=d["mode"] or "")
+        latency=d["latency"] or 0.0, attempts=d["attempts"] or 0, via=d["via"] or "chat", mode=d["mode"] or "",
+        endpoint=d["endpoint"])

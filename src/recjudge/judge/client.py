@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..urls import public_url, url_secrets
+from ..urls import DEFAULT_ENDPOINT, public_url, url_secrets
 from .cache import CallRecord, Usage, merge_records
 from .parse import SINGLE, ParseResult, parse_answer
 from .prompts import Messages, Template
@@ -177,6 +177,7 @@ class OpenAIJudgeClient:
 
         quiet_http_loggers()  # after the import: openai sets its logger from OPENAI_LOG on import
         self.settings = settings
+        self.endpoint = public_url(settings.base_url) or DEFAULT_ENDPOINT  # recorded with every answer
         self.template = template
         self.redact = Redactor(settings.api_key, *url_secrets(settings.base_url))
         self.params = dict(settings.params or {})
@@ -275,10 +276,10 @@ class OpenAIJudgeClient:
         try:
             try:
                 rec = await self._attempt(req)  # the common case pays for no retry machinery
-                return replace(rec, attempts=1, latency=time.perf_counter() - started)
+                return replace(rec, attempts=1, latency=time.perf_counter() - started, endpoint=self.endpoint)
             except _Retryable as exc:
                 log.debug("%s attempt 1: %s", req.qid, exc)
-                return await self._retry(req, exc, started)
+                return replace(await self._retry(req, exc, started), endpoint=self.endpoint)
         except _Fatal as exc:
             fatal = str(exc)
         # raised outside the handler so that no chained exception (holding the server's raw
@@ -406,8 +407,10 @@ class OpenAIJudgeClient:
             msg = self.redact(json.dumps(error or body.get("error") or body)[:500])
             reason = "rate_limited" if code == 429 else ("server_error" if code and code >= 500 else "batch_error")
             return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", reason,
-                              f"HTTP {code}: {msg}", attempts=1, via="batch")
-        return self._from_body(req, body, 0.0, "batch", "json_schema" if self.settings.structured != "off" else "text")
+                              f"HTTP {code}: {msg}", attempts=1, via="batch", endpoint=self.endpoint)
+        return replace(self._from_body(req, body, 0.0, "batch",
+                                       "json_schema" if self.settings.structured != "off" else "text"),
+                       endpoint=self.endpoint)
 
 
 def _error_text(exc) -> str:

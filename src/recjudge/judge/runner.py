@@ -22,7 +22,7 @@ from .._io import atomic_write, write_json
 from ..errors import ConfigError, InputError
 from ..trec import Qrels, write_qrels
 from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
-from ..urls import has_userinfo, public_url
+from ..urls import DEFAULT_ENDPOINT, has_userinfo, public_url
 from .client import GENERATION_PARAMS, ClientSettings, OpenAIJudgeClient, Request
 from .profile import HistoryProfiles, ProfileSource, QueryProfiles, candidates_block
 from .prompts import Template, load_template, template_provenance
@@ -125,6 +125,10 @@ class JudgeConfig:
         if self.base_url is None or isinstance(self.base_url, str):
             return (self.base_url,)
         return tuple(self.base_url)
+
+    def endpoint_id(self) -> str:
+        """The endpoint part of the cache key: public URLs, sorted (several endpoints serve as one)."""
+        return " ".join(sorted({public_url(u) or DEFAULT_ENDPOINT for u in self.endpoints()}))
 
     def key_params(self) -> dict[str, Any]:
         """The generation parameters that enter the cache key."""
@@ -534,6 +538,7 @@ class _Budget:
 def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: Sequence[str],
                        key_params: Mapping) -> Iterator[Request]:
     m = ctx.config.items_per_call
+    endpoint = ctx.config.endpoint_id()
     for start in range(0, len(items), m):
         chunk = tuple(items[start:start + m])
         keys = None if m == 1 else tuple(f"c{i + 1}" for i in range(len(chunk)))
@@ -542,8 +547,8 @@ def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: S
         messages = template.render(profile, cands, keys)
         psha = prompt_hash(messages.system + "\x00" + messages.user)
         for r in range(ctx.config.repeats):
-            yield Request(cache_key(template.sha256, ctx.config.model, key_params, psha, r), qid, chunk, keys,
-                          r, messages, psha)
+            key = cache_key(template.sha256, ctx.config.model, key_params, psha, r, endpoint)
+            yield Request(key, qid, chunk, keys, r, messages, psha)
 
 
 def _run_llm(ctx: JudgeContext) -> JudgeResult:
