@@ -185,3 +185,57 @@ def test_byte_order_mark_does_not_stick_to_the_first_id(tmp_path):
     path = tmp_path / "bom.qrels"
     path.write_bytes("\ufeffq1 0 d1 1\n".encode("utf-8"))
     assert read_qrels(path).frame.qid.tolist() == ["q1"]
+
+
+def test_pairwise_ci_is_the_95_percent_user_bootstrap():
+    # Recompute the overall CI from the same resamples: per-user (agree, tie, disagree) counts by
+    # brute force, the multinomial draws the first resampling step makes with the same seed, and
+    # the empirical 2.5 % and 97.5 % quantiles. Any other level gives other bounds.
+    rng = np.random.default_rng(8)
+    n_users = 25
+    qids = np.repeat([f"u{i:02d}" for i in range(n_users)], 8)
+    ref = rng.integers(0, 4, len(qids))
+    cand = np.clip(ref + rng.integers(-2, 3, len(qids)), 0, 3)
+    r = read_qrels("".join(f"{q} 0 d{i} {v}\n" for i, (q, v) in enumerate(zip(qids, ref))))
+    c = read_qrels("".join(f"{q} 0 d{i} {v}\n" for i, (q, v) in enumerate(zip(qids, cand))))
+    res = agreement(r, c, bootstrap=150, seed=6)
+    counts = np.zeros((n_users, 3))
+    for k, u in enumerate(sorted(set(qids))):  # users in sorted order, as the resampling sees them
+        idx = np.flatnonzero(qids == u)
+        for x in idx:
+            for y in idx:
+                if ref[x] > ref[y]:
+                    counts[k] += [cand[x] > cand[y], cand[x] == cand[y], cand[x] < cand[y]]
+    w = np.random.default_rng(6).multinomial(n_users, np.full(n_users, 1 / n_users), size=150)
+    sums = w @ counts
+    keep = sums.sum(1) > 0
+    shares = sums[keep] / sums[keep].sum(1, keepdims=True)
+    pw = res.pairwise
+    for j, ci in enumerate((pw.agree_ci, pw.tie_ci, pw.disagree_ci)):
+        want = np.quantile(shares[:, j], [0.025, 0.975])
+        assert ci == pytest.approx(tuple(want), abs=1e-12)
+        assert ci != pytest.approx(tuple(np.quantile(shares[:, j], [0.05, 0.95])), abs=1e-6)
+
+
+def test_candidate_sharing_no_pair_is_an_error_under_both_missing_rules():
+    ref = read_qrels("u1 0 a 2\nu1 0 b 0\nu2 0 c 1\n", name="human")
+    other = read_qrels("u1 0 x 1\nu3 0 c 2\n", name="offset-ids")
+    for missing in ("zero", "drop"):
+        # under "zero" this used to report κ 0 and α −0.62 for labels that are all the fill value
+        with pytest.raises(ConfigError, match=r"'offset-ids' labels none of the 3 pairs"):
+            agreement(ref, other, missing=missing, bootstrap=0)
+    # one shared pair is enough to compute something
+    some = read_qrels("u1 0 a 1\n", name="partial")
+    assert agreement(ref, some, missing="zero", bootstrap=0).n_missing == 2
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0..99999999999999999999", "outside the label range"),
+    ("-1000000000..3", "outside the label range"),
+    ("3..0", "LO must not exceed HI"),
+    ("0..3..5", "LO..HI"),
+    ("..3", "LO..HI"),
+])
+def test_clip_bounds_are_checked(text, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_clip(text)
