@@ -166,10 +166,57 @@ def read_collection_config(path: str | os.PathLike) -> dict:
         [movie_columns]
         item = "ml_movie_id"
         title = "name_shown"
+
+    A folder, an unreadable file or one that is not UTF-8 is an InputError naming the path (and
+    the line of the first bad byte); ``format`` and ``movie_columns`` are checked for type here.
     """
     from ._io import read_toml
 
-    return read_toml(path, "collection config")
+    src = os.fspath(path)
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(src, "collection config is a folder, not a TOML file", "name the .toml file")
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(src, "collection config not found", "check the path") from None
+    except OSError as exc:
+        raise InputError(src, f"cannot read the collection config: {exc.strerror}", "check permissions") from None
+    _check_utf8(raw, src, "collection config")
+    options = read_toml(p, "collection config")
+    if "format" in options and (not isinstance(options["format"], str) or options["format"] not in COLLECTIONS):
+        raise InputError(src, f"format must be one of {', '.join(COLLECTIONS)}, not {options['format']!r}",
+                         "fix the format key or leave it out")
+    if "movie_columns" in options:
+        try:
+            MovieColumns.from_mapping(options["movie_columns"])
+        except ConfigError as exc:
+            raise InputError(src, str(exc), "[movie_columns] maps a field to a column name or a list of names") from None
+    return options
+
+
+def _check_utf8(raw: bytes, source: str, what: str) -> None:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(raw, exc, source, what) from None
+
+
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError, source: str, what: str) -> InputError:
+    line = raw.count(b"\n", 0, exc.start) + 1
+    return InputError(source, f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x})", "save it as UTF-8", line=line)
+
+
+def _utf8_error(path: Path, what: str) -> InputError:
+    """The InputError for a file that failed to decode, with the line of its first bad byte."""
+    try:
+        raw = path.read_bytes()
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _not_utf8(raw, exc, str(path), what)
+    except OSError:
+        pass
+    return InputError(str(path), f"{what} is not UTF-8 text", "save it as UTF-8")
 
 
 def load_collection(name_or_path: str | os.PathLike, **options) -> Collection:
@@ -180,6 +227,18 @@ def load_collection(name_or_path: str | os.PathLike, **options) -> Collection:
     """
     fmt = options.pop("format", None)
     key = os.fspath(name_or_path)
+    if fmt is not None and not isinstance(fmt, str):
+        raise ConfigError(f"format must be one of {', '.join(COLLECTIONS)}, not {fmt!r}")
+    try:
+        return _load(key, fmt, options)
+    except OSError as exc:
+        # a folder that cannot be listed, a file in place of a folder, a vanished file …
+        where = exc.filename if exc.filename is not None else key
+        raise InputError(os.fspath(where), f"cannot read: {exc.strerror or exc}",
+                         "check that the path exists, is readable and is the kind (file or folder) expected") from None
+
+
+def _load(key: str, fmt: str | None, options: dict) -> Collection:
     if fmt is None and key in COLLECTIONS and not COLLECTIONS[key].needs_path:
         return _call(COLLECTIONS[key], None, options)
     path = Path(key)
@@ -230,12 +289,53 @@ def _detect_format(path: Path) -> str:
 
 # ---------------------------------------------------------------------------------- helpers
 
+_WHITESPACE = re.compile(r"\s")
+
+
+def _id_problem(value) -> str | None:
+    """Why ``value`` cannot be a user or item id, or None when it can."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "is empty"
+    if isinstance(value, bool) or not isinstance(value, (str, int, np.integer)):
+        return f"{value!r} is not a string"
+    text = str(value)
+    if text == "":
+        return "is empty"
+    if _WHITESPACE.search(text):
+        return f"{text!r} holds whitespace, which TREC run and qrels files cannot keep"
+    return None
+
+
+def _ids(values, what: str, source: str, column: str | None = None, lines=None,
+         rows: bool = False) -> np.ndarray:
+    """User or item ids as an object array of str, read verbatim: ``NA``, ``null``, ``None`` and
+    ``nan`` are ids like any other. A missing, empty or whitespace-holding id is an InputError
+    naming the line: ``lines[i]`` for row i, by default i + 2 (a CSV with a header); with
+    ``rows`` the message names the data row instead (no file line is known)."""
+    s = pd.Series(values, dtype=object).reset_index(drop=True)
+    bad = s.isna().to_numpy().copy()  # pandas 3 hands out read-only arrays
+    text = s.where(~bad, "").astype(str).astype(object)
+    bad |= (text.str.len() == 0).to_numpy()
+    bad |= text.str.contains(r"\s", regex=True).to_numpy(dtype=bool)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        named = f"{what} ({column})" if column else what
+        problem = f"{named} {_id_problem(s.iloc[i]) or 'is not usable'}"
+        fix = f"give every row a {what} without spaces"
+        if rows:
+            raise InputError(source, f"{problem} in data row {i + 1}", fix)
+        line = int(lines[i]) if lines is not None else i + 2
+        raise InputError(source, problem, fix, line=line)
+    return text.to_numpy(dtype=object)
+
+
 def _interactions(user, item, rating, timestamp, source: str) -> tuple[pd.DataFrame, int]:
     """Canonical interaction frame; a repeated (user, item) keeps its latest rating at its first
-    timestamp. Returns (frame, dropped)."""
+    timestamp. Returns (frame, dropped). Ids are checked by the loaders (with file lines); the
+    check here only guards callers that skip it."""
     df = pd.DataFrame({
-        "user": pd.Series(user).astype(str).to_numpy(),
-        "item": pd.Series(item).astype(str).to_numpy(),
+        "user": pd.Series(_ids(user, "user id", source, rows=True), dtype=object),
+        "item": pd.Series(_ids(item, "item id", source, rows=True), dtype=object),
         "rating": pd.to_numeric(pd.Series(rating), errors="coerce").astype("float64").to_numpy(),
         "timestamp": pd.to_numeric(pd.Series(timestamp), errors="coerce").to_numpy(),
     })
@@ -323,7 +423,8 @@ def _to_text(value) -> str | None:
 
 
 def _first_ragged_line(path: Path) -> int | None:
-    with open(path, encoding="utf-8", newline="") as fh:
+    # errors="replace": only the field count matters here
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
         rows = csv.reader(fh)
         width = len(next(rows, []))
         for number, row in enumerate(rows, start=2):
@@ -335,6 +436,8 @@ def _first_ragged_line(path: Path) -> int | None:
 def _read_csv(path: Path, what: str, required: Iterable[str] = ()) -> pd.DataFrame:
     if not path.exists():
         raise InputError(str(path), f"{what} not found", "check the folder holds this file")
+    if path.is_dir():
+        raise InputError(str(path), f"{what} is a folder, not a file", "put the CSV file there")
     try:
         # index_col=False + warning as error: a row with one field too many must be an error, not a
         # frame shifted by one column or a silently dropped field
@@ -345,7 +448,9 @@ def _read_csv(path: Path, what: str, required: Iterable[str] = ()) -> pd.DataFra
         raise InputError(str(path), "a row has more fields than the header names",
                          "give every row exactly the header's fields (quote values holding commas)",
                          line=_first_ragged_line(path)) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise _utf8_error(path, what) from None
+    except pd.errors.ParserError as exc:
         line = None
         m = re.search(r"line (\d+)", str(exc))
         if m:
@@ -405,8 +510,13 @@ def _read_atomic(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
     """An atomic file: tab-separated, header ``name:type``. Returns (frame of str, name → type)."""
     if not path.exists():
         raise InputError(str(path), "atomic file not found", "check the path")
-    with open(path, encoding="utf-8") as fh:
-        header = fh.readline().rstrip("\n").split("\t")
+    if path.is_dir():
+        raise InputError(str(path), "atomic file is a folder, not a file", "name the .inter/.item file")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            header = fh.readline().rstrip("\n").split("\t")
+    except UnicodeDecodeError:
+        raise _utf8_error(path, "atomic file") from None
     types = {}
     for col in header:
         if ":" not in col:
@@ -417,7 +527,9 @@ def _read_atomic(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
     try:
         frame = pd.read_csv(path, sep="\t", dtype=str, header=0, names=list(types), index_col=False,
                             keep_default_na=False, na_values=[""], quoting=csv.QUOTE_NONE, engine="c")
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise _utf8_error(path, "atomic file") from None
+    except pd.errors.ParserError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise InputError(str(path), f"unreadable atomic file: {exc}",
                          f"write {len(types)} tab-separated fields per line, as the header names",
@@ -448,7 +560,9 @@ def load_recbole_atomic(path: Path, *, min_rating: float | None = None, name: st
     implicit = "rating" not in frame.columns
     rating = np.ones(len(frame)) if implicit else _numeric_column(frame, "rating", path)
     timestamp = _numeric_column(frame, "timestamp", path)
-    inter, dropped = _interactions(frame.user_id, frame.item_id, rating, timestamp, str(path))
+    users = _ids(frame.user_id, "user id", str(path), "user_id")
+    item_ids = _ids(frame.item_id, "item id", str(path), "item_id")
+    inter, dropped = _interactions(users, item_ids, rating, timestamp, str(path))
     if min_rating is not None:
         inter = inter[inter.rating >= min_rating].reset_index(drop=True)
     item_path = path.with_name(stem + ".item")
@@ -470,7 +584,7 @@ def load_recbole_atomic(path: Path, *, min_rating: float | None = None, name: st
                 columns[canon] = [_to_list(v, " ") for v in values]
             else:
                 columns[canon] = [_to_text(v) for v in values]
-        items = _items_frame(iframe.item_id, columns)
+        items = _items_frame(_ids(iframe.item_id, "item id", str(item_path), "item_id"), columns)
     else:
         items = _items_frame(sorted(inter.item.unique()), {})
     info = {"loader": "recbole", "source": str(path), "implicit": implicit, "duplicates_dropped": dropped,
@@ -498,13 +612,17 @@ def _movielens_items(folder: Path, source_movies: Path) -> pd.DataFrame:
     titles, years = zip(*(_split_title(t) for t in movies.title)) if len(movies) else ((), ())
     genres = [() if g == "(no genres listed)" else _to_list(g, "|") for g in movies.genres]
     columns: dict[str, list] = {"title": list(titles), "year": list(years), "genres": genres}
-    items = _items_frame(movies.movieId, columns)
+    items = _items_frame(_ids(movies.movieId, "movie id", str(source_movies), "movieId"), columns)
     links = folder / "links.csv"
     if links.exists():
-        lf = _read_csv(links, "links.csv", ["movieId"]).set_index("movieId")
+        lf = _read_csv(links, "links.csv", ["movieId"])
+        lf.index = pd.Index(_ids(lf.movieId, "movie id", str(links), "movieId"))
+        lf = lf[~lf.index.duplicated(keep="first")]
         for src, dst in (("imdbId", "imdb_id"), ("tmdbId", "tmdb_id")):
             if src in lf.columns:
-                items[dst] = [None if _missing(v) else str(v) for v in lf[src].reindex(items.index)]
+                # object dtype: pandas 3 would infer its "str" dtype and turn None into NaN
+                items[dst] = pd.Series([None if _missing(v) else str(v) for v in lf[src].reindex(items.index)],
+                                       index=items.index, dtype=object)
     tags = folder / "tags.csv"
     if tags.exists():
         tf = _read_csv(tags, "tags.csv", ["movieId", "tag"])
@@ -514,7 +632,7 @@ def _movielens_items(folder: Path, source_movies: Path) -> pd.DataFrame:
         # most used tags first, then alphabetical: deterministic
         counts = counts.sort_values(["movieId", "n", "tag"], ascending=[True, False, True], kind="stable")
         per_item = counts.groupby("movieId").tag.apply(tuple)
-        items["tags"] = [per_item.get(i) for i in items.index]
+        items["tags"] = pd.Series([per_item.get(i) for i in items.index], index=items.index, dtype=object)
     return items.where(pd.notna(items), None)
 
 
@@ -528,7 +646,9 @@ def load_movielens_csv(path: Path, *, min_rating: float | None = None, name: str
     ratings = _read_csv(ratings_path, "ratings.csv", ["userId", "movieId", "rating", "timestamp"])
     rating = _numeric_column(ratings, "rating", ratings_path)
     ts = _numeric_column(ratings, "timestamp", ratings_path, integer=True)
-    inter, dropped = _interactions(ratings.userId, ratings.movieId, rating, ts, str(ratings_path))
+    users = _ids(ratings.userId, "user id", str(ratings_path), "userId")
+    movies = _ids(ratings.movieId, "movie id", str(ratings_path), "movieId")
+    inter, dropped = _interactions(users, movies, rating, ts, str(ratings_path))
     if min_rating is not None:
         inter = inter[inter.rating >= min_rating].reset_index(drop=True)
     items = _movielens_items(folder, folder / "movies.csv")
@@ -560,11 +680,18 @@ class MovieColumns:
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, str | Iterable[str]]) -> MovieColumns:
+        if not isinstance(mapping, Mapping):
+            raise ConfigError(f"movie_columns must be a table of field = column name, not {mapping!r}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(mapping) - known)
         if unknown:
             raise ConfigError(f"unknown movie metadata field(s) {unknown}; known: {sorted(known)}")
-        values = {k: (v,) if isinstance(v, str) else tuple(v) for k, v in mapping.items()}
+        values = {}
+        for k, v in mapping.items():
+            names = (v,) if isinstance(v, str) else tuple(v) if isinstance(v, (list, tuple)) else None
+            if not names or not all(isinstance(n, str) and n for n in names):
+                raise ConfigError(f"movie_columns: {k} must be a column name or a list of names, not {v!r}")
+            values[k] = names
         return cls(**values)
 
 
@@ -600,7 +727,7 @@ def _database_movies(path: Path, columns: MovieColumns) -> pd.DataFrame:
             out[f.name] = [_to_list(v, "|,") for v in values]
         else:
             out[f.name] = [_to_text(v) for v in values]
-    return _items_frame(frame[item_col], out)
+    return _items_frame(_ids(frame[item_col], "movie id", str(path), item_col), out)
 
 
 # p2-ratings.csv interest_level → label; rank_p2 1/2/3 → 7/6/5
@@ -630,14 +757,18 @@ def _interest_label(value, path: Path, line: int) -> int | None:
                      f"use one of {list(INTEREST_LEVELS)} or 0–4", line=line)
 
 
-def _participants(frame: pd.DataFrame, path: Path, id_columns: tuple[str, ...]) -> pd.Series:
-    """Participant ids as dataset ids: an id column when present, else participant_id + 200948."""
+def _participants(frame: pd.DataFrame, path: Path, id_columns: tuple[str, ...], strict: bool = True) -> pd.Series:
+    """Participant ids as dataset ids: an id column when present, else participant_id + 200948.
+
+    ``strict``: every row needs an id (profiles); otherwise rows are checked by the caller."""
     column = _pick(frame, id_columns)
-    if column is not None:
+    if column is not None and not strict:
         return frame[column]
+    if column is not None:
+        return pd.Series(_ids(frame[column], "participant id", str(path), column), dtype=object)
     if "participant_id" in frame.columns:
         pid = _numeric_column(frame, "participant_id", path, integer=True).astype(np.int64)
-        return pd.Series(pid + ML32M_EXT_USER_OFFSET).astype(str)
+        return pd.Series([str(p) for p in pid + ML32M_EXT_USER_OFFSET], dtype=object)
     raise InputError(str(path), f"no {', '.join(id_columns)} or participant_id column",
                      "name the participant column", line=1)
 
@@ -651,7 +782,7 @@ def p2_interest_qrels(path: str | os.PathLike, name: str = "interest") -> Qrels:
     """
     path = Path(path)
     frame = _read_csv(path, "p2-ratings.csv", ["movie_id", "interest_level"])
-    qids = _participants(frame, path, ("dataset_id",))
+    qids = _participants(frame, path, ("dataset_id",), strict=False)
     ranks = frame["rank_p2"] if "rank_p2" in frame.columns else pd.Series([None] * len(frame))
     rows = []
     for i, (q, d, level, rank) in enumerate(zip(qids, frame.movie_id, frame.interest_level, ranks)):
@@ -701,7 +832,7 @@ def _profiles(path: Path) -> pd.DataFrame:
         seconds = (parsed - pd.Timestamp("1970-01-01", tz="UTC")) // pd.Timedelta(seconds=1)
         times = times.astype("float64")
         times[dated] = seconds.to_numpy(dtype=np.float64)
-    return pd.DataFrame({"user": users.astype(str), "item": frame[item].astype(str),
+    return pd.DataFrame({"user": users.to_numpy(), "item": _ids(frame[item], "movie id", str(path), item),
                          "rating": _numeric_column(frame, rating, path), "timestamp": times.to_numpy()})
 
 
@@ -727,7 +858,8 @@ def load_ml32m_ext(path: Path, *, qrels: str = "interest", movie_columns=None,
         if u is None or it is None or "rating" not in bf.columns or "timestamp" not in bf.columns:
             raise InputError(str(base), f"expected userId, movieId, rating, timestamp; found {list(bf.columns)}",
                              "use the MovieLens ratings layout", line=1)
-        parts.append(pd.DataFrame({"user": bf[u], "item": bf[it],
+        parts.append(pd.DataFrame({"user": _ids(bf[u], "user id", str(base), u),
+                                   "item": _ids(bf[it], "movie id", str(base), it),
                                    "rating": _numeric_column(bf, "rating", base),
                                    "timestamp": _numeric_column(bf, "timestamp", base, integer=True)}))
         sources.append(str(base))
@@ -741,7 +873,7 @@ def load_ml32m_ext(path: Path, *, qrels: str = "interest", movie_columns=None,
     allr = pd.concat(parts, ignore_index=True)
     inter, dropped = _interactions(allr.user, allr.item, allr.rating, allr.timestamp, " + ".join(sources))
 
-    if isinstance(movie_columns, Mapping):
+    if movie_columns is not None and not isinstance(movie_columns, MovieColumns):
         movie_columns = MovieColumns.from_mapping(movie_columns)
     columns = movie_columns or MovieColumns()
     if (folder / "database-movies.csv").exists():
@@ -772,9 +904,17 @@ def load_ml32m_ext(path: Path, *, qrels: str = "interest", movie_columns=None,
 
 def _jsonl(path: Path) -> Iterable[tuple[int, dict]]:
     opener = gzip.open if path.name.endswith(".gz") else open
+    if path.is_dir():
+        raise InputError(str(path), "expected a JSONL file, found a folder", "name the file")
     try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            for n, line in enumerate(fh, start=1):
+        # bytes, decoded line by line: a bad byte is reported on its own line
+        with opener(path, "rb") as fh:
+            for n, raw in enumerate(fh, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(str(path), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", "save it as UTF-8",
+                                     line=n) from None
                 if not line.strip():
                     continue
                 try:
@@ -818,13 +958,23 @@ def load_amazon_reviews(path: Path, *, meta: str | os.PathLike | None = None, na
         if missing:
             raise InputError(str(path), f"review lacks {missing}", "each review needs user_id, parent_asin, "
                                                                    "rating and timestamp", line=n)
+        for key, what in (("user_id", "user id"), ("parent_asin", "item id")):
+            problem = _id_problem(obj[key])
+            if problem is not None:
+                raise InputError(str(path), f"{what} ({key}) {problem}",
+                                 f"give every review a {what} without spaces", line=n)
         try:
-            r, t = float(obj["rating"]), int(obj["timestamp"])
+            r, t = float(obj["rating"]), float(obj["timestamp"])
+            if isinstance(obj["rating"], bool) or isinstance(obj["timestamp"], bool) or not np.isfinite(r) \
+                    or not np.isfinite(t) or t != np.floor(t):
+                raise ValueError
         except (TypeError, ValueError):
             raise InputError(str(path), f"rating {obj['rating']!r} or timestamp {obj['timestamp']!r} not numeric",
-                             "write numbers", line=n) from None
-        users.append(obj["user_id"])
-        items.append(obj["parent_asin"])
+                             "write a number for the rating and a whole number for the timestamp",
+                             line=n) from None
+        t = int(t)  # exact: Unix milliseconds stay far below 2**53
+        users.append(str(obj["user_id"]))
+        items.append(str(obj["parent_asin"]))
         ratings.append(r)
         times.append(t)
     if not users:
@@ -839,7 +989,11 @@ def load_amazon_reviews(path: Path, *, meta: str | os.PathLike | None = None, na
         for n, obj in _jsonl(meta):
             if "parent_asin" not in obj:
                 raise InputError(str(meta), "item lacks parent_asin", "each meta line needs parent_asin", line=n)
-            ids.append(obj["parent_asin"])
+            problem = _id_problem(obj["parent_asin"])
+            if problem is not None:
+                raise InputError(str(meta), f"item id (parent_asin) {problem}",
+                                 "give every item an id without spaces", line=n)
+            ids.append(str(obj["parent_asin"]))
             cols["title"].append(_to_text(obj.get("title")))
             cols["features"].append(_to_list(obj.get("features")) or None)
             cols["description"].append(_to_text(obj.get("description")))
