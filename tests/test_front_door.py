@@ -336,3 +336,16 @@ def test_fast_and_careful_run_readers_agree():
     assert fast.score.tolist() == [1000.0, -0.5, 2.5, 0.0] and fast["rank"].tolist() == [1, 2, 1, 3]
     for bad in ("u Q0 d 1 nan t\n", "u Q0 d 1 1 t\nu Q0 d 2 1 t\n", "u Q0 d 1.5 1 t\n", "u Q0 d 1 1\n"):
         assert trec._fast_run_frame(bad) is None, bad  # left to the careful reader, which names the line
+
+
+def test_fast_qrels_reader_defers_every_fault_to_the_careful_one():
+    from recjudge import trec
+
+    fast = trec._fast_qrels_frame("NA 0 null 2\n\nu1 Q0 nan -1\nu1 0 007 +3\n")
+    assert fast.qid.tolist() == ["NA", "u1", "u1"] and fast.docid.tolist() == ["null", "nan", "007"]
+    assert fast.label.tolist() == [2, -1, 3] and fast.iteration.tolist() == ["0", "Q0", "0"]
+    for bad in ("u 0 d 1.5\n", "u 0 d 1\nu 0 d 2\n", "u 0 d\n", "u 0 d 1 x\n", "u 0 d 1000000000\n",
+                "u 0 d 99999999999999999999\n"):
+        assert trec._fast_qrels_frame(bad) is None, bad
+        with pytest.raises(InputError, match=r"<inline>:\d"):
+            read_qrels(bad)

@@ -300,11 +300,32 @@ def _check_run_frame(df: pd.DataFrame, src: str, lines: list[int] | None, raw_sc
                          "keep one line per (query, document)", **where(i))
 
 
+def _fast_qrels_frame(text: str) -> pd.DataFrame | None:
+    """Qrels parsed by the typed C reader, or None to let the careful reader find and name the fault."""
+    try:
+        raw = pd.read_csv(io.StringIO(text), sep=r"\s+", header=None, engine="c", quoting=3,
+                          dtype={0: object, 1: object, 2: object, 3: np.int64},
+                          keep_default_na=False, skip_blank_lines=True)
+    except (ValueError, TypeError, OverflowError, pd.errors.ParserError):
+        return None
+    if raw.shape[1] != 4 or len(raw) == 0 or (raw[2] == "").any():
+        return None
+    label = raw[3].to_numpy()
+    if (np.abs(label) > MAX_LABEL).any():
+        return None
+    df = pd.DataFrame({"qid": raw[0].to_numpy(dtype=object), "iteration": raw[1].to_numpy(dtype=object),
+                       "docid": raw[2].to_numpy(dtype=object), "label": label.astype(np.int64, copy=False)})
+    return None if _has_duplicate_pairs(df) else df
+
+
 def read_qrels(source: Source, name: str | None = None) -> Qrels:
     """Read TREC qrels ``qid iter docid label`` from a path, .gz, file object or inline string."""
     src, text = read_text(source, "qrels")
     if name is None:
         name = "inline" if src == "<inline>" else run_name(src).removesuffix(".qrels")
+    fast = _fast_qrels_frame(text)
+    if fast is not None:
+        return Qrels(name, fast)
     raw, numbers = _frame_from_text(text, 4, src, "qrels", "qid iter docid label")
     labels = raw[3]
     ok = labels.str.fullmatch(r"[+-]?\d+").to_numpy()
@@ -499,11 +520,21 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return x
 
 
+_HASH_MEMO: dict[str, int] = {}
+_HASH_MEMO_MAX = 2_000_000  # ids; runs of one collection share their items, so most lookups hit
+
+
+def _blake64(v: str) -> int:
+    h = _HASH_MEMO.get(v)
+    if h is None:
+        h = int.from_bytes(hashlib.blake2b(v.encode("utf-8"), digest_size=8).digest(), "little")
+        if len(_HASH_MEMO) < _HASH_MEMO_MAX:
+            _HASH_MEMO[v] = h
+    return h
+
+
 def _string_hash64(values: Iterable[str]) -> np.ndarray:
-    return np.array(
-        [int.from_bytes(hashlib.blake2b(v.encode("utf-8"), digest_size=8).digest(), "little") for v in values],
-        dtype=np.uint64,
-    )
+    return np.fromiter((_blake64(v) for v in values), dtype=np.uint64)
 
 
 def hash_keys(qids: np.ndarray | pd.Series, docids: np.ndarray | pd.Series, seed: int = 0) -> np.ndarray:

@@ -1,0 +1,162 @@
+"""End-to-end `recjudge compare` as a user runs it, next to ir-measures on the same files.
+
+    .venv/bin/python benchmarks/bench_compare.py [--users 1000] [--systems 52] [--depth 100]
+        [--judged 600] [--repeats 3] [--bootstrap 1000] [--skip-reference] [--keep DIR]
+
+Writes ``--systems`` run files (top-``--depth`` per user, distinct scores: no ties, so both tools
+see one order) and two qrels files (reference and candidate, 0-4 labels) to a temp folder, then
+times, each in a fresh interpreter (start-up and file reading included):
+
+- recjudge: ``recjudge compare --runs DIR --reference R --candidate C --json OUT`` (four default
+  measures for both label sets, tie share, tie resolution, 1,000 bootstrap resamples);
+- ir-measures: a script that reads every run with ``ir_measures.read_trec_run`` and computes the
+  same four measures under both qrels with ``ir_measures.calc_aggregate``-equivalent per-query
+  values (one evaluator per measure and label set), then the mean per system.
+
+Prints wall time (median over ``--repeats``), peak RSS of the child process, the speed ratio, read
+throughput (run lines per second of the recjudge command) and the largest difference between the
+two tools' system means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_measures import synthetic  # noqa: E402
+
+MEASURES = ["Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref"]
+
+IR_MEASURES_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+import ir_measures
+
+runs_dir, ref_path, cand_path, out = sys.argv[1:5]
+measures = [ir_measures.parse_measure(m) for m in json.loads(sys.argv[5])]
+result = {}
+for label_name, path in (("reference", ref_path), ("candidate", cand_path)):
+    qrels = {}
+    for q in ir_measures.read_trec_qrels(path):
+        qrels.setdefault(q.query_id, {})[q.doc_id] = q.relevance
+    evaluators = {str(m): ir_measures.evaluator([m], qrels) for m in measures}
+    result[label_name] = {}
+    for f in sorted(Path(runs_dir).iterdir()):
+        run = {}
+        for r in ir_measures.read_trec_run(str(f)):
+            run.setdefault(r.query_id, {})[r.doc_id] = r.score
+        means = {}
+        for key, ev in evaluators.items():
+            total = 0.0
+            for metric in ev.iter_calc(run):
+                total += metric.value
+            means[key] = total / len(qrels)  # trec_eval -c: a query the run misses counts 0
+        result[label_name][f.stem] = means
+Path(out).write_text(json.dumps(result))
+"""
+
+
+def write_files(folder: Path, users: int, systems: int, depth: int, judged: int) -> tuple[Path, Path, Path, int]:
+    from recjudge.trec import Qrels, write_qrels, write_run
+
+    runs, reference = synthetic(users, systems, depth, judged, seed=0)
+    _, candidate = synthetic(users, 1, depth, judged, seed=1)
+    # the candidate labels the same pairs as the reference, with other grades
+    rng = np.random.default_rng(7)
+    cand = reference.frame.copy()
+    cand["label"] = np.clip(cand["label"].to_numpy() + rng.integers(-1, 2, len(cand)), 0, 4)
+    run_dir = folder / "runs"
+    for name, run in runs.items():
+        write_run(run, run_dir / f"{name}.run")
+    ref_path, cand_path = folder / "reference.qrels", folder / "candidate.qrels"
+    write_qrels(reference, ref_path)
+    write_qrels(Qrels("candidate", cand), cand_path)
+    del candidate
+    return run_dir, ref_path, cand_path, sum(len(r) for r in runs.values())
+
+
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in GB) of one child process, measured on that child alone."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    stderr = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:3])} failed ({proc.returncode}):\n{stderr[-3000:]}")
+    return wall, usage.ru_maxrss / 1024**2  # Linux reports KiB
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--users", type=int, default=1000)
+    ap.add_argument("--systems", type=int, default=52)
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--judged", type=int, default=600)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--skip-reference", action="store_true", help="do not run ir-measures")
+    ap.add_argument("--keep", metavar="DIR", help="write the generated files here and keep them")
+    args = ap.parse_args()
+
+    folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-compare-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    run_dir, ref_path, cand_path, n_lines = write_files(folder, args.users, args.systems, args.depth, args.judged)
+    print(f"data: {args.systems} runs × {args.users} users × top-{args.depth} = {n_lines:,} run lines, "
+          f"{args.judged} judged per user; written in {time.perf_counter() - t0:.1f} s to {folder}")
+    recjudge = [str(Path(sys.executable).with_name("recjudge")), "compare", "--runs", str(run_dir),
+                "--reference", str(ref_path), "--candidate", str(cand_path), "--bootstrap", str(args.bootstrap),
+                "--json", str(folder / "recjudge.json")]
+    rj = [timed(recjudge) for _ in range(args.repeats)]
+    rows = [("recjudge compare", statistics.median(w for w, _ in rj), max(m for _, m in rj))]
+    diff = None
+    if not args.skip_reference:
+        ref_cmd = [sys.executable, "-c", IR_MEASURES_SCRIPT, str(run_dir), str(ref_path), str(cand_path),
+                   str(folder / "ir_measures.json"), json.dumps(MEASURES)]
+        reps = 1 if args.users * args.systems > 100_000 else args.repeats
+        ir = [timed(ref_cmd) for _ in range(reps)]
+        rows.append(("ir-measures (same 4 measures × 2 qrels)", statistics.median(w for w, _ in ir),
+                     max(m for _, m in ir)))
+        diff = compare_values(folder / "recjudge.json", folder / "ir_measures.json")
+    print(f"\n{'command':<42} {'wall s (median)':>16} {'peak RSS GB':>12}")
+    for name, wall, peak in rows:
+        print(f"{name:<42} {wall:>16.2f} {peak:>12.2f}")
+    print(f"\nread throughput of recjudge compare (whole command): {n_lines / rows[0][1]:,.0f} run lines/s")
+    if len(rows) == 2:
+        print(f"speed-up: {rows[1][1] / rows[0][1]:.1f}×; max |Δ system mean| = {diff:.2e}")
+    print(f"machine load (1 min): {os.getloadavg()[0]:.2f}")
+
+
+def compare_values(recjudge_json: Path, ir_json: Path) -> float:
+    """Largest |difference| of system means between the two tools, over both label sets."""
+    import ir_measures
+
+    mine = {row["system"]: row for row in json.loads(recjudge_json.read_text())["systems"]}
+    theirs = json.loads(ir_json.read_text())
+    ours_key = {str(ir_measures.parse_measure(m)): m for m in MEASURES}  # "Compat" -> "Compat(p=0.95)"
+    worst = 0.0
+    for label_set in ("reference", "candidate"):
+        for system, means in theirs[label_set].items():
+            row = mine[system]
+            got = row["reference"] if label_set == "reference" else row["candidates"]["candidate"]["scores"]
+            for key, value in means.items():
+                worst = max(worst, abs(got[ours_key[key]] - value))
+    return worst
+
+
+if __name__ == "__main__":
+    main()
