@@ -4,9 +4,10 @@ For each configuration: train (RecBole, or our Pop/Random), score every catalogu
 test user, mask the user's own history (train + validation), keep the top-k *and every item tied
 with the k-th*, measure tie prevalence, order by the tie policy, cut to k and write
 ``<out_dir>/<system>.run`` with rank-derived scores. A sidecar ``<system>.json`` records the
-cache key — a hash of (collection, split contents, configuration, k, tie policy) — and
-provenance; a later call with the same key skips the system. A failing system is reported and
-the rest continue.
+cache key — a hash of (collection, split contents, configuration, k, tie policy) —, the SHA-256
+of the run file as written, and provenance; a later call with the same key skips the system only
+while the run file still has that hash (an edited, truncated or replaced run is retrained). A
+failing system is reported and the rest continue.
 """
 
 from __future__ import annotations
@@ -153,9 +154,36 @@ def _as_split(collection_or_split: Collection | Split, split: str, split_options
 
 def _read_sidecar(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return meta if isinstance(meta, dict) else None
+
+
+def file_sha256(path: Path) -> str | None:
+    """SHA-256 of a file's bytes, or None when it cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _cached(meta: dict | None, key: str, run_path: Path) -> str | None:
+    """Why the cache cannot be used (None: it can). The run must be the very file we wrote."""
+    if not meta or meta.get("key") != key:
+        return "not trained with these settings"
+    if not run_path.is_file():
+        return "run file missing"
+    want = meta.get("run_sha256")
+    if not isinstance(want, str):
+        return "the sidecar has no hash of the run file"
+    if file_sha256(run_path) != want:
+        return "the run file changed since it was written"
+    return None
 
 
 def train_systems(collection_or_split: Collection | Split, grid: str = "quick", out_dir: str | Path | None = None,
@@ -205,7 +233,8 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
         meta = _read_sidecar(meta_path) if not force else None
         # native systems have no RecBole evaluation to wait for
         evaluated = not evaluate or cfg.family.kind == "native" or meta and meta.get("recbole_test")
-        if meta and meta.get("key") == key and run_path.exists() and evaluated:
+        why_not = _cached(meta, key, run_path)
+        if why_not is None and evaluated:
             say(f"{head}: cached ({run_path})")
             results.append(TrainResult(cfg.name, cfg.model, "cached", run_path, key, 0.0,
                                        float(meta.get("train_seconds", 0.0)), int(meta.get("users", 0)),
@@ -219,7 +248,8 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
         # a run from another key must not survive a failed retrain and be read as this one's
         for stale in (run_path, meta_path):
             stale.unlink(missing_ok=True)
-        say(f"{head}: training {cfg.model}")
+        reason = "" if meta is None else f" ({why_not or 'RecBole evaluation asked for'}; retraining)"
+        say(f"{head}: training {cfg.model}{reason}")
         t0 = time.perf_counter()
         workdir = out / ".work" / f"{cfg.name}-{key[:12]}"
         try:
@@ -237,12 +267,13 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
             t_train = time.perf_counter() - t0
             run, share = export_run(model, users, history, k, cfg.name, tie_policy, tie_seed)
             write_run(run, run_path)
+            run_hash = file_sha256(run_path)
             seconds = time.perf_counter() - t0
             record = {
                 "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
                 "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs, "threads": threads,
                 "device": device, "collection": sp.collection.name, "split": dict(sp.info),
-                "split_fingerprint": fingerprint, "users": int(run.frame.qid.nunique()),
+                "split_fingerprint": fingerprint, "run_sha256": run_hash, "users": int(run.frame.qid.nunique()),
                 "catalogue_items": int(len(model.items)), "tied_user_share": share,
                 "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),
                 "recbole_test": model.recbole_test,
