@@ -76,7 +76,7 @@ def test_admmslim_scores_are_deterministic(small_split, tmp_path):
     first, second = model.score(users), model.score(users)
     assert np.array_equal(first, second)
     # RecBole's own prediction adds fresh noise per call: the defect the adapter removes
-    uids = torch.as_tensor(model.dataset.token2id(model.dataset.uid_field, users))
+    uids = torch.as_tensor(model.user_index(users))
     inter = Interaction({model.dataset.uid_field: uids})
     raw1, raw2 = model.model.full_sort_predict(inter), model.model.full_sort_predict(inter)
     assert not torch.equal(raw1, raw2)

@@ -30,27 +30,53 @@ PARTS = ("train", "valid", "test")
 MAX_PAIRS = 1 << 17
 
 
-def write_benchmark_files(split: Split, folder: Path) -> dict[str, int]:
-    """Write the split as RecBole benchmark files; returns rows per part.
+@dataclass(frozen=True)
+class Tokens:
+    """Our ids ↔ the tokens written to RecBole's files.
+
+    RecBole reads token columns with pandas' default missing values, so an id such as ``NA``,
+    ``null``, ``None`` or ``nan`` would vanish or become a ``[None]`` token; ids with tabs or
+    spaces would break its tab-separated files. We write ``u<n>`` / ``i<n>`` (n = position in the
+    sorted ids) instead. RecBole numbers tokens in order of first appearance, which the row order
+    fixes, so its internal ids — and the trained model — do not depend on the token spelling.
+    """
+
+    users: dict[str, str]
+    items: dict[str, str]
+
+    @classmethod
+    def of(cls, split: Split) -> Tokens:
+        from .native import catalogue
+
+        frames = [split.train, split.test] + ([split.valid] if split.valid is not None else [])
+        users = sorted({u for f in frames for u in f.user.tolist()})
+        return cls({u: f"u{n}" for n, u in enumerate(users)},
+                   {i: f"i{n}" for n, i in enumerate(catalogue(split).tolist())})
+
+    def item_ids(self, tokens) -> np.ndarray:
+        """Our item ids for RecBole item tokens."""
+        back = {t: i for i, t in self.items.items()}
+        return np.array([back[t] for t in tokens], dtype=object)
+
+
+def write_benchmark_files(split: Split, folder: Path, tokens: Tokens | None = None) -> dict[str, int]:
+    """Write the split as RecBole benchmark files (ids as ``tokens``); returns rows per part.
 
     A split without validation writes the test part as validation too: RecBole needs three
     files, we never validate on it (no early stopping), and RecBole's test-time history mask —
     all seen items minus the test items — is then exactly the training history.
     """
+    tokens = tokens or Tokens.of(split)
     folder.mkdir(parents=True, exist_ok=True)
     parts = {"train": split.train, "valid": split.valid if split.valid is not None and len(split.valid) else split.test,
              "test": split.test}
     counts = {}
     for part, frame in parts.items():
-        bad = frame.user.str.contains(r"\s", regex=True) | frame.item.str.contains(r"\s", regex=True)
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ConfigError(f"user/item id with whitespace ({frame.user.iloc[i]!r}, {frame.item.iloc[i]!r}) "
-                              "cannot be written to RecBole's tab-separated files")
         path = folder / f"{DATASET}.{part}.inter"
+        us, it = tokens.users, tokens.items
         with open(path, "w", encoding="utf-8", newline="\n") as fh:
             fh.write("user_id:token\titem_id:token\n")
-            fh.writelines(f"{u}\t{i}\n" for u, i in zip(frame.user.tolist(), frame.item.tolist()))
+            fh.writelines(f"{us[u]}\t{it[i]}\n" for u, i in zip(frame.user.tolist(), frame.item.tolist()))
         counts[part] = len(frame)
     return counts
 
@@ -102,6 +128,13 @@ class TrainedModel:
     device: str
     recbole_test: dict | None
     threads: int | None = 1
+    tokens: Tokens | None = None
+
+    def user_index(self, users: list[str]) -> np.ndarray:
+        """RecBole's internal ids of our user ids."""
+        ds = self.dataset
+        names = [self.tokens.users[u] for u in users] if self.tokens is not None else list(users)
+        return np.asarray(ds.token2id(ds.uid_field, names), dtype=np.int64).reshape(-1)
 
     def score(self, users: list[str]) -> np.ndarray:
         import torch
@@ -109,7 +142,7 @@ class TrainedModel:
         from recbole.model.abstract_recommender import AbstractRecommender
 
         ds = self.dataset
-        uids = np.asarray(ds.token2id(ds.uid_field, list(users)), dtype=np.int64).reshape(-1)
+        uids = self.user_index(users)
         n_items = ds.item_num  # includes the padding id 0
         model = self.model
         with self._scoring_context(), torch.no_grad():
@@ -201,7 +234,8 @@ def train(config: SystemConfig, split: Split, workdir: Path, device: str = "cpu"
 
     check_params(config)
     data_dir = workdir / "data"
-    write_benchmark_files(split, data_dir / DATASET)
+    tokens = Tokens.of(split)
+    write_benchmark_files(split, data_dir / DATASET, tokens)
     has_valid = split.valid is not None and len(split.valid) > 0
     if config.model == "DGCF":
         threads = 1
@@ -218,6 +252,7 @@ def train(config: SystemConfig, split: Split, workdir: Path, device: str = "cpu"
             ckpt_dir = workdir / "checkpoints" / (stage_options.get("train_stage") or "model")
             rb_config, dataset, train_data, valid_data, test_data = _build(
                 config, stage_options, data_dir, ckpt_dir, device, epochs_override)
+            _check_counts(dataset, tokens, config)
             model = get_model(rb_config["model"])(rb_config, train_data._dataset).to(rb_config["device"])
             trainer = get_trainer(rb_config["MODEL_TYPE"], rb_config["model"])(rb_config, model)
             if pretrain:
@@ -238,8 +273,20 @@ def train(config: SystemConfig, split: Split, workdir: Path, device: str = "cpu"
                 with _admmslim_quiet(config):
                     result = trainer.evaluate(test_data, load_best_model=False, show_progress=False)
                 recbole_test = {k: float(v) for k, v in result.items()}
-    tokens = np.asarray(dataset.field2id_token[dataset.iid_field])[1:].astype(str)
-    return TrainedModel(config, model, dataset, tokens, str(rb_config["device"]), recbole_test, threads)
+    items = tokens.item_ids(np.asarray(dataset.field2id_token[dataset.iid_field])[1:].astype(str).tolist())
+    return TrainedModel(config, model, dataset, items, str(rb_config["device"]), recbole_test, threads, tokens)
+
+
+def _check_counts(dataset, tokens: Tokens, config: SystemConfig) -> None:
+    """RecBole must see exactly the split's users and catalogue (ids lost on the way would leave
+    items unrankable or users unscored, silently)."""
+    for what, field, ours in (("items", dataset.iid_field, tokens.items), ("users", dataset.uid_field, tokens.users)):
+        got = set(np.asarray(dataset.field2id_token[field])[1:].astype(str).tolist())
+        if got != set(ours.values()):
+            lost, extra = len(set(ours.values()) - got), len(got - set(ours.values()))
+            raise ConfigError(f"system {config.name!r}: RecBole read {len(got)} {what} from the split's files but "
+                              f"the split has {len(ours)} ({lost} lost, {extra} unknown); the data files were not "
+                              "read as written")
 
 
 def _admmslim_quiet(config: SystemConfig):
