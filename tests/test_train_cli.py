@@ -1,0 +1,91 @@
+"""``recjudge train`` checks its output folder and every number before it loads or trains anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from recjudge.cli import main
+
+
+@pytest.fixture
+def collection(tmp_path):
+    """A RecBole atomic folder: two users, training before t = 6, one test row each after."""
+    folder = tmp_path / "c"
+    folder.mkdir()
+    rows = [("u1", "a", 1), ("u1", "b", 2), ("u2", "a", 3), ("u2", "c", 4), ("u1", "c", 6), ("u2", "b", 7)]
+    (folder / "tiny.inter").write_text("user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+                                       + "".join(f"{u}\t{i}\t4\t{t}\n" for u, i, t in rows))
+    return folder
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if training starts: the checks must come first."""
+    import recjudge.systems as systems
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("training started before the outputs were checked")
+
+    monkeypatch.setattr(systems, "train_systems", refuse)
+
+
+def train(*args):
+    return main(["train", "--systems", "Pop", "--cut", "6", *args])
+
+
+def test_out_that_is_a_file_is_refused_before_training(collection, tmp_path, capsys, no_training):
+    out = tmp_path / "runs"
+    out.write_text("not a folder\n")
+    assert train("--collection", str(collection), "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "--out is a file" in err and str(out) in err
+    assert out.read_text() == "not a folder\n"
+
+
+def test_out_below_a_file_is_refused_before_training(collection, tmp_path, capsys, no_training):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert train("--collection", str(collection), "--out", str(blocker / "runs")) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_out_that_is_the_collection_folder_is_refused(collection, capsys, no_training):
+    assert train("--collection", str(collection), "--out", str(collection)) == 2
+    assert "input folder" in capsys.readouterr().err
+
+
+def test_a_collection_config_that_is_a_folder_is_an_input_error(collection, tmp_path, capsys, no_training):
+    (tmp_path / "cfg.toml").mkdir()
+    code = train("--collection", str(collection), "--collection-config", str(tmp_path / "cfg.toml"),
+                 "--out", str(tmp_path / "runs"))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "cfg.toml") in err and "folder" in err and "Traceback" not in err
+
+
+def test_an_unknown_system_fails_before_loading(tmp_path, capsys, monkeypatch):
+    import recjudge.collections as collections
+
+    monkeypatch.setattr(collections, "load_collection", lambda *a, **k: pytest.fail("loaded the collection"))
+    assert main(["train", "--systems", "Pop,NoSuch", "--out", str(tmp_path / "r")]) == 2
+    assert "NoSuch" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option,value", [
+    ("--k", "0"), ("--k", "-3"), ("--k", "99999999999"),
+    ("--tie-seed", "-1"), ("--tie-seed", str(2**63)),
+    ("--epochs", "0"), ("--threads", "0"), ("--threads", "100000"),
+    ("--quantile", "0"), ("--quantile", "1.5"), ("--quantile", "nan"),
+    ("--ratio", "1"), ("--cut", "soon"),
+])
+def test_numbers_out_of_range_are_usage_errors(collection, tmp_path, capsys, option, value, no_training):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--collection", str(collection), "--out", str(tmp_path / "r"), option, value])
+    assert stop.value.code == 2
+    assert option in capsys.readouterr().err
+
+
+def test_a_good_command_still_trains(collection, tmp_path):
+    out = tmp_path / "runs"
+    assert train("--collection", str(collection), "--out", str(out), "--k", "2", "--tie-seed", "7") == 0
+    assert (out / "Pop.run").read_text().count("\n") == 2  # u1 and u2 each have one unseen item
