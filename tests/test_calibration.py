@@ -134,3 +134,73 @@ def test_fill_cli(tmp_path, capsys):
     assert data["filled"]["n_filled"] == 2
     assert set(data["scenarios"]["judged"]) == {"Human-only", "LLM fills gaps", "Full LLM"}
     assert "calibration" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ rules a mutation could change
+
+def _pairs(rows):
+    """Qrels text from (user, item, label) rows."""
+    return "".join(f"{q} 0 {d} {label}\n" for q, d, label in rows)
+
+
+def test_calibrated_label_rounds_the_mean_half_up():
+    # LLM grade → human labels of the pairs both judge, and the mean by hand:
+    #   4 → 1, 1, 1, 2: 5/4 = 1.25 → 1 (ceil would give 2)
+    #   5 → 1, 2:       3/2 = 1.5  → 2 (floor would give 1)
+    #   6 → 2, 3:       5/2 = 2.5  → 3 (round half to even, Python's round, would give 2)
+    #   7 → 2, 2, 3:    7/3 = 2.33 → 2 (ceil would give 3)
+    groups = {4: [1, 1, 1, 2], 5: [1, 2], 6: [2, 3], 7: [2, 2, 3]}
+    human, llm = [], []
+    for grade, labels in groups.items():
+        for n, label in enumerate(labels):
+            human.append(("u", f"g{grade}-{n}", label))
+            llm.append(("u", f"g{grade}-{n}", grade))
+    cal = calibrate(read_qrels(_pairs(human)), read_qrels(_pairs(llm)), min_overlap=1)
+    means = {g.llm_grade: g.mean_human for g in cal.grades}
+    assert means == pytest.approx({4: 5 / 4, 5: 3 / 2, 6: 5 / 2, 7: 7 / 3})
+    assert cal.mapping == {4: 1, 5: 2, 6: 3, 7: 2}
+
+
+def test_grade_without_overlap_borrows_the_nearest_grade_and_the_lower_one_on_a_tie():
+    # grades with overlap: 2 (human 1, 1 → 1) and 4 (human 3, 3 → 3)
+    # grades without: 3 is 1 from both 2 and 4 → the lower, 2 → label 1 (the higher would give 3)
+    #                 5 is 1 from 4 and 3 from 2 → 4 → label 3; 0 is 2 from 2 → label 1
+    human = [("u", "a", 1), ("u", "b", 1), ("u", "c", 3), ("u", "d", 3)]
+    llm = [("u", "a", 2), ("u", "b", 2), ("u", "c", 4), ("u", "d", 4),
+           ("u", "x", 3), ("u", "y", 5), ("u", "z", 0)]   # x, y, z: no human label
+    cal = calibrate(read_qrels(_pairs(human)), read_qrels(_pairs(llm)), min_overlap=1)
+    rows = {g.llm_grade: g for g in cal.grades}
+    assert cal.mapping == {0: 1, 2: 1, 3: 1, 4: 3, 5: 3}
+    assert rows[3].note == "no overlap; borrows grade 2" and rows[3].flagged and rows[3].n_overlap == 0
+    assert rows[5].note == "no overlap; borrows grade 4"
+    assert not rows[2].flagged and not rows[4].flagged
+
+
+def test_validate_fill_tau_with_fill_differs_from_tau_without_by_hand():
+    """One user, three systems, top-2. Hidden: a (human 2) and e (human 0); the LLM's grades come back
+    through calibration as a = 1 and e = 2, so the filled labels differ from the full ones.
+
+    nDCG@2 uses the label as gain, discount 1/log2(rank + 1); each qrels has one ideal DCG, so the
+    systems' order follows their DCG (L = 1/log2(3) ≈ 0.631):
+                     full (a=2, e=0)   visible (a, e unjudged)   filled (a=1, e=2)
+        S1 [a, c]    2                 0                         1
+        S2 [b, b2]   1 + L             1 + L                     1 + L
+        S3 [e, b]    L                 L                         2 + L
+    Full ranks S1 > S2 > S3; visible S2 > S3 > S1; filled S3 > S2 > S1.
+    τ(full, visible): (S1,S2), (S1,S3) discordant, (S2,S3) concordant → (1 - 2) / 3.
+    τ(full, filled): all three pairs discordant → (0 - 3) / 3. (τ(visible, filled) would be 1/3.)
+    """
+    human = read_qrels(_pairs([("u", "a", 2), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
+                               ("u", "e", 0)]))
+    # calibrated on the visible labels: grade 1 → b, b2 (1, 1) → 1; grade 0 → c (0) → 0; grade 2 → d (2) → 2
+    llm = read_qrels(_pairs([("u", "a", 1), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
+                             ("u", "e", 2)]))
+    runs = {name: read_run("".join(f"u Q0 {d} {r} {3 - r} {name}\n" for r, d in enumerate(docs, start=1)), name)
+            for name, docs in (("S1", ["a", "c"]), ("S2", ["b", "b2"]), ("S3", ["e", "b"]))}
+    fraction, seed = 1 / 3, 88
+    _, hidden = hide_labels(human, fraction, seed)
+    assert sorted(hidden.docid) == ["a", "e"]  # the premise of the table above (a seeded draw)
+    val = validate_fill(human, llm, runs, fraction, k=2, min_overlap=1, seed=seed)
+    assert (val.n_hidden, val.n_hidden_filled) == (2, 2)
+    assert val.tau_without_fill["nDCG@2"] == pytest.approx((1 - 2) / 3)
+    assert val.tau_with_fill["nDCG@2"] == pytest.approx((0 - 3) / 3)
