@@ -343,7 +343,9 @@ def test_retry_after_forms():
 
 def test_partial_and_refused_answers(fake_openai, tmp_path):
     def rule(call):
-        if "Movie 12" in call.user and "Movie 10" in call.user:  # the first call: one label missing, always
+        # Movie 12 is never labelled: the full call (c1 Movie 10, c2 Movie 12) gets c1 only, and the
+        # retry, which asks for c2 alone, gets an answer for c1 again
+        if any("Movie 12" in text for _, text in call.candidates):
             return Reply(content=json.dumps({"labels": {"c1": 2}}))
         return None
     fake_openai.rule = rule
@@ -589,7 +591,7 @@ def test_partial_labels_survive_later_failures(fake_openai, tmp_path):
 
 def test_partial_labels_survive_a_failed_retry_within_a_run(fake_openai):
     def rule(call):  # first attempt labels c1 only, the retry hits a server error
-        return Reply(content=json.dumps({"labels": {"c1": 2}})) if call.seen == 0 else Reply(500)
+        return Reply(content=json.dumps({"labels": {"c1": 2}})) if call.index == 0 else Reply(500)
     fake_openai.rule = rule
     res = run(fake_openai, pairs_for([10, 12], ["u0"]), items_per_call=2, max_attempts=2, concurrency=1)
     assert res.labels == {("u0", "10"): 2} and res.summary.failures == {"server_error": 1}

@@ -1,6 +1,6 @@
 """Calling an OpenAI-compatible endpoint: retries, timeouts, structured output, usage, Batch API.
 
-Retries (tenacity) cover 408/409/429/5xx, timeouts, connection errors and answers that do not
+Retries cover 408/409/429/5xx, timeouts, connection errors and answers that do not
 parse into in-range labels; waits grow exponentially with full jitter unless the server sends
 ``Retry-After``, which is honoured. Authentication and not-found errors stop the whole run. The API
 key is kept in memory only and scrubbed from every error text recjudge stores or raises.
@@ -20,12 +20,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..urls import DEFAULT_ENDPOINT, public_url, url_secrets
-from .cache import CallRecord, Usage, merge_records
+from .cache import CallRecord, Usage
 from .parse import SINGLE, ParseResult, parse_answer
 from .prompts import Messages, Template
 
 __all__ = ["ClientSettings", "OpenAIJudgeClient", "Redactor", "Request", "GENERATION_PARAMS",
-           "quiet_http_loggers"]
+           "quiet_http_loggers", "union_records"]
 
 log = logging.getLogger(__name__)
 
@@ -182,13 +182,16 @@ class OpenAIJudgeClient:
         self.redact = Redactor(settings.api_key, *url_secrets(settings.base_url))
         self.params = dict(settings.params or {})
         self._structured = settings.structured != "off"
-        # our own retry policy (tenacity) replaces the SDK's
+        # our own retry policy (_retry) replaces the SDK's
         self._client = AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
                                    timeout=settings.timeout, max_retries=0)
         self.attempts = 0  # HTTP requests sent, retries included
         # asked before each retry with the tokens the call has used so far and its attempts; False
         # stops retrying (a cost budget: unusable answers cost tokens too)
         self.allow_retry: Callable[[Usage, int], bool] = lambda usage, attempts: True
+        # renders a request for a subset of a multi-item request's items (same profile, same
+        # candidate keys); None re-sends the whole request
+        self.narrow: Callable[[Request, tuple[str, ...]], Request] | None = None
 
     async def close(self) -> None:
         await self._client.close()
@@ -287,45 +290,47 @@ class OpenAIJudgeClient:
         raise ConfigError(fatal)
 
     async def _retry(self, req: Request, first: _Retryable, started: float) -> CallRecord:
-        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
-
+        """Attempts 2.. of a call. Labels are kept across attempts by item; a multi-item call whose
+        attempts together answered every item is done, and a retry asks only for the items still
+        missing (when :attr:`narrow` can render such a request)."""
         last = first
-        kept = first.outcome  # labels any attempt gave, merged: a later failure does not lose them
-        usage = first.outcome.usage if first.outcome is not None else Usage()
+        kept = first.outcome  # labels any attempt gave: a later failure does not lose them
+        usage = kept.usage if kept is not None else Usage()
         attempts = 1
-        if self.settings.max_attempts > 1:
-            await asyncio.sleep(self._delay(first, 1))
-            retrying = AsyncRetrying(stop=stop_after_attempt(self.settings.max_attempts - 1),
-                                     wait=lambda state: self._delay(state.outcome.exception(),
-                                                                    state.attempt_number + 1),
-                                     retry=retry_if_exception_type(_Retryable), reraise=True)
-            out_of_budget = False
+        answered = kept is not None  # whether the latest attempt gave an answer
+        while attempts < self.settings.max_attempts:
+            await asyncio.sleep(self._delay(last, attempts))
+            if not self.allow_retry(usage, attempts):
+                break
+            ask = self._missing_only(req, kept)
+            attempts += 1
             try:
-                async for attempt in retrying:
-                    with attempt:
-                        if not self.allow_retry(usage, attempts):
-                            out_of_budget = True
-                            break
-                        attempts += 1
-                        try:
-                            rec = await self._attempt(req)
-                        except _Retryable as exc:
-                            last = exc
-                            if exc.outcome is not None:
-                                usage = usage + exc.outcome.usage
-                                kept = exc.outcome if kept is None else merge_records(kept, exc.outcome)
-                            log.debug("%s attempt %d: %s", req.qid, attempts, exc)
-                            raise
-                if not out_of_budget:
-                    return replace(rec, usage=usage + rec.usage, attempts=attempts,
-                                   latency=time.perf_counter() - started)
-            except _Retryable:
-                pass
-        final = last.outcome if last.outcome is not None else CallRecord(
-            req.key, req.qid, req.items, req.repeat, "failed", last.reason, str(last))
-        if kept is not None and kept.labels:  # keep any labels that did parse
-            final = merge_records(kept, final)
-        return replace(final, usage=usage, attempts=attempts, latency=time.perf_counter() - started)
+                rec = await self._attempt(ask)
+            except _Retryable as exc:
+                last = exc
+                answered = exc.outcome is not None
+                log.debug("%s attempt %d: %s", req.qid, attempts, exc)
+                if exc.outcome is not None:
+                    usage = usage + exc.outcome.usage
+                    kept = union_records(req, kept, exc.outcome)
+                    if kept.status == "ok":
+                        break
+                continue
+            usage = usage + rec.usage
+            kept = union_records(req, kept, rec)
+            answered = True
+            break
+        if kept is None or (kept.status != "ok" and not answered):
+            # the last attempt gave no answer (timeout, 5xx, budget): its reason is the call's
+            kept = union_records(req, kept, CallRecord(req.key, req.qid, req.items, req.repeat, "failed",
+                                                       last.reason, str(last)))
+        return replace(kept, usage=usage, attempts=attempts, latency=time.perf_counter() - started)
+
+    def _missing_only(self, req: Request, kept: CallRecord | None) -> Request:
+        if kept is None or not kept.labels or req.keys is None or self.narrow is None:
+            return req
+        missing = tuple(i for i in req.items if i not in kept.labels)
+        return self.narrow(req, missing) if 0 < len(missing) < len(req.items) else req
 
     def _delay(self, exc: BaseException | None, failures: int) -> float:
         """Seconds to wait after the ``failures``-th failed attempt."""
@@ -411,6 +416,23 @@ class OpenAIJudgeClient:
         return replace(self._from_body(req, body, 0.0, "batch",
                                        "json_schema" if self.settings.structured != "off" else "text"),
                        endpoint=self.endpoint)
+
+
+def union_records(req: Request, a: CallRecord | None, b: CallRecord) -> CallRecord:
+    """What two answers to ``req`` (or to requests for subsets of its items) say together, keyed by
+    item id: ``ok`` once every item of ``req`` has a label."""
+    labels = {**(a.labels if a else {}), **b.labels}
+    criteria = {**(a.criteria if a else {}), **b.criteria}
+    # the latest word on an item wins: its own error, the latest attempt's reason, an earlier error
+    errors = {i: b.item_errors.get(i) or b.reason or (a.item_errors.get(i) if a else None) or "unparseable"
+              for i in req.items if i not in labels}
+    raw = "\n\n".join(r for r in ((a.raw if a else None), b.raw) if r) if a is not None and a is not b else b.raw
+    if not errors:
+        return replace(b, key=req.key, qid=req.qid, items=req.items, status="ok", reason=None, error=None,
+                       labels=labels, criteria=criteria, item_errors={}, raw=raw)
+    return replace(b, key=req.key, qid=req.qid, items=req.items, status="partial" if labels else "failed",
+                   reason=b.reason or next(iter(errors.values())), labels=labels, criteria=criteria,
+                   item_errors=errors, raw=raw)
 
 
 def _error_text(exc) -> str:

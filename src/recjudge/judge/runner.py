@@ -610,6 +610,16 @@ class _LLMRun:
                 by_user[p.qid].append(p.docid)
         yield from by_user.items()
 
+    def _narrow(self, req: Request, items: tuple[str, ...]) -> Request:
+        """``req`` asking only for ``items`` (a retry of a partial answer): the same profile (it leaves
+        out every candidate of the full request) and the same candidate keys, so answers map back."""
+        profiles = self.ctx.profiles
+        keys = tuple(k for k, i in zip(req.keys, req.items) if i in items)
+        items = tuple(i for i in req.items if i in items)
+        cands = candidates_block([profiles.render_item(i, req.qid) for i in items], keys)
+        messages = self.template.render(profiles.profile_text(req.qid, exclude=req.items), cands, keys)
+        return dataclasses.replace(req, items=items, keys=keys, messages=messages)
+
     def _est(self, req: Request) -> tuple[int, float]:
         tokens = estimate_messages_tokens(req.messages.system, req.messages.user)
         out = _output_estimate(self.template, len(req.items))
@@ -640,6 +650,7 @@ class _LLMRun:
                     self.config.max_attempts, self.config.backoff_initial, self.config.backoff_max,
                     self.config.structured, self.config.params), self.template)
                 client.allow_retry = self.budget.allows_retry
+                client.narrow = self._narrow
             if self.config.batch and not self.config.dry_run:
                 await self._run_batch(cache, client)
             else:
