@@ -96,6 +96,33 @@ def test_timestamp_811():
     assert pairs(s.history()) == pairs(pd.concat([s.train, s.valid]))
 
 
+# seven interactions at t = 10, 20, …, 70, users alternating so both stay warm
+SEVEN = [("a", "i1", 5, 10), ("b", "i1", 4, 20), ("a", "i2", 3, 30), ("b", "i2", 2, 40), ("a", "i3", 1, 50),
+         ("b", "i3", 5, 60), ("a", "i4", 4, 70)]
+
+
+@pytest.mark.parametrize("quantile,cut", [
+    (0.8, 60),  # q·n = 5.6: floor → sorted position 5 (0-based) → t = 60; ceil/round would give 70
+    (0.3, 30),  # q·n = 2.1: floor → position 2 → t = 30; ceil would give 40, floor − 1 gives 20
+    (0.5, 40),  # q·n = 3.5: floor → position 3 → t = 40; round-half-up would give 50
+])
+def test_global_time_quantile_position_with_a_fractional_q_times_n(quantile, cut):
+    s = global_time_split(collection(SEVEN), quantile=quantile)
+    assert s.info["cut_timestamp"] == cut
+    assert sorted(s.train.timestamp) == [t for t in range(10, cut, 10)]  # strictly before the cut
+    assert sorted(s.test.timestamp) == [t for t in range(cut, 80, 10)]
+
+
+def test_timestamp_split_cuts_with_fractional_positions():
+    s = timestamp_split(collection(SEVEN), ratios=(0.7, 0.2, 0.1))
+    # q1 = 0.7: 0.7 · 7 = 4.9 → position 4 → t = 50 (round or ceil: 60);
+    # q2 = 0.9: 0.9 · 7 = 6.3 → position 6 → t = 70 (floor − 1: 60)
+    assert s.info["cut_timestamps"] == [50, 70]
+    assert sorted(s.train.timestamp) == [10, 20, 30, 40]
+    assert pairs(s.valid) == [("a", "i3"), ("b", "i3")]  # t = 50, 60
+    assert pairs(s.test) == [("a", "i4")]  # t = 70
+
+
 def test_historical_qrels_mappings():
     s = user_ratio_split(collection(TEN), ratio=0.5)
     # test rows: (a, i4, 5), (a, i5, 4), (b, i3, 4), (b, i4, 2)
