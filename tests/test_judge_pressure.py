@@ -73,3 +73,29 @@ def test_attempts_that_together_answer_every_item_stop_the_retries(fake_openai):
     j = {x.docid: x for x in res.judgments}
     # the call's usage is the sum of its three attempts, shared over its four items
     assert sum(x.usage.prompt for x in j.values()) == pytest.approx(res.summary.usage.prompt, abs=4)
+
+
+# ------------------------------------------------------------------------------------ batch cost
+
+def _billed_prompt(log) -> int:
+    """Prompt tokens the fake billed for the batch lines it answered (its rule: characters / 4)."""
+    return sum(sum(len(m.get("content") or "") for m in r.json["messages"]) // 4 for r in log)
+
+
+def test_batch_cost_sums_every_round_failed_lines_included(fake_openai, tmp_path):
+    # round 1: every other call answers prose that does not parse (billed all the same); round 2 answers
+    fake_openai.rule = lambda call: Reply(content="I cannot say.") if call.seen == 0 and call.index % 2 == 0 \
+        else None
+    pairs = pairs_for([10, 11, 12, 13])
+    res = judge_pairs(pairs, movies(), JudgeConfig(base_url=fake_openai.url, batch=True, batch_poll=0.01, **FAST),
+                      cache_path=tmp_path / "c.sqlite")
+    assert res.labels == {(u, d): int(d) % 8 for u, d in pairs}
+    lines = [r for r in fake_openai.log if r.method == "BATCH"]
+    assert 12 < len(lines) < 24  # some lines went twice
+    billed_prompt = _billed_prompt(lines)
+    assert res.summary.usage.prompt == billed_prompt
+    # each line's completion: "I cannot say." is 13 characters -> 3 tokens; a JSON label answer is
+    # json.dumps({"label": N}) = 12 characters -> 3 tokens
+    assert res.summary.usage.completion == 3 * len(lines)
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        assert db.execute("SELECT SUM(prompt_tokens) FROM calls").fetchone()[0] == billed_prompt

@@ -795,6 +795,12 @@ class _LLMRun:
                     continue
                 rec = client.batch_line(req, obj)
                 self.budget.settle(self._reserved.pop(req.key, 0.0), rec.usage, rec.attempts)
+                prev = self.results.get(req.key)
+                if prev is not None and prev.via != "cache":
+                    # an earlier round of this run: its tokens were billed too (failed lines
+                    # included), so the call's record carries the sum over rounds
+                    rec = dataclasses.replace(rec, usage=prev.usage + rec.usage,
+                                              attempts=prev.attempts + rec.attempts)
                 self._store(cache, rec, req)
                 seen.add(req.key)
         for k in keys:
