@@ -22,6 +22,9 @@ BAD = [
     ("runs-list-of-int", "runs = [5]\n", r"key 'runs'"),
     ("runs-missing", 'runs = ["no-such-runs"]\n', r"key 'runs': run file or folder 'no-such-runs' not found"),
     ("reference-missing", None, r"key 'reference': qrels file 'missing.qrels' not found"),
+    ("reference-mapping", None, r"key 'reference': unknown rating mapping 'stars'"),
+    ("reference-threshold", None, r"key 'reference': unknown rating mapping 'threshold:high'"),
+    ("reference-named-historical", None, r"key 'reference': qrels file 'historical-human.qrels' not found"),
     ("out-int", None, r"key 'out': expected a string, found 5"),
     ("name-int", "name = 5\n", r"key 'name': expected a string, found 5"),
     ("measures-string", 'measures = "nDCG@10"\n', r"key 'measures': expected a non-empty list of strings"),
@@ -47,7 +50,8 @@ BAD = [
     ("judge-profile_size-string", '[judge]\nprofile_size = "50"\n',
      r"key 'judge\.profile_size': expected a positive integer, found '50'"),
     ("judge-profile_size-zero", "[judge]\nprofile_size = 0\n", r"key 'judge\.profile_size'.*found 0"),
-    ("judge-repeats-bool", "[judge]\nrepeats = true\n", r"key 'judge\.repeats': expected a positive integer, found true"),
+    ("judge-repeats-bool", "[judge]\nrepeats = true\n",
+     r"key 'judge\.repeats': expected a positive integer, found true"),
     ("judge-model-int", "[judge]\nmodel = 4\n", r"key 'judge\.model': expected a string, found 4"),
     ("judge-timeout-string", '[judge]\ntimeout = "5"\n', r"key 'judge\.timeout': expected a positive number"),
     ("judge-timeout-nan", "[judge]\ntimeout = nan\n", r"key 'judge\.timeout': expected a positive number"),
@@ -65,16 +69,21 @@ BAD = [
     ("grid-per_user-zero", "[grid]\nper_user = [5, 0]\n", r"key 'grid\.per_user'.*found 0"),
     ("grid-unknown-judge", '[grid]\njudge = ["overlap", "nope"]\n', r"key 'grid\.judge': 'nope' is not one of"),
     ("grid-unknown-field", '[grid]\nfields = ["title", "plot"]\n', r"key 'grid\.fields': unknown field.*plot"),
-    ("grid-fields-string", '[grid]\nfields = "title"\n', r"key 'grid\.fields': expected a non-empty list of strings"),
-    ("grid-aggregate-unknown", '[grid]\naggregate = ["median"]\n', r"key 'grid\.aggregate': variant 'aggregate=median'"),
+    ("grid-fields-string", '[grid]\nfields = "title"\n',
+     r"key 'grid\.fields': expected a non-empty list of strings"),
+    ("grid-aggregate-unknown", '[grid]\naggregate = ["median"]\n',
+     r"key 'grid\.aggregate': variant 'aggregate=median'"),
 ]
 
 
 def _text(case, extra, out):
     if case == "out-int":
         return 'collection = "ml-100k"\nreference = "historical:rating"\nout = 5\n'
-    if case == "reference-missing":
-        return f'collection = "ml-100k"\nreference = "missing.qrels"\nout = "{out}"\n'
+    references = {"reference-missing": "missing.qrels", "reference-mapping": "historical:stars",
+                  "reference-threshold": "historical:threshold:high",
+                  "reference-named-historical": "historical-human.qrels"}
+    if case in references:
+        return f'collection = "ml-100k"\nreference = "{references[case]}"\nout = "{out}"\n'
     return TOP.format(out=out) + extra
 
 
@@ -113,6 +122,14 @@ def test_a_valid_file_loads_with_its_values_and_defaults(tmp_path):
     assert dict(exp.grid) == {"profile_size": (3, 20), "fields": ("title+year",), "per_user": (4,)}
     with pytest.raises(TypeError):
         exp.judge["judge"] = "openai"  # a loaded experiment is what was validated
+
+
+@pytest.mark.parametrize("reference", ["historical", "historical:binary", "historical:half_stars",
+                                       "historical:threshold:4", "historical:threshold:3.5"])
+def test_historical_references_load(tmp_path, reference):
+    path = tmp_path / "exp.toml"
+    path.write_text(f'collection = "ml-100k"\nreference = "{reference}"\n')
+    assert load_experiment(path).reference == reference
 
 
 def test_from_dict_names_its_source():

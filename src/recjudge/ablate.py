@@ -243,7 +243,7 @@ class Experiment:
         """Validate a parsed experiment file. Every error names ``source`` and the key, and says the fix."""
         from .judge import JudgeConfig
         from .measures import parse_measures
-        from .splits import SPLITS
+        from .splits import RATING_LABELS, SPLITS
 
         check = _Checker(source)
         check.unknown("", data, TOP_KEYS)
@@ -261,7 +261,14 @@ class Experiment:
         except ConfigError as exc:
             raise check.error("measures", str(exc), 'use ir-measures names, e.g. measures = ["nDCG@100"]') from None
         reference = values["reference"]
-        if reference != "historical" and not reference.startswith("historical:"):
+        if _is_historical(reference):
+            mapping = _historical_mapping(reference)
+            threshold = mapping.split(":", 1)[1] if mapping.startswith("threshold:") else None
+            if mapping not in RATING_LABELS and not (threshold is not None and _is_float(threshold)):
+                raise check.error("reference", f"unknown rating mapping {mapping!r}",
+                                  f"write historical:MAPPING with MAPPING one of {', '.join(RATING_LABELS)}, "
+                                  "threshold:T, or give a qrels path")
+        else:
             _check_path(check, "reference", reference, "qrels file")
         runs = values["runs"]
         if runs is not None:
@@ -298,6 +305,21 @@ class Experiment:
                 raise check.error(f"grid.{var.axis}" if var.axis in grid else "grid",
                                   f"variant {var.name!r}: {exc}", "fix the [grid] value; nothing was judged") from None
         return exp
+
+
+def _is_historical(reference: str) -> bool:
+    return reference == "historical" or reference.startswith("historical:")
+
+
+def _historical_mapping(reference: str) -> str:
+    return reference.split(":", 1)[1] if ":" in reference else "rating"
+
+
+def _is_float(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def _config_fields() -> set[str]:
@@ -375,9 +397,8 @@ def _reference(exp: Experiment, collection):
     from .splits import historical_qrels, make_split
 
     split = make_split(collection, exp.split, **dict(exp.split_options))
-    if exp.reference.startswith("historical"):
-        mapping = exp.reference.split(":", 1)[1] if ":" in exp.reference else "rating"
-        return historical_qrels(split, mapping), split.train
+    if _is_historical(exp.reference):
+        return historical_qrels(split, _historical_mapping(exp.reference)), split.train
     from .trec import read_qrels
 
     # external (e.g. human) qrels: profiles use the whole rated history
@@ -443,7 +464,7 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
 def check_experiment_outputs(exp: Experiment) -> None:
     """Refuse, before any work, an ``out`` folder (or a result file in it) that is an input or unwritable."""
     inputs = [exp.source, exp.collection]
-    if not exp.reference.startswith("historical"):
+    if not _is_historical(exp.reference):
         inputs.append(exp.reference)
     if exp.runs is not None:
         inputs += [exp.runs] if isinstance(exp.runs, str) else list(exp.runs)

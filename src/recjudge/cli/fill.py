@@ -70,11 +70,12 @@ def run_fill(args: argparse.Namespace) -> int:
     for w in rep.warnings:
         print(f"\nwarning: {w}")
     if val is not None:
-        print(f"\nvalidation: hid {val.n_hidden} human labels ({args.validate:.0%}), LLM covered {val.n_hidden_filled}")
+        print(f"\nvalidation: hid {val.n_hidden} human labels ({args.validate:.0%}), "
+              f"LLM covered {val.n_hidden_filled}")
         if val.agreement:
             a = val.agreement
-            print(f"  filled vs hidden human: κ {a['cohen_kappa']:.3f}, α ordinal {a['krippendorff_alpha_ordinal']:.3f}, "
-                  f"pairwise agree {a['pairwise']['agree']:.3f}")
+            print(f"  filled vs hidden human: κ {a['cohen_kappa']:.3f}, "
+                  f"α ordinal {a['krippendorff_alpha_ordinal']:.3f}, pairwise agree {a['pairwise']['agree']:.3f}")
         for m in val.tau_with_fill:
             print(f"  τ vs all human labels on {m}: without fill {val.tau_without_fill[m]:.3f}, "
                   f"with fill {val.tau_with_fill[m]:.3f}")
