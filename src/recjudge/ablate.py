@@ -60,10 +60,11 @@ _MAX_SEED = 2**63 - 1
 # ------------------------------------------------------------------------------ value types
 
 class _Type(NamedTuple):
-    """A TOML value type: how to name one value and several, and the test a value must pass."""
+    """A TOML value type: how to name one value and several, an example, and the test a value must pass."""
 
     one: str
     many: str
+    example: str  # the value part of ``key = value``; for a table, how to write one
     ok: Callable[[Any], bool]
 
 
@@ -75,18 +76,18 @@ def _is_number(v: Any) -> bool:
     return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
 
 
-STRING = _Type("a string", "strings", lambda v: isinstance(v, str) and v != "")
-BOOLEAN = _Type("true or false", "booleans", lambda v: isinstance(v, bool))
-POSITIVE = _Type("a positive integer", "positive integers", lambda v: _is_int(v) and 1 <= v <= _MAX_COUNT)
-COUNT = _Type(f"a whole number from 0 to {_MAX_COUNT}", "whole numbers ≥ 0",
+STRING = _Type("a string", "strings", '"..."', lambda v: isinstance(v, str) and v != "")
+BOOLEAN = _Type("true or false", "booleans", "true", lambda v: isinstance(v, bool))
+POSITIVE = _Type("a positive integer", "positive integers", "10", lambda v: _is_int(v) and 1 <= v <= _MAX_COUNT)
+COUNT = _Type(f"a whole number from 0 to {_MAX_COUNT}", "whole numbers ≥ 0", "0",
               lambda v: _is_int(v) and 0 <= v <= _MAX_COUNT)
-SEED = _Type(f"a seed from 0 to {_MAX_SEED}", "seeds", lambda v: _is_int(v) and 0 <= v <= _MAX_SEED)
-POSITIVE_NUMBER = _Type("a positive number", "positive numbers", lambda v: _is_number(v) and v > 0)
-NUMBER = _Type("a number ≥ 0", "numbers ≥ 0", lambda v: _is_number(v) and v >= 0)
-TABLE = _Type("a table", "tables", lambda v: isinstance(v, dict))
-STRINGS = _Type("a non-empty list of strings", "lists of strings",
+SEED = _Type(f"a seed from 0 to {_MAX_SEED}", "seeds", "0", lambda v: _is_int(v) and 0 <= v <= _MAX_SEED)
+POSITIVE_NUMBER = _Type("a positive number", "positive numbers", "1.5", lambda v: _is_number(v) and v > 0)
+NUMBER = _Type("a number ≥ 0", "numbers ≥ 0", "0.5", lambda v: _is_number(v) and v >= 0)
+TABLE = _Type("a table", "tables", "{ ... }", lambda v: isinstance(v, dict))
+STRINGS = _Type("a non-empty list of strings", "lists of strings", '["...", "..."]',
                 lambda v: isinstance(v, list) and bool(v) and all(STRING.ok(x) for x in v))
-PATHS = _Type("a path or a non-empty list of paths", "paths",
+PATHS = _Type("a path or a non-empty list of paths", "paths", '"path" or ["path", ...]',
               lambda v: STRING.ok(v) or STRINGS.ok(v))
 
 # Every JudgeConfig setting an experiment may set, with its TOML type. The ranges of the counts
@@ -118,6 +119,8 @@ def _shown(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, dict):
         return "a table"
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
     return repr(value)
 
 
@@ -147,19 +150,13 @@ class _Checker:
             raise InputError(self.source, f"unknown key(s) {label}", f"use only {', '.join(sorted(known))}")
 
 
-_EXAMPLES = {
-    STRING: 'KEY = "..."', BOOLEAN: "KEY = true", POSITIVE: "KEY = 10", COUNT: "KEY = 0", SEED: "KEY = 0",
-    POSITIVE_NUMBER: "KEY = 1.5", NUMBER: "KEY = 0.5", TABLE: "[KEY] on a line of its own, its settings below it",
-    STRINGS: 'KEY = ["...", "..."]', PATHS: 'KEY = "path" or KEY = ["path", ...]',
-}
-
-
 def _example(key: str, kind: _Type, many: bool = False) -> str:
     leaf = key.rsplit(".", 1)[-1]
     if many:
-        one = _EXAMPLES[kind].split(" = ", 1)[-1] if " = " in _EXAMPLES[kind] else "{ ... }"
-        return f"{leaf} = [{one}, ...] under [grid]"
-    return _EXAMPLES[kind].replace("KEY", leaf)
+        return f"{leaf} = [{kind.example}, ...] under [grid]"
+    if kind is TABLE:
+        return f"[{leaf}] on a line of its own, its settings below it"
+    return f"{leaf} = {kind.example}"
 
 
 def _judge_value(check: _Checker, key: str, name: str, value: Any) -> Any:
