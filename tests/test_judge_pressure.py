@@ -99,3 +99,53 @@ def test_batch_cost_sums_every_round_failed_lines_included(fake_openai, tmp_path
     assert res.summary.usage.completion == 3 * len(lines)
     with sqlite3.connect(tmp_path / "c.sqlite") as db:
         assert db.execute("SELECT SUM(prompt_tokens) FROM calls").fetchone()[0] == billed_prompt
+
+
+# ------------------------------------------------------------------------------------- interrupts
+
+@pytest.fixture
+def workspace(tmp_path):
+    """RecBole atomic files and one run: user u ranks items 20..27 ('Movie k')."""
+    coll = tmp_path / "tiny"
+    coll.mkdir()
+    inter = ["user_id:token\titem_id:token\trating:float\ttimestamp:float"]
+    inter += [f"u{u}\t{u + k}\t{1 + (u + k) % 5}\t{1000 + 10 * u + k}" for u in range(5) for k in range(6)]
+    (coll / "tiny.inter").write_text("\n".join(inter) + "\n")
+    items = ["item_id:token\tmovie_title:token_seq\tclass:token_seq"]
+    items += [f"{k}\tMovie {k}\tDrama" for k in range(40)]
+    (coll / "tiny.item").write_text("\n".join(items) + "\n")
+    (tmp_path / "sys.run").write_text("".join(f"u{u} Q0 {20 + r} {r + 1} {8 - r} sys\n"
+                                              for u in range(5) for r in range(8)))
+    return tmp_path
+
+
+CLI = "import sys; from recjudge.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_an_interrupt_drains_the_calls_in_flight_into_the_cache(workspace, signum, code):
+    latency = 1.0
+    with FakeOpenAI(latency=latency) as server:
+        args = ["judge", "--runs", str(workspace / "sys.run"), "--collection", str(workspace / "tiny"),
+                "--split", "none", "--out", str(workspace / "j.qrels"), "--cache", str(workspace / "c.sqlite"),
+                "--base-url", server.url, "--concurrency", "4"]
+        proc = subprocess.Popen([sys.executable, "-c", CLI, *args], env={**os.environ, "OPENAI_API_KEY": "sk-x"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while len(server.chat_log()) < 6 and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # calls 5..8 are in flight, each answered 1 s after it arrived
+        sent = time.time()
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=60)
+        took = time.time() - sent
+        assert proc.returncode == code, err
+        asked = {r.prompt_sha for r in server.chat_log()}
+    assert "Traceback" not in err and ("terminated" if code == 143 else "interrupted") in err
+    # nothing new was asked after the signal: 8 calls (two rounds of 4), not the 40 of the run
+    assert len(asked) == 8
+    with sqlite3.connect(workspace / "c.sqlite") as db:
+        cached = {h for (h,) in db.execute("SELECT prompt_hash FROM calls WHERE status = 'ok'")}
+    # every call the server received, the 4 in flight included, was answered and cached
+    assert cached == asked
+    assert took < latency + 5 and not (workspace / "j.qrels").exists()

@@ -70,6 +70,7 @@ class JudgeConfig:
     batch: bool = False
     batch_poll: float = 30.0
     dry_run: bool = False
+    drain_grace: float = 10.0  # on SIGINT/SIGTERM: seconds to let calls in flight finish and be cached
 
     def __post_init__(self):
         checks = [
@@ -79,6 +80,7 @@ class JudgeConfig:
             (self.concurrency >= 1, f"concurrency must be at least 1, got {self.concurrency}"),
             (self.max_attempts >= 1, f"max_attempts must be at least 1, got {self.max_attempts}"),
             (self.timeout > 0, f"timeout must be positive, got {self.timeout}"),
+            (self.drain_grace >= 0, f"drain_grace must be 0 or more, got {self.drain_grace}"),
             (self.aggregate in AGGREGATIONS, f"aggregate must be one of {', '.join(AGGREGATIONS)}"),
             (self.structured in STRUCTURED, f"structured must be one of {', '.join(STRUCTURED)}"),
             (self.max_calls is None or self.max_calls >= 0, "max_calls must be 0 or more"),
@@ -564,7 +566,12 @@ def _run_llm(ctx: JudgeContext) -> JudgeResult:
     except RuntimeError:
         in_loop = False
     if not in_loop:
-        return asyncio.run(_LLMRun(ctx, template).run())
+        llm_run = _LLMRun(ctx, template)
+        result = asyncio.run(llm_run.run())
+        if llm_run.interrupted is not None:
+            # raised here, outside the event loop, once the calls in flight are cached
+            _reraise_signal(llm_run.interrupted, llm_run.previous_handlers.get(llm_run.interrupted))
+        return result
     # called from inside an event loop (a notebook): run on a loop of our own in a worker thread
     from concurrent.futures import ThreadPoolExecutor
 
@@ -598,6 +605,8 @@ class _LLMRun:
         self.budget = _Budget(self.config, self.price)
         self._reserved: dict[str, float] = {}
         self._probe: asyncio.Event | None = None
+        self.interrupted: int | None = None  # the signal that stopped the run
+        self.previous_handlers: dict[int, Any] = {}
 
     def _plan(self) -> Iterator[tuple[str, list[str]]]:
         by_user: dict[str, list[str]] = defaultdict(list)
@@ -703,7 +712,7 @@ class _LLMRun:
         async def work():
             while True:
                 req = await queue.get()
-                if req is None:
+                if req is None or self.interrupted is not None:
                     return
                 if client is None:  # dry run: counted in _pending
                     continue
@@ -732,16 +741,75 @@ class _LLMRun:
             for _ in self._pending(cache):
                 pass
             return
-        tasks = [asyncio.create_task(produce())] + [asyncio.create_task(work()) for _ in range(workers_n)]
+        producer = asyncio.create_task(produce())
+        workers = [asyncio.create_task(work()) for _ in range(workers_n)]
+        tasks = [producer, *workers]
+        stop = asyncio.Event()
+        restore = self._catch_signals(stop, tasks)
         try:
-            await asyncio.gather(*tasks)
+            everything = asyncio.ensure_future(asyncio.gather(*tasks))
+            stopped = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({everything, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set() and not everything.done():
+                # SIGINT/SIGTERM: ask nothing new; calls in flight finish (and are cached) within
+                # the grace period, the rest are cancelled and re-asked by the next run
+                producer.cancel()
+                await asyncio.gather(producer, return_exceptions=True)
+                while not queue.empty():  # idle workers take a sentinel and leave
+                    queue.get_nowait()
+                for _ in range(workers_n):
+                    queue.put_nowait(None)
+                log.warning("interrupted: letting the calls in flight finish (at most %g s; interrupt again "
+                            "to stop now)", self.config.drain_grace)
+                await asyncio.wait(workers, timeout=self.config.drain_grace or None)
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(everything, return_exceptions=True)
+                return
+            stopped.cancel()
+            await everything
         except BaseException:
-            # a fatal error (refused key, unknown model) or an interrupt stops every worker and the
-            # producer, which would otherwise wait forever on a full queue
+            # a fatal error (refused key, unknown model) stops every worker and the producer, which
+            # would otherwise wait forever on a full queue
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+        finally:
+            restore()
+
+    def _catch_signals(self, stop: asyncio.Event, tasks: list) -> Callable[[], None]:
+        """Turn SIGINT/SIGTERM into a drain of the calls in flight; a second signal stops at once.
+        Returns the function that restores the previous handlers."""
+        import signal
+
+        loop = asyncio.get_running_loop()
+        installed = []
+
+        def on_signal(signum: int) -> None:
+            if self.interrupted is None:
+                self.interrupted = signum
+                stop.set()
+            else:  # impatient: cancel what is in flight
+                for t in tasks:
+                    t.cancel()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous = signal.getsignal(signum)
+                if previous in (signal.SIG_IGN, None):
+                    continue
+                loop.add_signal_handler(signum, on_signal, signum)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no support
+                continue
+            self.previous_handlers[signum] = previous
+            installed.append(signum)
+
+        def restore() -> None:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
+                signal.signal(signum, self.previous_handlers[signum])
+        return restore
 
     async def _run_batch(self, cache: JudgeCache, client: OpenAIJudgeClient) -> None:
         by_key: dict[str, Request] = {}
@@ -880,6 +948,16 @@ class _LLMRun:
             "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
         }
         return JudgeResult(self.ctx.name, tuple(judgments), summary, prov)
+
+
+def _reraise_signal(signum: int, previous) -> None:
+    """Raise what the interrupted program expects: the handler it had installed for ``signum`` (the
+    CLI turns SIGTERM into its ``Terminated``), else KeyboardInterrupt."""
+    import signal
+
+    if signum != signal.SIGINT and callable(previous):
+        previous(signum, None)
+    raise KeyboardInterrupt()
 
 
 def _for_request(rec: CallRecord, req: Request) -> CallRecord | None:
