@@ -4,10 +4,12 @@ at load, the error names the file and the key; the output folder is checked befo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
-from recjudge.ablate import JUDGE_KEYS, Experiment, load_experiment, run_experiment
+from recjudge.ablate import JUDGE_KEYS, Experiment, _judge_type, load_experiment, run_experiment
 from recjudge.cli import main
 from recjudge.errors import InputError, OutputError
 from recjudge.judge import JudgeConfig
@@ -102,9 +104,22 @@ def test_bad_experiment_file_exits_2_naming_file_and_key(tmp_path, monkeypatch, 
     assert not out.exists()
 
 
-def test_judge_key_table_covers_exactly_the_judge_settings():
-    # a JudgeConfig setting missing here would go unchecked until judging; an extra one would be accepted
-    assert set(JUDGE_KEYS) == {f.name for f in dataclasses.fields(JudgeConfig)}
+def test_every_judge_setting_has_a_toml_type_and_the_table_holds_no_stale_key():
+    settings = {f.name for f in dataclasses.fields(JudgeConfig)}
+    assert set(JUDGE_KEYS) <= settings  # a stale entry would accept a key JudgeConfig then refuses
+    assert {name for name in settings if _judge_type(name) is None} == set()
+
+
+@pytest.mark.parametrize("annotation,value,ok", [
+    (float, 2, True), (float, 2.5, True), (float, "2", False), (float, True, False), (float, float("inf"), False),
+    (int, 3, True), (int, 3.0, False), (int, False, False), (bool, False, True), (bool, 0, False),
+    (str | None, "x", True), (str | None, 1, False), (Mapping[str, Any], {"a": 1}, True),
+    (Mapping[str, Any], [1], False),
+])
+def test_a_setting_missing_from_the_table_is_typed_from_its_annotation(monkeypatch, annotation, value, ok):
+    config = dataclasses.make_dataclass("Config", [("setting", annotation)], frozen=True)
+    monkeypatch.setattr("recjudge.judge.JudgeConfig", config)
+    assert _judge_type("setting").ok(value) is ok
 
 
 def test_a_valid_file_loads_with_its_values_and_defaults(tmp_path):

@@ -90,9 +90,12 @@ STRINGS = _Type("a non-empty list of strings", "lists of strings", '["...", "...
 PATHS = _Type("a path or a non-empty list of paths", "paths", '"path" or ["path", ...]',
               lambda v: STRING.ok(v) or STRINGS.ok(v))
 
-# Every JudgeConfig setting an experiment may set, with its TOML type. The ranges of the counts
-# repeat JudgeConfig's own checks so the message can name the key; JudgeConfig stays the
-# authority (every variant is built once at load). A test keeps this table in step with it.
+INTEGER = _Type("a whole number", "whole numbers", "0", _is_int)
+FINITE = _Type("a number", "numbers", "1.0", _is_number)
+
+# JudgeConfig settings with their TOML type. The ranges repeat JudgeConfig's own checks so the
+# message can name the key; JudgeConfig stays the authority (every variant is built once at load).
+# A setting not listed here gets the type of its annotation (:func:`_judge_type`).
 JUDGE_KEYS: Mapping[str, _Type] = MappingProxyType({
     "judge": STRING, "model": STRING, "base_url": STRING, "api_key_env": STRING, "prompt": STRING,
     "fields": STRING, "profile_size": POSITIVE, "sampling": STRING, "seed": SEED, "repeats": POSITIVE,
@@ -164,9 +167,9 @@ def _judge_value(check: _Checker, key: str, name: str, value: Any) -> Any:
     from .judge import judge_names, load_template, parse_fields
     from .judge.profile import SAMPLINGS
 
-    kind = JUDGE_KEYS.get(name)
+    kind = _judge_type(name)
     if kind is None:
-        return value  # a JudgeConfig setting newer than the table: JudgeConfig checks it
+        return value  # an annotation with no TOML counterpart: JudgeConfig checks the value
     check.typed(key, value, kind, _example(key, kind))
     try:
         if name == "judge":
@@ -186,7 +189,7 @@ def _judge_value(check: _Checker, key: str, name: str, value: Any) -> Any:
 
 def _grid_values(check: _Checker, axis: str, values: Any) -> tuple:
     key = f"grid.{axis}"
-    kind = POSITIVE if axis == AXIS_PER_USER else JUDGE_KEYS.get(axis)
+    kind = POSITIVE if axis == AXIS_PER_USER else _judge_type(axis)
     many = f"a non-empty list of {kind.many}" if kind else "a non-empty list"
     if not isinstance(values, list) or not values:
         raise check.error(key, f"expected {many}, found {_shown(values)}",
@@ -317,6 +320,30 @@ def _is_float(text: str) -> bool:
         return math.isfinite(float(text))
     except ValueError:
         return False
+
+
+def _judge_type(name: str) -> _Type | None:
+    """The TOML type of a judge setting: from :data:`JUDGE_KEYS`, else from JudgeConfig's annotation."""
+    if name in JUDGE_KEYS:
+        return JUDGE_KEYS[name]
+    import typing
+
+    from .judge import JudgeConfig
+
+    try:
+        hint = typing.get_type_hints(JudgeConfig).get(name)
+    except Exception:  # an annotation that does not evaluate: leave the value to JudgeConfig
+        return None
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if args and len(args) == 1 and type(None) in typing.get_args(hint):
+        hint = args[0]  # X | None: TOML has no null, so the value is an X
+    origin = typing.get_origin(hint) or hint
+    by_type = {bool: BOOLEAN, int: INTEGER, float: FINITE, str: STRING}
+    if origin in by_type:
+        return by_type[origin]
+    if isinstance(origin, type) and issubclass(origin, Mapping):
+        return TABLE
+    return None
 
 
 def _config_fields() -> set[str]:
