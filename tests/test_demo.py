@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from recjudge.cli import main
+from recjudge.demo import DemoSettings, _settings_json
 from recjudge.demo_report import CARD_FIELDS
+from recjudge.errors import ConfigError
 from recjudge.trec import read_qrels, read_run
+from test_report_html import browser_check, find_browser
 
 pytestmark = pytest.mark.slow
 
@@ -75,8 +80,22 @@ def test_demo_report_figures_and_card(demo_dir):
     taus = summary["kendall_tau"]
     assert set(taus) == {"overlap", "filled"}
     assert all(-1 <= v <= 1 for v in taus["filled"].values())
-    assert "<img" in (out / "report.html").read_text()
+    assert re.search(r"bootstrap \(100 resamples, 95% CI \((BCa|percentile)\)\)", card["seeds"])
+    page = (out / "report.html").read_text()
+    assert "<strong>Read this first.</strong>" in page and "<em>historical</em>" in page
+    assert "**" not in page and "<pre><code" in page  # the command block and the tie audit
+    assert page.count("<img") == report.count("![")
     assert "torch" in sys.modules  # training ran in this process: the demo is the real pipeline
+
+
+def test_demo_report_in_a_browser(demo_dir, tmp_path):
+    browser = find_browser()
+    if browser is None:
+        pytest.skip("no headless browser: install Chromium (Debian: apt-get install -y chromium)")
+    res = browser_check(demo_dir / "out" / "report.html", browser, tmp_path)
+    assert res["inner_width"] == 1280 and res["images"] >= 5
+    assert (res["raw_markup"], res["broken_images"], res["overflow"]) == ([], [], [])
+    assert res["scroll_width"] <= res["client_width"]
 
 
 def test_demo_with_an_llm_endpoint(tmp_path, fake_openai, monkeypatch):
@@ -98,3 +117,78 @@ def test_demo_with_an_llm_endpoint(tmp_path, fake_openai, monkeypatch):
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+# ------------------------------------------------------------------ refused before anything is trained
+
+@pytest.mark.parametrize("argv", [
+    ["--seed", "-1"], ["--seed", str(2**64)], ["--bootstrap", "-1"], ["--depth", "0"], ["--per-user", "0"],
+    ["--profile-size", "0"], ["--epochs", "0"], ["--max-users", "0"], ["--max-users", "ten"],
+])
+def test_demo_numbers_out_of_range_exit_2(argv, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:  # argparse reports type errors by exiting 2
+        main(["demo", "--reduced", *argv])
+    assert exc.value.code == 2
+    assert f"argument {argv[0]}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"seed": -1}, "--seed must be from 0"), ({"seed": 2**63}, "--seed must be from 0"),
+    ({"bootstrap": -1}, "--bootstrap must be from 0"), ({"depth": 0}, "--depth must be from 1"),
+    ({"per_user": True}, "--per-user must be a whole number"), ({"epochs": 0}, "--epochs must be from 1"),
+    ({"profile_sizes": (5, 0)}, "profile_sizes must be from 1"), ({"max_users": 2.5}, "--max-users must be a whole"),
+])
+def test_demo_settings_are_range_checked(changes, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        DemoSettings(judge="overlap", **changes).resolved()
+
+
+def _demo_args(root: Path) -> list[str]:
+    return ["demo", "--reduced", "--judge", "overlap", "--out", str(root / "out"), "--runs-dir", str(root / "runs"),
+            "--qrels-dir", str(root / "qrels")]
+
+
+@pytest.mark.parametrize("option, below_a_file", [
+    ("--out", False), ("--qrels-dir", False), ("--runs-dir", False),  # a file where a folder goes
+    ("--out", True), ("--qrels-dir", True),                            # a folder below a file
+])
+def test_demo_refuses_unwritable_output_folders_first(option, below_a_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("a file\n")
+    target = tmp_path / "f" / "sub" if below_a_file else tmp_path / "f"
+    args = _demo_args(tmp_path)
+    args[args.index(option) + 1] = str(target)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert option in err and str(target) in err and "Traceback" not in err
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]  # no report, runs or qrels folder appeared
+
+
+@pytest.mark.parametrize("output", ["qrels/ml-100k-filled.qrels", "qrels/ml-100k-overlap.judgments.jsonl",
+                                    "runs/EASE.run", "out/report.html"])
+def test_demo_refuses_an_output_file_that_is_a_folder_before_training(output, tmp_path, capsys):
+    pytest.importorskip("recbole", reason="the demo loads MovieLens-100K from the recbole wheel")
+    (tmp_path / output).mkdir(parents=True)  # a folder where the demo would write a file
+    assert main(_demo_args(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / output) in err and "is a folder" in err
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == []  # nothing trained, judged or reported
+
+
+def test_demo_refuses_an_unknown_grid_even_with_systems(tmp_path, capsys):
+    assert main([*_demo_args(tmp_path), "--grid", "nogrid"]) == 2
+    assert "unknown grid 'nogrid'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_summary_never_records_url_credentials():
+    s = DemoSettings(judge="overlap", base_url="https://alice:s3cret-pw@llm.example.org:8443/v1?api-key=K3Y#frag")
+    recorded = _settings_json(s.resolved())
+    assert recorded["base_url"] == "https://llm.example.org:8443/v1"
+    text = json.dumps(recorded)
+    assert "alice" not in text and "s3cret-pw" not in text and "K3Y" not in text
+    assert _settings_json(DemoSettings(judge="overlap", base_url="http://[::1]:8000/v1"))["base_url"] == \
+        "http://[::1]:8000/v1"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._io import write_json
+from ._io import check_output_dir, check_outputs, write_json
 from .errors import ConfigError
 from .trec import Qrels, read_run, resolve_ties, write_qrels
 
@@ -28,6 +28,7 @@ __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDU
 HISTORICAL_MAPPING = {1.0: 0, 2.0: 1, 3.0: 2, 4.0: 3, 5.0: 4}
 REDUCED_SYSTEMS = ("Pop", "Random", "EASE", "ItemKNN")
 PROFILE_SIZES = (5, 10, 25, 50, 100)
+MAX_SEED = 2**63 - 1  # what numpy's Generator and the tie hash take
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,22 @@ class DemoSettings:
             s = _replace(s, judge="openai" if (s.base_url or os.environ.get("OPENAI_API_KEY")) else "overlap")
         if s.judge not in ("openai", "overlap", "popularity"):
             raise ConfigError(f"--judge must be auto, openai, overlap or popularity, not {s.judge!r}")
-        if s.depth < 1 or s.per_user < 1:
-            raise ConfigError("--depth and --per-user must be at least 1")
+        _check_int("--seed", s.seed, 0, MAX_SEED)
+        _check_int("--bootstrap", s.bootstrap, 0)
+        for option, value in (("--depth", s.depth), ("--per-user", s.per_user), ("--profile-size", s.profile_size),
+                              ("negatives", s.negatives), ("--epochs", s.epochs), ("--max-users", s.max_users)):
+            if value is not None:
+                _check_int(option, value, 1)
+        for size in s.profile_sizes:
+            _check_int("profile_sizes", size, 1)
         return s
+
+
+def _check_int(option: str, value: object, lo: int, hi: int = 2**31 - 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{option} must be a whole number, not {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{option} must be from {lo} to {hi}, not {value}")
 
 
 def _replace(s: DemoSettings, **changes) -> DemoSettings:
@@ -114,21 +128,33 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     from .agreement import agreement
     from .calibration import calibrate, fill_gaps, scenarios, write_filled
     from .collections import load_collection
-    from .judge import JudgeConfig, judge_pairs, select_pairs
+    from .judge import JudgeConfig, judge_pairs, parse_fields, select_pairs
     from .metaeval import compare
     from .splits import historical_qrels, make_split
-    from .systems import train_systems
+    from .systems import resolve_systems, train_systems
 
     s = (settings or DemoSettings()).resolved()
     say = progress or print
+    # everything that can be refused is refused before the collection loads and the systems train
+    config = JudgeConfig(judge=s.judge, model=s.model, base_url=s.base_url, fields=s.fields,
+                         profile_size=s.profile_size, seed=s.seed)
+    parse_fields(s.fields)
+    resolve_systems(s.grid, None)  # the grid is checked even when --systems (or --reduced) picks the systems
+    systems = [c.name for c in resolve_systems(s.grid, s.systems)]
+    out, qrels_dir = Path(s.out), Path(s.qrels_dir)
+    check_output_dir(out, "--out")
+    check_output_dir(qrels_dir, "--qrels-dir")
+    check_output_dir(s.runs_dir, "--runs-dir")
     steps = _Steps(say, 9)
-    out = Path(s.out)
-    out.mkdir(parents=True, exist_ok=True)
 
     steps.start(f"load {s.collection} and split it by global time (quantile 0.8)")
     collection = load_collection(s.collection)
     if s.max_users:
         collection = collection.sample_users(s.max_users, s.seed)
+    runs_dir = Path(s.runs_dir) if s.runs_dir else Path("runs") / collection.name
+    judge_name = s.judge if s.judge != "openai" else f"llm-{_slug(s.model)}"
+    _check_output_files(out, runs_dir, qrels_dir, collection.name, judge_name, systems)
+    out.mkdir(parents=True, exist_ok=True)
     split = make_split(collection, "global_time", quantile=0.8)
     info = dict(split.info)
     say(f"      {collection!r}; train {info['train_interactions']:,} interactions, test "
@@ -136,7 +162,6 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         f"({info['cold_test_users_dropped']} cold test users dropped)")
 
     steps.start(f"train the {'reduced ' if s.reduced else ''}{s.grid} grid and export top-100 runs")
-    runs_dir = Path(s.runs_dir) if s.runs_dir else Path("runs") / collection.name
     results = train_systems(split, s.grid, out_dir=runs_dir, k=100, systems=s.systems, epochs=s.epochs,
                             tie_policy=s.tie_policy, tie_seed=s.seed, progress=lambda m: say(f"      {m}"))
     ok = [r for r in results if r.ok]
@@ -150,17 +175,13 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
 
     steps.start("historical qrels from the held-out ratings (rating − 1 → 0–4)")
     historical = historical_qrels(split, HISTORICAL_MAPPING, name=f"{collection.name}-historical")
-    qrels_dir = Path(s.qrels_dir)
     paths = {"historical": write_qrels(historical, qrels_dir / f"{collection.name}-historical.qrels")}
 
-    judge_name = s.judge if s.judge != "openai" else f"llm-{_slug(s.model)}"
     steps.start(f"judge the depth-{s.depth} pool and {s.per_user} historical items per user with "
                 f"the {'LLM' if s.judge == 'openai' else s.judge + ' (non-LLM baseline)'} judge")
     pool = select_pairs(runs, depth=s.depth, tie_policy=s.tie_policy, seed=s.seed)
     aligned = select_pairs(reference=historical, per_user=s.per_user, seed=s.seed)
     pairs = tuple(sorted(set(pool) | set(aligned)))
-    config = JudgeConfig(judge=s.judge, model=s.model, base_url=s.base_url, fields=s.fields,
-                         profile_size=s.profile_size, seed=s.seed)
     judged = judge_pairs(pairs, collection, config, cache_path=out / "judgments.sqlite", history=split.train,
                          name=f"{collection.name}-{judge_name}", progress=lambda m: say(f"      {m}"))
     say("      " + judged.summary.format().replace("\n", "\n      "))
@@ -221,8 +242,48 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
 
 
+def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: str, judge_name: str,
+                        systems: list[str]) -> None:
+    """Every file the demo writes can be written (not a folder, parent not a file, folder writable)."""
+    from .judge.runner import output_paths
+
+    check_output_dir(runs_dir, "--runs-dir")
+    judge_qrels = qrels_dir / f"{collection}-{judge_name}.qrels"
+    judgments, judge_summary = output_paths(judge_qrels)
+    filled = qrels_dir / f"{collection}-filled.qrels"
+    check_outputs({
+        "--out report.md": out / "report.md", "--out report.html": out / "report.html",
+        "--out card.json": out / "card.json", "--out summary.json": out / "summary.json",
+        "--out judgments.sqlite": out / "judgments.sqlite",
+        "--qrels-dir historical qrels": qrels_dir / f"{collection}-historical.qrels",
+        "--qrels-dir judge qrels": judge_qrels, "--qrels-dir judgments log": judgments,
+        "--qrels-dir judge summary": judge_summary, "--qrels-dir filled qrels": filled,
+        "--qrels-dir filled sources": filled.with_name(filled.name + ".sources.tsv"),
+        **{f"--runs-dir {name}.run": runs_dir / f"{name}.run" for name in systems},
+        **{f"--runs-dir {name}.json": runs_dir / f"{name}.json" for name in systems},
+    })
+
+
+def _public_url(url: str | None) -> str | None:
+    """``url`` as it may be recorded: without ``user:password@``, query string or fragment."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "[unparseable URL]"  # echoing it could echo a secret
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 literal keeps its brackets
+    return urlunsplit((parts.scheme, host + (f":{port}" if port else ""), parts.path, "", ""))
+
+
 def _settings_json(s: DemoSettings) -> dict:
     d = asdict(s)
+    d["base_url"] = _public_url(d["base_url"])
     return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in d.items()}
 
 

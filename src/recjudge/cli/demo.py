@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import count, positive, seed
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -17,18 +19,18 @@ def register(sub) -> None:
     p.add_argument("--qrels-dir", type=Path, default=Path("qrels"))
     p.add_argument("--grid", default="quick", help="system grid (default quick)")
     p.add_argument("--systems", nargs="+", help="train only these systems")
-    p.add_argument("--epochs", type=int, help="override the epochs of neural systems")
-    p.add_argument("--max-users", type=int, help="sample this many users (seeded) before splitting")
-    p.add_argument("--depth", type=int, default=10, help="judge the union of every run's top-D (default 10)")
-    p.add_argument("--per-user", type=int, default=20,
+    p.add_argument("--epochs", type=positive, help="override the epochs of neural systems")
+    p.add_argument("--max-users", type=positive, help="sample this many users (seeded) before splitting")
+    p.add_argument("--depth", type=positive, default=10, help="judge the union of every run's top-D (default 10)")
+    p.add_argument("--per-user", type=positive, default=20,
                    help="also judge K historical items per user, for calibration and agreement (default 20)")
     p.add_argument("--judge", choices=("auto", "overlap", "popularity", "openai"), default="auto")
     p.add_argument("--model", default="gpt-4o-mini")
     p.add_argument("--base-url")
     p.add_argument("--fields", default="title+genres")
-    p.add_argument("--profile-size", type=int, default=50)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--profile-size", type=positive, default=50)
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--bootstrap", type=count, default=1000, help="resamples for the CIs (0: none; default 1000)")
     p.add_argument("--reduced", action="store_true",
                    help="a small, fast setting for checks: 4 systems, 1 epoch, 200 users")
     p.set_defaults(func=run_demo)
