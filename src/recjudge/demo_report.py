@@ -201,12 +201,13 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         "`qrels/` hold pooled human interest judgments on the 0–7 scale. The `full` split trains on every "
         "rating and ranks the judged participants with their whole profile masked:",
         "",
+        # continuation lines keep each command within a page's width, and still copy-paste as one
         "```bash",
         "recjudge train --collection /path/to/ml-32m-ext --split full --grid quick --out runs/ml-32m-ext",
-        "recjudge judge --runs runs/ml-32m-ext --collection /path/to/ml-32m-ext --split none --out qrels/llm.qrels "
-        "--depth 10 --model MODEL --base-url URL",
-        "recjudge compare --runs runs/ml-32m-ext --reference /path/to/ml-32m-ext/qrels/interest.qrels "
-        "--candidate qrels/llm.qrels --report out/ml-32m-ext",
+        "recjudge judge --runs runs/ml-32m-ext --collection /path/to/ml-32m-ext --split none \\",
+        "    --out qrels/llm.qrels --depth 10 --model MODEL --base-url URL",
+        "recjudge compare --runs runs/ml-32m-ext --reference /path/to/ml-32m-ext/qrels/interest.qrels \\",
+        "    --candidate qrels/llm.qrels --report out/ml-32m-ext",
         "```",
         "",
         "## Pipeline",

@@ -247,7 +247,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
            else "only users judged by both label sets") + "); a user a run does not rank scores 0.",
         f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b, "
         f"seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
-        *[f"- {md_code(name)}: {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
+        *[f"- {md_code(name)} read from {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
         *_tie_note(s, result.tie_share),
         "",
     ]
