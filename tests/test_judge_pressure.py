@@ -149,3 +149,77 @@ def test_an_interrupt_drains_the_calls_in_flight_into_the_cache(workspace, signu
     # every call the server received, the 4 in flight included, was answered and cached
     assert cached == asked
     assert took < latency + 5 and not (workspace / "j.qrels").exists()
+
+
+# ------------------------------------------------------------------------------ several endpoints
+
+@pytest.fixture
+def servers():
+    with FakeOpenAI(latency=0.1) as a, FakeOpenAI(latency=0.1) as b:
+        yield a, b
+
+
+PAIRS24 = pairs_for(range(10, 18))  # 3 users x 8 items: 24 calls
+
+
+def test_requests_spread_over_endpoints_and_each_label_names_its_endpoint(servers, tmp_path):
+    a, b = servers
+    res = judge_pairs(PAIRS24, movies(), JudgeConfig(base_url=[a.url, b.url], **FAST),
+                      cache_path=tmp_path / "c.sqlite")
+    assert res.labels == {(u, d): int(d) % 8 for u, d in PAIRS24}
+    na, nb = len(a.chat_log()), len(b.chat_log())
+    # least outstanding requests with equal latencies: 4 in flight split 2 + 2, so about half each
+    assert na + nb == 24 and 8 <= na <= 16 and 8 <= nb <= 16
+    assert res.summary.endpoints == {a.url: {"requests": na, "failures": 0}, b.url: {"requests": nb, "failures": 0}}
+    by_endpoint = {url: sum(j.endpoints == (url,) for j in res.judgments) for url in (a.url, b.url)}
+    assert by_endpoint == {a.url: na, b.url: nb}
+    paths = res.write(tmp_path / "j.qrels")
+    rows = [json.loads(x) for x in paths["judgments"].read_text().splitlines()]
+    assert {r["repeat_endpoints"][0] for r in rows} == {a.url, b.url}
+    assert rows[0]["provenance"]["base_url"] == [a.url, b.url]
+    # one cache: the same two servers in the other order answer from it, asking nothing
+    again = judge_pairs(PAIRS24, movies(), JudgeConfig(base_url=[b.url, a.url], **FAST),
+                        cache_path=tmp_path / "c.sqlite")
+    assert again.summary.cache_hits == 24 and len(a.chat_log()) + len(b.chat_log()) == 24
+    assert {j.endpoints for j in again.judgments} == {(a.url,), (b.url,)}  # recorded, not re-labelled
+
+
+def test_a_failing_endpoint_rests_and_the_others_answer(servers):
+    a, b = servers
+    a.rule = lambda call: Reply(500, "overloaded")
+    res = judge_pairs(PAIRS24, movies(), JudgeConfig(base_url=[a.url, b.url], endpoint_cooldown=5.0, **FAST))
+    assert res.labels == {(u, d): int(d) % 8 for u, d in PAIRS24} and res.summary.failures == {}
+    # A failed its first requests (at most the 2 sent before the first failure came back), then rested
+    # for the whole run: B answered everything, at once (no backoff while a healthy endpoint exists)
+    assert 1 <= len(a.chat_log()) <= 2 and len(b.chat_log()) == 24
+    assert all(j.endpoints == (b.url,) for j in res.judgments)
+    assert res.summary.endpoints[a.url]["failures"] == len(a.chat_log())
+
+
+def test_a_rested_endpoint_is_tried_again_and_used_when_it_recovers(servers):
+    a, b = servers
+    b.latency = 0.3
+    a.rule = lambda call: Reply(500, "starting up") if call.index < 2 else None  # A recovers after 2 errors
+    res = judge_pairs(PAIRS24, movies(), JudgeConfig(base_url=[a.url, b.url], endpoint_cooldown=0.05, **FAST))
+    assert res.labels == {(u, d): int(d) % 8 for u, d in PAIRS24}
+    statuses = [r.status for r in a.chat_log()]
+    assert statuses[:2] == [500, 500] and statuses.count(200) >= 4  # tried again after its rest, and used
+    assert sum(j.endpoints == (a.url,) for j in res.judgments) == statuses.count(200)
+
+
+def test_cli_takes_several_base_urls(servers, workspace, monkeypatch):
+    from recjudge.cli import main
+
+    a, b = servers
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    out = workspace / "q" / "j.qrels"
+    code = main(["judge", "--runs", str(workspace / "sys.run"), "--collection", str(workspace / "tiny"),
+                 "--split", "none", "--out", str(out), "--cache", str(workspace / "c.sqlite"),
+                 "--base-url", a.url, "--base-url", b.url, "--depth", "2"])
+    assert code == 0 and len(a.chat_log()) + len(b.chat_log()) == 10
+    rows = [json.loads(x) for x in (workspace / "q" / "j.judgments.jsonl").read_text().splitlines()]
+    assert {r["repeat_endpoints"][0] for r in rows} <= {a.url, b.url} and len(rows) == 10
+    from recjudge.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="one endpoint"):
+        JudgeConfig(base_url=[a.url, b.url], batch=True)

@@ -63,7 +63,11 @@ def register(sub) -> None:
     j.add_argument("--judge", default="openai", choices=judge_names(),
                    help="openai (LLM) or a non-LLM baseline: overlap, popularity")
     j.add_argument("--model", default="gpt-4o-mini")
-    j.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, ...)")
+    j.add_argument("--base-url", metavar="URL", action="append",
+                   help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, ...); repeat it for several servers "
+                        "of the same model: requests go to the healthy one with the fewest in flight, a failing "
+                        "one rests and is retried, answers share one cache. No user:password@ in the URL: the "
+                        "key comes from --api-key-env")
     j.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
                    help="environment variable holding the API key (default OPENAI_API_KEY)")
     j.add_argument("--prompt", default="baseline", metavar="NAME_OR_PATH",

@@ -81,7 +81,7 @@ class Request:
 @dataclass(frozen=True)
 class ClientSettings:
     model: str
-    base_url: str | None
+    base_url: str | None | tuple[str | None, ...]  # one endpoint, or several serving the same model
     api_key: str
     timeout: float = 60.0
     max_attempts: int = 6
@@ -89,10 +89,47 @@ class ClientSettings:
     backoff_max: float = 60.0
     structured: str = "auto"          # auto | on | off
     params: Mapping[str, Any] = None  # type: ignore[assignment]
+    cooldown: float = 1.0             # first rest of a failing endpoint (doubles per failure, to 60 s)
+    concurrency: int = 8              # requests in flight: sizes the connection pool
+
+    @property
+    def urls(self) -> tuple[str | None, ...]:
+        return self.base_url if isinstance(self.base_url, tuple) else (self.base_url,)
 
     def __repr__(self) -> str:  # never print the key
-        return (f"ClientSettings(model={self.model!r}, base_url={public_url(self.base_url)!r}, "
-                "api_key='[redacted]')")
+        urls = [public_url(u) for u in self.urls]
+        return f"ClientSettings(model={self.model!r}, base_url={urls!r}, api_key='[redacted]')"
+
+
+# failures that say the server (not the model) is unwell: the endpoint rests before it is asked again
+_COOL_REASONS = {"timeout", "connection", "server_error", "rate_limited"}
+COOLDOWN_MAX = 60.0
+
+
+class _Endpoint:
+    """One server of the pool, with what least-outstanding-requests spreading needs."""
+
+    def __init__(self, url: str | None, client):
+        self.url = url
+        self.public = public_url(url) or DEFAULT_ENDPOINT
+        self.client = client
+        self.outstanding = 0
+        self.requests = 0
+        self.failures = 0        # consecutive: the cooldown doubles with each
+        self.errors = 0          # all server-side failures, for the summary
+        self.cool_until = 0.0
+
+    def failed(self, base: float, retry_after: float | None) -> None:
+        self.failures += 1
+        self.errors += 1
+        rest = min(COOLDOWN_MAX, base * 2 ** (self.failures - 1))
+        if retry_after is not None:
+            rest = max(rest, min(retry_after, RETRY_AFTER_MAX))
+        self.cool_until = time.monotonic() + rest
+
+    def answered(self) -> None:
+        self.failures = 0
+        self.cool_until = 0.0
 
 
 class _Retryable(Exception):
@@ -177,14 +214,17 @@ class OpenAIJudgeClient:
 
         quiet_http_loggers()  # after the import: openai sets its logger from OPENAI_LOG on import
         self.settings = settings
-        self.endpoint = public_url(settings.base_url) or DEFAULT_ENDPOINT  # recorded with every answer
         self.template = template
-        self.redact = Redactor(settings.api_key, *url_secrets(settings.base_url))
+        self.redact = Redactor(settings.api_key, *(s for u in settings.urls for s in url_secrets(u)))
         self.params = dict(settings.params or {})
         self._structured = settings.structured != "off"
+        # one client per endpoint for the whole run (its connection pool is reused by every call);
         # our own retry policy (_retry) replaces the SDK's
-        self._client = AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
-                                   timeout=settings.timeout, max_retries=0)
+        self._endpoints = [_Endpoint(url, AsyncOpenAI(api_key=settings.api_key, base_url=url,
+                                                      timeout=settings.timeout, max_retries=0))
+                           for url in settings.urls]
+        self._client = self._endpoints[0].client  # the Batch API takes one endpoint
+        self.endpoint = self._endpoints[0].public
         self.attempts = 0  # HTTP requests sent, retries included
         # asked before each retry with the tokens the call has used so far and its attempts; False
         # stops retrying (a cost budget: unusable answers cost tokens too)
@@ -194,7 +234,27 @@ class OpenAIJudgeClient:
         self.narrow: Callable[[Request, tuple[str, ...]], Request] | None = None
 
     async def close(self) -> None:
-        await self._client.close()
+        for ep in self._endpoints:
+            await ep.client.close()
+
+    def endpoint_stats(self) -> dict[str, dict[str, int]]:
+        """Requests sent to each endpoint (retries included) and the server-side failures among them."""
+        return {ep.public: {"requests": ep.requests, "failures": ep.errors} for ep in self._endpoints}
+
+    def _pick(self) -> _Endpoint:
+        """The healthy endpoint with the fewest requests in flight (ties: the fewest sent); when
+        every endpoint rests, the one whose rest ends first."""
+        if len(self._endpoints) == 1:
+            return self._endpoints[0]
+        now = time.monotonic()
+        healthy = [ep for ep in self._endpoints if ep.cool_until <= now]
+        if not healthy:
+            return min(self._endpoints, key=lambda ep: ep.cool_until)
+        return min(healthy, key=lambda ep: (ep.outstanding, ep.requests))
+
+    def _another_is_healthy(self) -> bool:
+        now = time.monotonic()
+        return len(self._endpoints) > 1 and any(ep.cool_until <= now for ep in self._endpoints)
 
     # chat ---------------------------------------------------------------------------------------
     def body(self, req: Request, structured: bool | None = None) -> dict:
@@ -205,7 +265,27 @@ class OpenAIJudgeClient:
             body["response_format"] = {"type": "json_schema", "json_schema": self.template.json_schema(req.keys)}
         return body
 
-    async def _attempt(self, req: Request, structured: bool | None = None) -> CallRecord:
+    async def _attempt(self, req: Request) -> CallRecord:
+        """One request to the endpoint :meth:`_pick` chooses; the record names that endpoint."""
+        ep = self._pick()
+        ep.outstanding += 1
+        ep.requests += 1
+        try:
+            rec = await self._attempt_on(ep, req)
+        except _Retryable as exc:
+            if exc.reason in _COOL_REASONS:
+                ep.failed(self.settings.cooldown, exc.retry_after)
+            else:  # the server answered; what the model said is not the server's fault
+                ep.answered()
+            if exc.outcome is not None:
+                exc.outcome = replace(exc.outcome, endpoint=ep.public)
+            raise
+        finally:
+            ep.outstanding -= 1
+        ep.answered()
+        return replace(rec, endpoint=ep.public)
+
+    async def _attempt_on(self, ep: _Endpoint, req: Request, structured: bool | None = None) -> CallRecord:
         import openai
 
         body = self.body(req, structured)
@@ -217,7 +297,7 @@ class OpenAIJudgeClient:
             # the client's generic POST: same auth, base URL, timeout and error classes as
             # chat.completions.create, without re-validating our own request and answer through
             # pydantic models, which costs more CPU per call than everything else here together
-            resp = await self._client.post("/chat/completions", body=body, cast_to=dict)
+            resp = await ep.client.post("/chat/completions", body=body, cast_to=dict)
         except openai.APITimeoutError:
             raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s") from None
         except openai.APIConnectionError as exc:
@@ -239,9 +319,9 @@ class OpenAIJudgeClient:
                     log.warning("the endpoint rejected structured output (response_format); parsing text "
                                 "answers instead")
                 self._structured = False
-                return await self._attempt(req, structured=False)
+                return await self._attempt_on(ep, req, structured=False)
             if code in _FATAL_STATUS:
-                raise _Fatal(_fatal_message(code, text, self.settings)) from None
+                raise _Fatal(_fatal_message(code, text, self.settings, ep.public)) from None
             return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", "bad_request", text,
                               attempts=1)
         if not isinstance(resp, Mapping):
@@ -279,10 +359,10 @@ class OpenAIJudgeClient:
         try:
             try:
                 rec = await self._attempt(req)  # the common case pays for no retry machinery
-                return replace(rec, attempts=1, latency=time.perf_counter() - started, endpoint=self.endpoint)
+                return replace(rec, attempts=1, latency=time.perf_counter() - started)
             except _Retryable as exc:
                 log.debug("%s attempt 1: %s", req.qid, exc)
-                return replace(await self._retry(req, exc, started), endpoint=self.endpoint)
+                return await self._retry(req, exc, started)
         except _Fatal as exc:
             fatal = str(exc)
         # raised outside the handler so that no chained exception (holding the server's raw
@@ -299,7 +379,9 @@ class OpenAIJudgeClient:
         attempts = 1
         answered = kept is not None  # whether the latest attempt gave an answer
         while attempts < self.settings.max_attempts:
-            await asyncio.sleep(self._delay(last, attempts))
+            # a failing endpoint rests; when another is healthy the retry goes there at once
+            away = last.reason in _COOL_REASONS and self._another_is_healthy()
+            await asyncio.sleep(0 if away else self._delay(last, attempts))
             if not self.allow_retry(usage, attempts):
                 break
             ask = self._missing_only(req, kept)
@@ -448,8 +530,8 @@ def _mentions_response_format(exc) -> bool:
     return "response_format" in _error_text(exc).lower() or "json_schema" in _error_text(exc).lower()
 
 
-def _fatal_message(code: int, text: str, s: ClientSettings) -> str:
-    where = public_url(s.base_url) or "the OpenAI API"
+def _fatal_message(code: int, text: str, s: ClientSettings, where: str | None = None) -> str:
+    where = where or public_url(s.urls[0]) or "the OpenAI API"
     if code in (401, 403):
         return (f"{where} refused the API key ({text}); set a valid key in the environment variable "
                 "named by --api-key-env (default OPENAI_API_KEY)")

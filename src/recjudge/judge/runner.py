@@ -47,7 +47,7 @@ class JudgeConfig:
 
     judge: str = "openai"
     model: str = "gpt-4o-mini"
-    base_url: str | None = None
+    base_url: str | Sequence[str] | None = None  # several: servers of the same model, one cache
     api_key_env: str = "OPENAI_API_KEY"
     prompt: str = "baseline"
     fields: str = "title+genres"
@@ -71,8 +71,16 @@ class JudgeConfig:
     batch_poll: float = 30.0
     dry_run: bool = False
     drain_grace: float = 10.0  # on SIGINT/SIGTERM: seconds to let calls in flight finish and be cached
+    endpoint_cooldown: float = 1.0  # first rest of a failing endpoint, doubling per failure (to 60 s)
 
     def __post_init__(self):
+        if self.base_url is not None and not isinstance(self.base_url, str):
+            urls = tuple(self.base_url)
+            if not urls or not all(isinstance(u, str) and u for u in urls):
+                raise ConfigError(f"base_url must be a URL or a list of URLs, got {self.base_url!r}")
+            if len(set(urls)) != len(urls):
+                raise ConfigError("an endpoint URL is given twice; give each server once")
+            object.__setattr__(self, "base_url", urls[0] if len(urls) == 1 else urls)
         checks = [
             (self.profile_size >= 1, f"profile_size must be at least 1, got {self.profile_size}"),
             (self.repeats >= 1, f"repeats must be at least 1, got {self.repeats}"),
@@ -81,6 +89,9 @@ class JudgeConfig:
             (self.max_attempts >= 1, f"max_attempts must be at least 1, got {self.max_attempts}"),
             (self.timeout > 0, f"timeout must be positive, got {self.timeout}"),
             (self.drain_grace >= 0, f"drain_grace must be 0 or more, got {self.drain_grace}"),
+            (self.endpoint_cooldown >= 0, f"endpoint_cooldown must be 0 or more, got {self.endpoint_cooldown}"),
+            (not (self.batch and len(self.endpoints()) > 1), "the Batch API takes one endpoint: give one "
+             "--base-url with --batch"),
             (self.aggregate in AGGREGATIONS, f"aggregate must be one of {', '.join(AGGREGATIONS)}"),
             (self.structured in STRUCTURED, f"structured must be one of {', '.join(STRUCTURED)}"),
             (self.max_calls is None or self.max_calls >= 0, "max_calls must be 0 or more"),
@@ -128,6 +139,9 @@ class JudgeConfig:
             return (self.base_url,)
         return tuple(self.base_url)
 
+    def public_endpoints(self) -> list[str]:
+        return [public_url(u) or DEFAULT_ENDPOINT for u in self.endpoints()]
+
     def endpoint_id(self) -> str:
         """The endpoint part of the cache key: public URLs, sorted (several endpoints serve as one)."""
         return " ".join(sorted({public_url(u) or DEFAULT_ENDPOINT for u in self.endpoints()}))
@@ -154,6 +168,7 @@ class Judgment:
     from_cache: int = 0                          # repeats answered from the cache
     usage: Usage = Usage()                       # this pair's share of its calls' tokens
     score: float | None = None                   # the offline judges' raw score
+    endpoints: tuple[str | None, ...] = ()       # per repeat: the endpoint (public URL) that answered
 
 
 @dataclass(frozen=True)
@@ -190,6 +205,7 @@ class Summary:
     dry_run: bool
     elapsed: float
     agreement: Agreement | None = None
+    endpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # url -> requests, failures
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -216,6 +232,9 @@ class Summary:
                          ("cost", _money(self.cost))]
             if self.skipped_calls:
                 rows.append(("not asked", f"{self.skipped_calls:,} calls ({self.stopped})"))
+        if len(self.endpoints) > 1:
+            rows += [(f"  {url}", f"{v['requests']:,} requests, {v['failures']:,} server failures")
+                     for url, v in self.endpoints.items()]
         if self.agreement is not None:
             a = self.agreement
             rows.append(("repeat agreement", f"{a.repeats} repeats over {a.pairs:,} pairs: all equal "
@@ -273,6 +292,7 @@ class JudgeResult:
                     "repeat_labels": list(j.repeat_labels), "repeat_reasons": list(j.repeat_reasons),
                     **({"criteria": list(j.criteria)} if any(c for c in j.criteria) else {}),
                     **({"score": j.score} if j.score is not None else {}),
+                    **({"repeat_endpoints": list(j.endpoints)} if any(j.endpoints) else {}),
                     "from_cache": j.from_cache, "usage": j.usage.as_dict(), "provenance": prov,
                 }, separators=(",", ":")) + "\n")
         out["judgments"] = judgments_path
@@ -654,10 +674,12 @@ class _LLMRun:
         client = None
         try:
             if not self.config.dry_run:
+                urls = self.config.endpoints()
                 client = OpenAIJudgeClient(ClientSettings(
-                    self.config.model, self.config.base_url, _api_key(self.config), self.config.timeout,
-                    self.config.max_attempts, self.config.backoff_initial, self.config.backoff_max,
-                    self.config.structured, self.config.params), self.template)
+                    self.config.model, urls if len(urls) > 1 else urls[0], _api_key(self.config),
+                    self.config.timeout, self.config.max_attempts, self.config.backoff_initial,
+                    self.config.backoff_max, self.config.structured, self.config.params,
+                    self.config.endpoint_cooldown, self.config.concurrency), self.template)
                 client.allow_retry = self.budget.allows_retry
                 client.narrow = self._narrow
             if self.config.batch and not self.config.dry_run:
@@ -668,7 +690,8 @@ class _LLMRun:
             if client is not None:
                 await client.close()
             cache.close()
-        return self._result(time.perf_counter() - started, client.attempts if client else 0)
+        return self._result(time.perf_counter() - started, client.attempts if client else 0,
+                            client.endpoint_stats() if client else {})
 
     def _pending(self, cache: JudgeCache) -> Iterator[list[Request]]:
         """Per user: the requests the cache cannot answer (hits are recorded on the way)."""
@@ -880,7 +903,7 @@ class _LLMRun:
                                               via="batch"), req)
         cache.close_batch(batch_id, status)
 
-    def _result(self, elapsed: float, attempts: int) -> JudgeResult:
+    def _result(self, elapsed: float, attempts: int, endpoint_stats: Mapping | None = None) -> JudgeResult:
         config = self.config
         per_pair: dict[Pair, list[tuple[int, CallRecord | None]]] = defaultdict(list)
         for req in self.requests:
@@ -905,6 +928,7 @@ class _LLMRun:
             labels: list[int | None] = []
             reasons: list[str | None] = []
             crits: list[Mapping[str, int] | None] = []
+            endpoints: list[str | None] = []
             usage = Usage()
             from_cache = 0
             for r in range(config.repeats):
@@ -913,6 +937,7 @@ class _LLMRun:
                     labels.append(None)
                     reasons.append("not_asked" if not config.dry_run else "dry_run")
                     crits.append(None)
+                    endpoints.append(None)
                     continue
                 n = len(rec.items)
                 usage = usage + Usage(*(round(v / n) for v in rec.usage.as_dict().values()))
@@ -921,16 +946,18 @@ class _LLMRun:
                 labels.append(label)
                 reasons.append(None if label is not None else (rec.item_errors.get(p.docid) or rec.reason))
                 crits.append(rec.criteria.get(p.docid))
+                endpoints.append(rec.endpoint)
             ok = [v for v in labels if v is not None]
             rows_for_agreement.append(labels)
             if ok:
                 judgments.append(Judgment(p.qid, p.docid, aggregate_labels(ok, config.aggregate), "ok", None,
-                                          tuple(labels), tuple(reasons), tuple(crits), from_cache, usage))
+                                          tuple(labels), tuple(reasons), tuple(crits), from_cache, usage,
+                                          endpoints=tuple(endpoints)))
             else:
                 reason = next((r for r in reasons if r), "unknown")
                 failures[reason] += 1
                 judgments.append(Judgment(p.qid, p.docid, None, "failed", reason, tuple(labels), tuple(reasons),
-                                          tuple(crits), from_cache, usage))
+                                          tuple(crits), from_cache, usage, endpoints=tuple(endpoints)))
         usage = sum((rec.usage for rec in self.results.values() if rec.via != "cache"), Usage())
         summary = Summary(
             judge=config.judge, kind="llm", pairs=len(self.ctx.pairs),
@@ -940,9 +967,11 @@ class _LLMRun:
             cost=_cost(usage, self.price), estimated_input_tokens=self.est_tokens,
             estimated_cost=self.est_cost if self.price is not None else None, dry_run=config.dry_run,
             elapsed=elapsed,
-            agreement=repeat_agreement(rows_for_agreement) if config.repeats > 1 else None)
+            agreement=repeat_agreement(rows_for_agreement) if config.repeats > 1 else None,
+            endpoints=dict(endpoint_stats or {}))
         prov = {
-            "judge": config.judge, "kind": "llm", "model": config.model, "base_url": public_url(config.base_url),
+            "judge": config.judge, "kind": "llm", "model": config.model, "base_url": (config.public_endpoints() if len(config.endpoints()) > 1
+                                                                 else public_url(config.base_url)),
             "template": template_provenance(self.template), "params": self.key_params,
             "profiles": self.ctx.profiles.provenance(), "items_per_call": config.items_per_call,
             "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
