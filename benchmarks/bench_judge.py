@@ -118,6 +118,49 @@ def transport_ceiling(url: str, concurrency: int, repeats: int, via_openai: bool
     return statistics.median(asyncio.run(go()) for _ in range(repeats))
 
 
+def minimal_client(url: str, concurrency: int, repeats: int) -> float:
+    """Calls/s of a minimal asyncio HTTP/1.1 client (one keep-alive connection per worker, no
+    library): what the server and this machine allow, the reference for the ratio."""
+    import asyncio
+    import json
+    from urllib.parse import urlsplit
+
+    coll = collection(1000, 1, 50)
+    from recjudge.judge.profile import HistoryProfiles, candidates_block
+    from recjudge.judge.prompts import load_template
+
+    prof = HistoryProfiles(coll, "title+genres", size=20)
+    t = load_template("baseline")
+    msgs = t.render(prof.profile_text("u0"), candidates_block([prof.render_item("500")], None), None)
+    payload = json.dumps({"model": "bench", "messages": msgs.as_openai(),
+                          "response_format": {"type": "json_schema", "json_schema": t.json_schema(None)}}).encode()
+    parts = urlsplit(url)
+    head = (f"POST {parts.path}/chat/completions HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+            f"Authorization: Bearer sk-bench\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n").encode()
+    n = 25 * concurrency
+
+    async def worker(count: int) -> None:
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        for _ in range(count):
+            writer.write(head + payload)
+            await writer.drain()
+            length = 0
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            json.loads(await reader.readexactly(length))
+        writer.close()
+
+    async def go() -> float:
+        await worker(1)
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(n // concurrency) for _ in range(concurrency)))
+        return n / (time.perf_counter() - start)
+
+    return statistics.median(asyncio.run(go()) for _ in range(repeats))
+
+
 def tokens_per_judgment(profile_size: int, items_per_call: int) -> float:
     n_users, cands = 3, 10
     coll = collection(3000, n_users, profile_size + 50)

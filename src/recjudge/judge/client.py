@@ -104,15 +104,23 @@ class ClientSettings:
 # failures that say the server (not the model) is unwell: the endpoint rests before it is asked again
 _COOL_REASONS = {"timeout", "connection", "server_error", "rate_limited"}
 COOLDOWN_MAX = 60.0
+SHARD = 16  # requests in flight per HTTP client (connection pool) of an endpoint
 
 
 class _Endpoint:
-    """One server of the pool, with what least-outstanding-requests spreading needs."""
+    """One server of the pool, with what least-outstanding-requests spreading needs.
 
-    def __init__(self, url: str | None, client):
+    Its requests go through several small HTTP clients (shards of :data:`SHARD` connections):
+    the HTTP library's pool scans every connection for every request, so one pool of 128
+    connections spent more CPU on bookkeeping than on the calls themselves.
+    """
+
+    def __init__(self, url: str | None, clients: list):
         self.url = url
         self.public = public_url(url) or DEFAULT_ENDPOINT
-        self.client = client
+        self.clients = clients
+        self.client = clients[0]  # files and batches
+        self.shard_load = [0] * len(clients)
         self.outstanding = 0
         self.requests = 0
         self.failures = 0        # consecutive: the cooldown doubles with each
@@ -220,8 +228,11 @@ class OpenAIJudgeClient:
         self._structured = settings.structured != "off"
         # one client per endpoint for the whole run (its connection pool is reused by every call);
         # our own retry policy (_retry) replaces the SDK's
-        self._endpoints = [_Endpoint(url, AsyncOpenAI(api_key=settings.api_key, base_url=url,
-                                                      timeout=settings.timeout, max_retries=0))
+        shards = -(-max(1, settings.concurrency) // SHARD)
+        self._endpoints = [_Endpoint(url, [AsyncOpenAI(api_key=settings.api_key, base_url=url,
+                                                       timeout=settings.timeout, max_retries=0,
+                                                       http_client=_http_client(settings.timeout))
+                                           for _ in range(shards)])
                            for url in settings.urls]
         self._client = self._endpoints[0].client  # the Batch API takes one endpoint
         self.endpoint = self._endpoints[0].public
@@ -235,7 +246,8 @@ class OpenAIJudgeClient:
 
     async def close(self) -> None:
         for ep in self._endpoints:
-            await ep.client.close()
+            for c in ep.clients:
+                await c.close()
 
     def endpoint_stats(self) -> dict[str, dict[str, int]]:
         """Requests sent to each endpoint (retries included) and the server-side failures among them."""
@@ -297,7 +309,12 @@ class OpenAIJudgeClient:
             # the client's generic POST: same auth, base URL, timeout and error classes as
             # chat.completions.create, without re-validating our own request and answer through
             # pydantic models, which costs more CPU per call than everything else here together
-            resp = await ep.client.post("/chat/completions", body=body, cast_to=dict)
+            shard = min(range(len(ep.clients)), key=ep.shard_load.__getitem__)
+            ep.shard_load[shard] += 1
+            try:
+                resp = await ep.clients[shard].post("/chat/completions", body=body, cast_to=dict)
+            finally:
+                ep.shard_load[shard] -= 1
         except openai.APITimeoutError:
             raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s") from None
         except openai.APIConnectionError as exc:
@@ -498,6 +515,24 @@ class OpenAIJudgeClient:
         return replace(self._from_body(req, body, 0.0, "batch",
                                        "json_schema" if self.settings.structured != "off" else "text"),
                        endpoint=self.endpoint)
+
+
+def _http_client(timeout: float):
+    """The HTTP client of one shard: every connection it opens is kept alive for the next call."""
+    import openai
+
+    httpx = _httpx()
+    room = SHARD + 4  # its share of the calls in flight and a few retries
+    return openai.DefaultAsyncHttpxClient(
+        timeout=timeout, limits=httpx.Limits(max_connections=room, max_keepalive_connections=room))
+
+
+def _httpx():
+    try:
+        import httpx2 as httpx  # the HTTP library of current openai releases
+    except ImportError:  # pragma: no cover - older openai releases
+        import httpx
+    return httpx
 
 
 def union_records(req: Request, a: CallRecord | None, b: CallRecord) -> CallRecord:
