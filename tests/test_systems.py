@@ -233,3 +233,17 @@ def test_a_failed_retrain_leaves_no_stale_run(tmp_path, monkeypatch):
     again = train_systems(split, systems=["Pop"], out_dir=tmp_path, k=2)  # another key: retrain
     assert again[0].status == "failed" and "diverged" in again[0].error
     assert not (tmp_path / "Pop.run").exists() and not (tmp_path / "Pop.json").exists()
+
+
+def test_ract_stages_take_the_finetune_learning_rate_only_in_finetune():
+    from recjudge.systems._recbole import _stages
+
+    cfg = SystemConfig.make("RaCT-t", "RaCT", learning_rate=0.002, actor_epochs=50, critic_epochs=10, epochs=10,
+                            finetune_learning_rate=1e-4)
+    (actor, _), (critic, _), (finetune, pretrain) = _stages(cfg, None)
+    assert (actor["pretrain_epochs"], critic["pretrain_epochs"]) == (50, 10)
+    # the pretraining stages keep the configuration's 0.002 (no override); the finetune gets 1e-4
+    assert "learning_rate" not in actor and "learning_rate" not in critic
+    assert finetune == {"train_stage": "finetune", "learning_rate": 1e-4} and pretrain is False
+    assert _stages(SystemConfig.make("RaCT-u", "RaCT"), None)[2][0] == {"train_stage": "finetune"}
+
