@@ -207,12 +207,15 @@ def test_collection_config_that_is_a_folder_or_not_utf8(tmp_path):
     ('movie_columns = "title"', "movie_columns must be a table"),
     ("[movie_columns]\ntitle = 5", "title"),
     ("format = 3", "format must be"),
+    ('min_rating = "4"', "min_rating must be a number"),
+    ("name = 5", "name must be a string"),
 ])
 def test_collection_config_value_types_are_checked(tmp_path, text, match):
     cfg = tmp_path / "c.toml"
     cfg.write_text(text + "\n")
+    write(tmp_path / "data" / "d.inter", "user_id:token\titem_id:token\ttimestamp:float\nu\tx\t1\n")
     with pytest.raises((ConfigError, InputError), match=match):
-        load_collection(tmp_path, **read_collection_config(cfg))
+        load_collection(tmp_path / "data", **read_collection_config(cfg))
 
 
 # ------------------------------------------------------------------------------ RecBole sees every id

@@ -254,6 +254,16 @@ def _load(key: str, fmt: str | None, options: dict) -> Collection:
     return _call(COLLECTIONS[_detect_format(path)], path, options)
 
 
+# options whose type a TOML collection config could get wrong (movie_columns is checked by MovieColumns)
+_OPTION_TYPES = {
+    "min_rating": ((int, float), "a number"),
+    "name": (str, "a string"),
+    "qrels": (str, "a qrels name (string)"),
+    "ratings": ((str, os.PathLike), "a path"),
+    "meta": ((str, os.PathLike), "a path"),
+}
+
+
 def _call(loader: CollectionLoader, path: Path | None, options: dict) -> Collection:
     params = inspect.signature(loader.load).parameters
     accepted = [p for p, v in params.items() if v.kind is inspect.Parameter.KEYWORD_ONLY]
@@ -261,6 +271,10 @@ def _call(loader: CollectionLoader, path: Path | None, options: dict) -> Collect
     if unknown:
         raise ConfigError(f"collection loader {loader.name!r} does not take option(s) {unknown}; "
                           f"it accepts {accepted or 'no options'}")
+    for key, value in options.items():
+        expected = _OPTION_TYPES.get(key)
+        if expected is not None and value is not None and (isinstance(value, bool) or not isinstance(value, expected[0])):
+            raise ConfigError(f"collection option {key} must be {expected[1]}, not {value!r}")
     return loader.load(path, **options) if loader.needs_path else loader.load(**options)
 
 
