@@ -349,3 +349,25 @@ def test_fast_qrels_reader_defers_every_fault_to_the_careful_one():
         assert trec._fast_qrels_frame(bad) is None, bad
         with pytest.raises(InputError, match=r"<inline>:\d"):
             read_qrels(bad)
+
+
+@pytest.mark.parametrize("policy", ["hash", "trec_eval", "docid", "input"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tie_order_keys_only_tied_rows_like_the_full_sort(policy, seed):
+    # reference: one lexsort over every row with the policy's full keys (the documented order)
+    import numpy as np
+    import pandas as pd
+
+    from recjudge.trec import hash_keys, order_rows
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    frame = pd.DataFrame({"qid": rng.choice(["u1", "u10", "u2", "é"], n),
+                          "docid": [f"d{i}" for i in rng.permutation(n)],
+                          "score": rng.integers(0, 6, n).astype(float)})
+    docrank = pd.factorize(frame.docid.to_numpy(dtype=object), sort=True)[0]
+    qrank = pd.factorize(frame.qid.to_numpy(dtype=object), sort=True)[0]
+    keys = {"hash": (docrank, hash_keys(frame.qid, frame.docid, 5)), "trec_eval": (-docrank,),
+            "docid": (docrank,), "input": (np.arange(n),)}[policy]
+    want = np.lexsort((*keys, -frame.score.to_numpy(), qrank))
+    assert order_rows(frame, policy, 5).tolist() == want.tolist()

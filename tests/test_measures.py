@@ -276,14 +276,12 @@ def test_string_dtype_columns_and_shared_objects():
     _assert_equal(per_query_matrix(shared, qrels, FAST, backend="numpy"), want)
 
 
-def test_without_pandas_private_hash_tables(monkeypatch):
+def test_small_query_blocks_give_the_same_values(monkeypatch):
     import recjudge.measures as measures_module
 
     qrels, runs = _random_case(41, n_runs=3)
     want = per_query_matrix(runs, qrels, FAST, backend="numpy")
-    monkeypatch.setattr(measures_module, "_PyObjectHashTable", None)
-    monkeypatch.setattr(measures_module, "_Int64HashTable", None)
-    monkeypatch.setattr(measures_module, "_CHUNK_ROWS", 300)
+    monkeypatch.setattr(measures_module, "_CHUNK_ROWS", 300)  # many blocks, each joined on its own
     _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), want, tol=0.0)
 
 

@@ -9,11 +9,11 @@ RR, AP; its Python providers for Judged and Compat) to 1e-9 (observed: 0 for all
 ~1e-14 for Compat). ``auto`` uses numpy for the measures it covers (:func:`fast_supported`) and
 ir-measures for the rest.
 
-How the numpy path is fast: query and document ids become integer codes once per call (one
-string lookup per distinct string object, then integer hashing of object ids); each run is
-ranked once (runs from :func:`~recjudge.trec.resolve_ties` are already in order, so only
-checked); then blocks of queries are processed for all runs together, query-major, joined with
-the qrels through a small per-block hash table, and every measure is a few vectorised passes
+How the numpy path is fast: query and document ids become integer codes once per run (pandas'
+factorize, then one lookup per distinct id); each run is ranked once (runs from
+:func:`~recjudge.trec.resolve_ties` are already in order, so only checked); then blocks of
+queries are processed for all runs together, query-major, joined with the qrels by a binary
+search in the block's sorted (query, document) keys, and every measure is a few vectorised passes
 over that block (bincount per (query, run) cell). Compat uses a closed form: a document in both
 the ranking and the ideal list adds ``sum_{i >= max(rank, ideal rank)} p^i / (i + 1)`` to the
 RBO numerator, so no per-depth set intersection is needed.
@@ -21,8 +21,6 @@ RBO numerator, so no per-depth set intersection is needed.
 
 from __future__ import annotations
 
-import ctypes
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,12 +31,6 @@ import pandas as pd
 
 from .errors import ConfigError
 from .trec import Qrels, Run, resolve_ties
-
-try:  # direct hash-table lookups are ~4x faster than Index.get_indexer, which first infers dtypes
-    from pandas._libs.hashtable import Int64HashTable as _Int64HashTable
-    from pandas._libs.hashtable import PyObjectHashTable as _PyObjectHashTable
-except ImportError:  # pragma: no cover - private pandas API; the public fallbacks are tested
-    _PyObjectHashTable = _Int64HashTable = None
 
 __all__ = [
     "DEFAULT_MEASURES",
@@ -156,72 +148,23 @@ class _Lookup:
     """Position of each value among ``keys`` (-1 when absent)."""
 
     def __init__(self, keys: np.ndarray):
-        keys = np.asarray(keys, dtype=object)
-        if _PyObjectHashTable is not None:
-            self._table = _PyObjectHashTable(max(len(keys), 1))
-            self._table.map_locations(keys)
-        else:
-            self._index = pd.Index(keys)
+        self._index = pd.Index(np.asarray(keys, dtype=object))
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
-        values = np.asarray(values, dtype=object)
-        if _PyObjectHashTable is not None:
-            return self._table.lookup(values).astype(np.int64, copy=False)
-        return self._index.get_indexer(values).astype(np.int64, copy=False)
+        return self._index.get_indexer(np.asarray(values, dtype=object)).astype(np.int64, copy=False)
 
 
-def _object_ids(values: np.ndarray) -> np.ndarray | None:
-    """``id()`` of every element of an object array, read from its pointer buffer (CPython only)."""
-    if sys.implementation.name != "cpython" or values.dtype != object or values.ndim != 1:
-        return None
-    values = np.ascontiguousarray(values)
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+
+
+def _lookup_codes(values: np.ndarray, lookup: _Lookup) -> np.ndarray:
+    """``lookup(values)`` with one string lookup per distinct value (runs repeat their ids a lot)."""
     if len(values) == 0:
         return np.zeros(0, dtype=np.int64)
-    view = (ctypes.c_int64 * len(values)).from_address(values.ctypes.data)
-    return np.frombuffer(view, dtype=np.int64).copy()  # copied while ``values`` is alive
-
-
-class _IdCache:
-    """``lookup`` memoised by object id, for the length of one :func:`per_query_matrix` call.
-
-    A run's reader shares one string object per distinct document id, so 52 runs × 10,000 users
-    × 100 rows hold far fewer distinct objects than rows; an integer hash of the object id is
-    ~7x cheaper than hashing and comparing strings. Sound only while every array whose ids are
-    cached stays alive (ids are reused after an object dies): the caller keeps them all.
-    """
-
-    def __init__(self, lookup: _Lookup):
-        self._lookup = lookup
-        self._table = _Int64HashTable() if _Int64HashTable is not None else None
-
-    def __call__(self, values: np.ndarray) -> np.ndarray:
-        ids = _object_ids(values) if self._table is not None else None
-        if ids is None:
-            return self._lookup(values)
-        found = self._table.lookup(ids)  # stored as code + 1; -1 = never seen
-        miss = np.flatnonzero(found < 0)
-        if len(miss):
-            new_ids, first, inverse = np.unique(ids[miss], return_index=True, return_inverse=True)
-            codes = self._lookup(values[miss[first]]) + 1
-            self._table.map_keys_to_values(new_ids, codes)
-            found[miss] = codes[inverse.ravel()]
-        return found - 1
-
-
-def _lookup_blocks(values: np.ndarray, lookup: _Lookup) -> np.ndarray:
-    """``lookup(values)`` with one lookup per run of identical neighbours.
-
-    Runs and qrels come grouped by query and their readers share one string object per distinct
-    id, so comparing object ids finds the blocks at integer speed; a block boundary between two
-    equal strings only costs one more lookup.
-    """
-    n = len(values)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    ids = _object_ids(values)
-    change = ids[1:] != ids[:-1] if ids is not None else values[1:] != values[:-1]
-    starts = np.flatnonzero(np.r_[True, change])
-    return np.repeat(lookup(values[starts]), np.diff(np.r_[starts, n]))
+    codes, uniques = _factorize(values)
+    return lookup(uniques)[codes]
 
 
 def _group_starts(codes: np.ndarray, *more: np.ndarray) -> np.ndarray:
@@ -284,19 +227,6 @@ class _Judgments:
         return np.bincount(q[keep], weights=gains, minlength=self.nq)
 
 
-def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize`` of an object array, hashing each distinct string object once."""
-    ids = _object_ids(values)
-    if ids is None:  # pragma: no cover
-        codes, uniques = pd.factorize(values)
-        return codes.astype(np.int64), np.asarray(uniques, dtype=object)
-    id_codes, id_uniques = pd.factorize(ids)
-    first = np.empty(len(id_uniques), dtype=np.int64)
-    first[id_codes[::-1]] = np.arange(len(ids) - 1, -1, -1)  # first occurrence of each object
-    codes, uniques = pd.factorize(values[first])
-    return codes.astype(np.int64)[id_codes], np.asarray(uniques, dtype=object)
-
-
 def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
     """For each judged document, how many documents of its query have a higher label."""
     if len(label) == 0:
@@ -322,7 +252,7 @@ def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
 def _judgments(qrels: Qrels, queries: list[str]) -> _Judgments:
     qlookup = _Lookup(np.array(queries, dtype=object))
     f = qrels.frame
-    qcode = _lookup_blocks(f.qid.to_numpy(dtype=object), qlookup)
+    qcode = _lookup_codes(f.qid.to_numpy(dtype=object), qlookup)
     keep = np.flatnonzero(qcode >= 0)
     qcode = qcode[keep]
     dcode, docs = _factorize(f.docid.to_numpy(dtype=object)[keep])
@@ -338,7 +268,6 @@ def _judgments(qrels: Qrels, queries: list[str]) -> _Judgments:
 class _Sorted(NamedTuple):
     """One run ranked (score desc) inside query blocks in ascending query code; evaluated queries only."""
 
-    docid: np.ndarray   # object; held so the ids cached by _IdCache stay valid during the call
     dcode: np.ndarray   # document code in the judgments' vocabulary, -1 when no query judges it
     score: np.ndarray
     bq: np.ndarray      # query code of each block, ascending
@@ -346,13 +275,13 @@ class _Sorted(NamedTuple):
     blen: np.ndarray    # rows in each block
 
 
-def _sort_run(run: Run, jd: _Judgments, doc_codes: _IdCache) -> _Sorted | None:
+def _sort_run(run: Run, jd: _Judgments) -> _Sorted | None:
     """``run`` grouped and ranked; None when two documents of a query tie in float32 (trec_eval's view)."""
     f = run.frame
     q = f.qid.to_numpy(dtype=object)
     s = f.score.to_numpy(dtype=np.float64)
     d = f.docid.to_numpy(dtype=object)
-    rowcode = _lookup_blocks(q, jd.qlookup)
+    rowcode = _lookup_codes(q, jd.qlookup)
     keep = rowcode >= 0
     if not keep.all():
         rowcode, s, d = rowcode[keep], s[keep], d[keep]
@@ -366,8 +295,8 @@ def _sort_run(run: Run, jd: _Judgments, doc_codes: _IdCache) -> _Sorted | None:
     if not np.all(s32[1:][same] < s32[:-1][same]):
         return None
     starts = _group_starts(rowcode)
-    dcode = doc_codes(d).astype(np.int32 if jd.ndoc < 2**31 else np.int64)  # half the memory at 52M rows
-    return _Sorted(d, dcode, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
+    dcode = _lookup_codes(d, jd.dlookup).astype(np.int32 if jd.ndoc < 2**31 else np.int64)  # half the memory
+    return _Sorted(dcode, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
 
 
 class _Rows(NamedTuple):
@@ -418,15 +347,10 @@ def _rows(runs: list[_Sorted], jd: _Judgments, q0: int, q1: int) -> _Rows:
     lo, hi = jd.segment(q0)[0], jd.segment(q1 - 1)[1]
     keys = jd.keys[lo:hi]  # this block's queries only: a small, cache-resident table
     key = np.where(dcode >= 0, gq[group] * jd.ndoc + dcode, -1)
-    if _Int64HashTable is not None:
-        table = _Int64HashTable(max(len(keys), 1))
-        table.map_locations(keys)
-        at = table.lookup(key).astype(np.int64, copy=False)
-    else:
-        at = np.searchsorted(keys, key)
-        ok = at < len(keys)
-        ok[ok] = keys[at[ok]] == key[ok]
-        at = np.where(ok, at, -1)
+    at = np.searchsorted(keys, key)  # keys are sorted and unique
+    ok = at < len(keys)
+    ok[ok] = keys[at[ok]] == key[ok]
+    at = np.where(ok, at, -1)
     j = np.where(at >= 0, at + lo, -1)
     judged = j >= 0
     label = np.where(judged, jd.label[np.maximum(j, 0)], np.iinfo(np.int64).min)
@@ -677,19 +601,18 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     values = {measure_key(m): np.zeros((len(index), len(names))) for m in parsed}
     tie_free: dict[str, Run] = {}
     ranked: list[_Sorted] = []
-    doc_codes = _IdCache(jd.dlookup)  # valid while ``ranked`` holds every docid array: this call
     for name in names:
         run = runs[name]
         if run.tie_policy is None:
             run = _resolve(run, "has not been through resolve_ties")
-        sorted_run = _sort_run(run, jd, doc_codes)
+        sorted_run = _sort_run(run, jd)
         if sorted_run is None:
             run = _resolve(run, "has equal scores within a query (compared as float32, as trec_eval does)")
-            sorted_run = _sort_run(run, jd, doc_codes)
+            sorted_run = _sort_run(run, jd)
         tie_free[name] = run
         ranked.append(sorted_run)
     if fast and names and index:
-        n_rows = sum(len(sr.docid) for sr in ranked)
+        n_rows = sum(len(sr.dcode) for sr in ranked)
         step = max(1, int(_CHUNK_ROWS * len(index) / max(n_rows, 1)))
         for q0 in range(0, len(index), step):
             q1 = min(q0 + step, len(index))

@@ -543,8 +543,9 @@ def hash_keys(qids: np.ndarray | pd.Series, docids: np.ndarray | pd.Series, seed
     ``B`` is the first 8 bytes (little-endian) of BLAKE2b of the UTF-8 string. Stable across
     platforms, processes and Python versions (unlike ``hash()``); docid is the collision fallback.
     """
-    q_codes, q_uniq = pd.factorize(pd.Series(np.asarray(qids, dtype=object)), sort=False)
-    d_codes, d_uniq = pd.factorize(pd.Series(np.asarray(docids, dtype=object)), sort=False)
+    q_codes, q_uniq = pd.factorize(np.asarray(qids, dtype=object), sort=False)
+    d_codes, d_uniq = pd.factorize(np.asarray(docids, dtype=object), sort=False)
+    q_uniq, d_uniq = np.asarray(q_uniq, dtype=object), np.asarray(d_uniq, dtype=object)
     hq = _splitmix64(_string_hash64(q_uniq) ^ np.uint64(seed & 0xFFFFFFFFFFFFFFFF))
     hd = _string_hash64(d_uniq)
     return _splitmix64(hq[q_codes] ^ hd[d_codes])
@@ -566,18 +567,27 @@ def order_rows(frame: pd.DataFrame, policy: str = "hash", seed: int = 0) -> np.n
         raise ValueError(f"unknown tie policy {policy!r}; choose one of {', '.join(TIE_POLICIES)}")
     qid_codes = _sorted_codes(frame.qid.to_numpy())
     neg_score = -frame.score.to_numpy(dtype=np.float64)
-    if policy == "input":
-        keys: tuple = (np.arange(len(frame)),)
+    order = np.lexsort((neg_score, qid_codes))  # stable: equal scores keep file order ('input')
+    if policy == "input" or len(order) < 2:
+        return order
+    q, sc = qid_codes[order], neg_score[order]
+    new_block = np.r_[True, (q[1:] != q[:-1]) | (sc[1:] != sc[:-1])]
+    block = np.cumsum(new_block) - 1
+    size = np.bincount(block)
+    tied = size[block] > 1
+    if not tied.any():
+        return order  # tie-free: the policy decides nothing, so its keys are never computed
+    rows = order[tied]  # only rows inside tie blocks need the policy's key
+    docrank = _docid_order(frame.docid.to_numpy()[rows])
+    if policy == "hash":
+        keys: tuple = (docrank, hash_keys(frame.qid.to_numpy()[rows], frame.docid.to_numpy()[rows], seed))
+    elif policy == "trec_eval":
+        keys = (-docrank,)
     else:
-        docrank = _docid_order(frame.docid.to_numpy())
-        if policy == "hash":
-            keys = (docrank, hash_keys(frame.qid, frame.docid, seed))
-        elif policy == "trec_eval":
-            keys = (-docrank,)
-        else:
-            keys = (docrank,)
-    # lexsort: last key is primary
-    return np.lexsort((*keys, neg_score, qid_codes))
+        keys = (docrank,)
+    # blocks stay where they are; rows are reordered inside each block (lexsort: last key primary)
+    order[np.flatnonzero(tied)] = rows[np.lexsort((*keys, block[tied]))]
+    return order
 
 
 def _positions(sorted_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
