@@ -12,6 +12,8 @@ Answers are scripted per test:
   JSON, delays beyond the client's timeout); ``call.seen`` counts earlier requests with the same
   messages, so "fail the first attempt of every prompt" is one line;
 - ``require_key``: answer 401 (echoing the presented key, as providers do) to any other key.
+A reply can also come chunked, or close its connection afterwards without saying so (a server
+dropping idle keep-alive connections); ``LoggedRequest.peer`` tells connections apart.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Reply:
     finish_reason: str = "stop"
     raw: bytes | None = None
     usage: dict | None = None        # replaces the usage block (e.g. cached prompt tokens)
+    chunked: bool = False            # send the body with Transfer-Encoding: chunked
+    drop_after: bool = False         # close the connection after answering, without saying so
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class LoggedRequest:
     status: int
     time: float
     prompt_sha: str | None = None
+    peer: tuple | None = None        # the client's (host, port): one per TCP connection
 
 
 def _candidates(user: str) -> list:
@@ -159,22 +164,35 @@ class FakeOpenAI:
                 h.rfile.readline()
         return h.rfile.read(int(h.headers.get("Content-Length") or 0))
 
-    def _send(self, h: BaseHTTPRequestHandler, status: int, payload, headers: dict | None = None) -> None:
+    def _send(self, h: BaseHTTPRequestHandler, status: int, payload, headers: dict | None = None,
+              reply: Reply | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        chunked = reply is not None and reply.chunked
         try:
             h.send_response(status)
             h.send_header("Content-Type", "application/json")
-            h.send_header("Content-Length", str(len(data)))
+            if chunked:
+                h.send_header("Transfer-Encoding", "chunked")
+            else:
+                h.send_header("Content-Length", str(len(data)))
             for k, v in (headers or {}).items():
                 h.send_header(k, str(v))
             h.end_headers()
-            h.wfile.write(data)
+            if chunked:  # in pieces of 7 bytes, with a chunk extension on the first
+                for i in range(0, len(data), 7):
+                    piece = data[i:i + 7]
+                    h.wfile.write(f"{len(piece):x}{';ext=1' if i == 0 else ''}\r\n".encode() + piece + b"\r\n")
+                h.wfile.write(b"0\r\n\r\n")
+            else:
+                h.wfile.write(data)
+            if reply is not None and reply.drop_after:
+                h.close_connection = True
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a scripted timeout)
 
-    def _record(self, method, path, headers, body, status, prompt_sha=None) -> None:
+    def _record(self, method, path, headers, body, status, prompt_sha=None, peer=None) -> None:
         with self._lock:
-            self.log.append(LoggedRequest(method, path, headers, body, status, time.time(), prompt_sha))
+            self.log.append(LoggedRequest(method, path, headers, body, status, time.time(), prompt_sha, peer))
 
     def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
         raw = self._read_body(h) if method == "POST" else b""
@@ -190,11 +208,11 @@ class FakeOpenAI:
                                           "type": "invalid_request_error", "code": "invalid_api_key"}})
             return
         if method == "POST" and path == "/v1/chat/completions":
-            status, payload, extra, sha, delay = self._chat(body)
-            self._record(method, path, headers, body, status, sha)  # logged on arrival
+            status, payload, extra, sha, delay, reply = self._chat(body)
+            self._record(method, path, headers, body, status, sha, tuple(h.client_address))  # logged on arrival
             if delay:
                 time.sleep(delay)
-            self._send(h, status, payload, extra)
+            self._send(h, status, payload, extra, reply)
         elif method == "POST" and path == "/v1/files":
             status, payload = self._upload(headers, raw)
             self._record(method, path, headers, None, status)
@@ -235,11 +253,11 @@ class FakeOpenAI:
         reply = (self.rule(call) if self.rule else None) or Reply()
         delay = self.latency if reply.delay is None else reply.delay
         if reply.raw is not None:
-            return reply.status, reply.raw, reply.headers, sha, delay
+            return reply.status, reply.raw, reply.headers, sha, delay, reply
         if reply.status != 200:
             kind = {429: "rate_limit_exceeded", 500: "server_error"}.get(reply.status, "invalid_request_error")
             return reply.status, {"error": {"message": reply.content or f"scripted {reply.status}",
-                                            "type": kind}}, reply.headers, sha, delay
+                                            "type": kind}}, reply.headers, sha, delay, reply
         content = reply.content if reply.content is not None else self._answer(body, cands, labels)
         prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
         payload = {
@@ -254,7 +272,7 @@ class FakeOpenAI:
         }
         if reply.usage is not None:
             payload["usage"] = reply.usage
-        return 200, payload, reply.headers, sha, delay
+        return 200, payload, reply.headers, sha, delay, reply
 
     def _answer(self, body: dict, cands: list, labels: dict) -> str:
         fmt = body.get("response_format") or {}
@@ -310,7 +328,7 @@ class FakeOpenAI:
             if not line.strip():
                 continue
             req = json.loads(line)
-            status, payload, _, sha, _ = self._chat(req["body"])  # a batch takes no latency
+            status, payload, _, sha, _, _ = self._chat(req["body"])  # a batch takes no latency
             self._record("BATCH", "/v1/chat/completions", {}, req["body"], status, sha)
             entry = {"id": f"batch_req_{next(self._ids)}", "custom_id": req["custom_id"],
                      "response": {"status_code": status, "request_id": f"req_{next(self._ids)}",

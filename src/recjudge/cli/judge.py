@@ -94,6 +94,10 @@ def register(sub) -> None:
     c.add_argument("--max-tokens", type=_args.positive, metavar="N", help="sent as max_completion_tokens")
     c.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE",
                    help="another generation parameter (JSON value), e.g. top_p=0.9")
+    c.add_argument("--transport", choices=("auto", "lean", "sdk"), default="auto",
+                   help="HTTP client of chat requests: lean (built-in keep-alive HTTP/1.1, least CPU per "
+                        "request), sdk (the openai package's, with proxies), auto: lean unless a proxy is "
+                        "set in the environment (default)")
     c.add_argument("--batch", action="store_true", help="use the Batch API (upload, create, poll, download)")
     c.add_argument("--batch-poll", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=30.0, metavar="S", help="seconds between polls (30)")
 
@@ -138,7 +142,8 @@ def run_judge(args: argparse.Namespace) -> int:
         seed=args.seed, repeats=args.repeats, aggregate=args.aggregate, items_per_call=args.items_per_call,
         concurrency=args.concurrency, timeout=args.timeout, max_attempts=args.retries,
         structured=args.structured, params=params, max_calls=args.max_calls, max_cost=args.max_cost,
-        prices=args.prices, batch=args.batch, batch_poll=args.batch_poll, dry_run=args.dry_run)
+        prices=args.prices, batch=args.batch, batch_poll=args.batch_poll, dry_run=args.dry_run,
+        transport=args.transport)
     if args.depth is not None and args.reference is not None:
         raise ConfigError("--depth selects from runs and --reference from qrels: give one of them")
     if not args.runs and args.reference is None:

@@ -157,11 +157,13 @@ class JudgeCache:
         partial answer gave are kept when a later attempt gives fewer (they are merged; the call
         becomes ``ok`` once every item has a label).
         """
-        old = self.get(rec.key)
-        if old is not None and old.status == "ok":
-            return old
-        if old is not None and rec.status != "ok" and old.labels and len(old.items) == len(rec.items):
-            rec = merge_records(old, rec)
+        if rec.status != "ok":  # an ok answer replaces whatever is not ok: no need to read it first
+            old = self.get(rec.key)
+            if old is not None and old.status == "ok":
+                return old
+            if old is not None and old.labels and len(old.items) == len(rec.items):
+                rec = merge_records(old, rec)
+        before = self._db.total_changes
         values = (
             rec.key, rec.qid, json.dumps(list(rec.items)), rec.repeat, rec.status, rec.reason, rec.error,
             rec.raw, json.dumps(dict(rec.labels)), json.dumps({k: dict(v) for k, v in rec.criteria.items()}),
@@ -173,6 +175,8 @@ class JudgeCache:
             f"INSERT INTO calls ({', '.join(_COLUMNS)}) VALUES ({marks}) ON CONFLICT(key) DO UPDATE SET "
             + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
             + " WHERE calls.status != 'ok'", values)
+        if self._db.total_changes == before:  # an ok row was there (another run answered it first)
+            return self.get(rec.key) or rec
         return rec
 
     def count(self, status: str | None = None) -> int:

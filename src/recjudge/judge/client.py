@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import logging
 import math
@@ -23,6 +24,7 @@ from ..urls import DEFAULT_ENDPOINT, public_url, url_secrets
 from .cache import CallRecord, Usage
 from .parse import SINGLE, ParseResult, parse_answer
 from .prompts import Messages, Template
+from .transport import LeanConnectionError, LeanHTTP, LeanTimeout, proxy_configured
 
 __all__ = ["ClientSettings", "OpenAIJudgeClient", "Redactor", "Request", "GENERATION_PARAMS",
            "quiet_http_loggers", "union_records"]
@@ -90,7 +92,8 @@ class ClientSettings:
     structured: str = "auto"          # auto | on | off
     params: Mapping[str, Any] = None  # type: ignore[assignment]
     cooldown: float = 1.0             # first rest of a failing endpoint (doubles per failure, to 60 s)
-    concurrency: int = 8              # requests in flight: sizes the connection pool
+    concurrency: int = 8              # requests in flight: sizes the connection pools
+    transport: str = "auto"           # chat requests: lean | sdk | auto (lean unless a proxy is set)
 
     @property
     def urls(self) -> tuple[str | None, ...]:
@@ -115,12 +118,14 @@ class _Endpoint:
     connections spent more CPU on bookkeeping than on the calls themselves.
     """
 
-    def __init__(self, url: str | None, clients: list):
+    def __init__(self, url: str | None, make_client: Callable[[], Any], shards: int):
         self.url = url
         self.public = public_url(url) or DEFAULT_ENDPOINT
-        self.clients = clients
-        self.client = clients[0]  # files and batches
-        self.shard_load = [0] * len(clients)
+        self._make = make_client
+        self._shards = shards
+        self._clients: list | None = None
+        self.shard_load = [0] * shards
+        self.lean: LeanHTTP | None = None  # the chat client, when the lean transport is used
         self.outstanding = 0
         self.requests = 0
         self.failures = 0        # consecutive: the cooldown doubles with each
@@ -138,6 +143,33 @@ class _Endpoint:
     def answered(self) -> None:
         self.failures = 0
         self.cool_until = 0.0
+
+    @property
+    def clients(self) -> list:
+        """The SDK's clients, made on first use (each loads a TLS trust store: ~60 ms)."""
+        if self._clients is None:
+            self._clients = [self._make() for _ in range(self._shards)]
+        return self._clients
+
+    @property
+    def client(self):
+        """The SDK client for files and batches."""
+        return self.clients[0]
+
+    async def close(self) -> None:
+        if self.lean is not None:
+            await self.lean.close()
+        for c in self._clients or ():
+            await c.close()
+
+
+@dataclass(frozen=True)
+class _Status:
+    """An HTTP error answer, whichever client received it."""
+
+    code: int
+    message: str
+    headers: Any
 
 
 class _Retryable(Exception):
@@ -228,13 +260,16 @@ class OpenAIJudgeClient:
         self._structured = settings.structured != "off"
         # one client per endpoint for the whole run (its connection pool is reused by every call);
         # our own retry policy (_retry) replaces the SDK's
-        shards = -(-max(1, settings.concurrency) // SHARD)
-        self._endpoints = [_Endpoint(url, [AsyncOpenAI(api_key=settings.api_key, base_url=url,
-                                                       timeout=settings.timeout, max_retries=0,
-                                                       http_client=_http_client(settings.timeout))
-                                           for _ in range(shards)])
+        lean = settings.transport == "lean" or (settings.transport == "auto" and not proxy_configured())
+        # the SDK's clients serve files and batches, and chat requests when the lean client does not
+        shards = 1 if lean else -(-max(1, settings.concurrency) // SHARD)
+        self._endpoints = [_Endpoint(url, functools.partial(_sdk_client, AsyncOpenAI, settings, url), shards)
                            for url in settings.urls]
-        self._client = self._endpoints[0].client  # the Batch API takes one endpoint
+        if lean:
+            headers = _lean_headers(settings.api_key)
+            for ep in self._endpoints:
+                ep.lean = LeanHTTP(ep.url or DEFAULT_ENDPOINT, headers, settings.timeout,
+                                   keep=max(1, settings.concurrency) + 8)
         self.endpoint = self._endpoints[0].public
         self.attempts = 0  # HTTP requests sent, retries included
         # asked before each retry with the tokens the call has used so far and its attempts; False
@@ -246,8 +281,7 @@ class OpenAIJudgeClient:
 
     async def close(self) -> None:
         for ep in self._endpoints:
-            for c in ep.clients:
-                await c.close()
+            await ep.close()
 
     def endpoint_stats(self) -> dict[str, dict[str, int]]:
         """Requests sent to each endpoint (retries included) and the server-side failures among them."""
@@ -298,47 +332,28 @@ class OpenAIJudgeClient:
         return replace(rec, endpoint=ep.public)
 
     async def _attempt_on(self, ep: _Endpoint, req: Request, structured: bool | None = None) -> CallRecord:
-        import openai
-
         body = self.body(req, structured)
         if self.params.get("extra_body"):
             body.update(self.params["extra_body"])
         self.attempts += 1
         start = time.perf_counter()
-        try:
-            # the client's generic POST: same auth, base URL, timeout and error classes as
-            # chat.completions.create, without re-validating our own request and answer through
-            # pydantic models, which costs more CPU per call than everything else here together
-            shard = min(range(len(ep.clients)), key=ep.shard_load.__getitem__)
-            ep.shard_load[shard] += 1
-            try:
-                resp = await ep.clients[shard].post("/chat/completions", body=body, cast_to=dict)
-            finally:
-                ep.shard_load[shard] -= 1
-        except openai.APITimeoutError:
-            raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s") from None
-        except openai.APIConnectionError as exc:
-            raise _Retryable("connection", self.redact(f"connection error: {exc}")) from None
-        except ValueError as exc:  # an HTTP 200 whose body is not JSON (truncated, an HTML page)
-            raise _Retryable("bad_response", self.redact(f"the answer is not a JSON object: "
-                                                         f"{type(exc).__name__}: {exc}")[:300]) from None
-        except openai.APIStatusError as exc:
-            code = exc.status_code
-            text = self.redact(f"HTTP {code}: {_error_text(exc)}")
+        resp = await (self._post_lean(ep, body) if ep.lean is not None else self._post_sdk(ep, body))
+        if isinstance(resp, _Status):
+            code, text = resp.code, self.redact(f"HTTP {resp.code}: {resp.message}")
             if code in _RETRY_STATUS or code >= 500:
                 reason = "rate_limited" if code == 429 else ("server_error" if code >= 500 else f"http_{code}")
-                raise _Retryable(reason, text, _retry_after(exc.response.headers)) from None
+                raise _Retryable(reason, text, _retry_after(resp.headers))
             # decided from this request's own body: with concurrent calls in flight, other
             # requests sent with response_format are refused after the first refusal too
             if code in (400, 422) and "response_format" in body and self.settings.structured == "auto" \
-                    and _mentions_response_format(exc):
+                    and _mentions_response_format(resp.message):
                 if self._structured:
                     log.warning("the endpoint rejected structured output (response_format); parsing text "
                                 "answers instead")
                 self._structured = False
                 return await self._attempt_on(ep, req, structured=False)
             if code in _FATAL_STATUS:
-                raise _Fatal(_fatal_message(code, text, self.settings, ep.public)) from None
+                raise _Fatal(_fatal_message(code, text, self.settings, ep.public))
             return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", "bad_request", text,
                               attempts=1)
         if not isinstance(resp, Mapping):
@@ -348,6 +363,45 @@ class OpenAIJudgeClient:
         if rec.status != "ok":
             raise _Retryable(rec.reason or "unparseable", rec.error or "answer not usable", outcome=rec)
         return rec
+
+    async def _post_lean(self, ep: _Endpoint, body: dict):
+        """The chat POST through the lean client: the answer's JSON, or a :class:`_Status` (HTTP error)."""
+        try:
+            resp = await ep.lean.post("/chat/completions", json.dumps(body, separators=(",", ":")).encode("utf-8"))
+        except LeanTimeout:
+            raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s") from None
+        except LeanConnectionError as exc:
+            raise _Retryable("connection", self.redact(str(exc))) from None
+        if not 200 <= resp.status < 300:
+            return _Status(resp.status, _body_error_text(resp.body, resp.status), resp.headers)
+        try:
+            return json.loads(resp.body)
+        except ValueError as exc:  # an HTTP 200 whose body is not JSON (truncated, an HTML page)
+            raise _Retryable("bad_response", self.redact(f"the answer is not a JSON object: "
+                                                         f"{type(exc).__name__}: {exc}")[:300]) from None
+
+    async def _post_sdk(self, ep: _Endpoint, body: dict):
+        """The chat POST through the openai SDK's HTTP stack (proxies, or ``transport='sdk'``)."""
+        import openai
+
+        shard = min(range(len(ep.clients)), key=ep.shard_load.__getitem__)
+        ep.shard_load[shard] += 1
+        try:
+            # the client's generic POST: same auth, base URL, timeout and error classes as
+            # chat.completions.create, without re-validating our own request and answer through
+            # pydantic models
+            return await ep.clients[shard].post("/chat/completions", body=body, cast_to=dict)
+        except openai.APITimeoutError:
+            raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s") from None
+        except openai.APIConnectionError as exc:
+            raise _Retryable("connection", self.redact(f"connection error: {exc}")) from None
+        except ValueError as exc:
+            raise _Retryable("bad_response", self.redact(f"the answer is not a JSON object: "
+                                                         f"{type(exc).__name__}: {exc}")[:300]) from None
+        except openai.APIStatusError as exc:
+            return _Status(exc.status_code, _error_text(exc), exc.response.headers)
+        finally:
+            ep.shard_load[shard] -= 1
 
     def _from_body(self, req: Request, body: Mapping, latency: float, via: str, mode: str) -> CallRecord:
         """A call record from a chat completion body; a body of the wrong shape is ``bad_response``."""
@@ -453,9 +507,9 @@ class OpenAIJudgeClient:
             lines.append(json.dumps({"custom_id": req.key, "method": "POST", "url": "/v1/chat/completions",
                                      "body": body}, separators=(",", ":")))
         payload = ("\n".join(lines) + "\n").encode("utf-8")
-        f = await self._guard(lambda: self._client.files.create(
+        f = await self._guard(lambda: self._endpoints[0].client.files.create(
             file=("recjudge-batch.jsonl", payload, "application/jsonl"), purpose="batch"))
-        batch = await self._guard(lambda: self._client.batches.create(
+        batch = await self._guard(lambda: self._endpoints[0].client.batches.create(
             input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h"))
         return batch.id, f.id
 
@@ -463,7 +517,7 @@ class OpenAIJudgeClient:
                          on_progress: Callable[[str, Any], None] | None = None):
         """Wait for a batch to end; returns (status, output text, error text)."""
         while True:
-            batch = await self._guard(lambda: self._client.batches.retrieve(batch_id))
+            batch = await self._guard(lambda: self._endpoints[0].client.batches.retrieve(batch_id))
             if on_progress:
                 on_progress(batch.status, getattr(batch, "request_counts", None))
             if batch.status in ("completed", "failed", "expired", "cancelled"):
@@ -471,9 +525,9 @@ class OpenAIJudgeClient:
             await asyncio.sleep(interval)
         out = err = ""
         if getattr(batch, "output_file_id", None):
-            out = (await self._guard(lambda: self._client.files.content(batch.output_file_id))).text
+            out = (await self._guard(lambda: self._endpoints[0].client.files.content(batch.output_file_id))).text
         if getattr(batch, "error_file_id", None):
-            err = (await self._guard(lambda: self._client.files.content(batch.error_file_id))).text
+            err = (await self._guard(lambda: self._endpoints[0].client.files.content(batch.error_file_id))).text
         return batch.status, out, err
 
     async def _guard(self, factory: Callable[[], Any]):
@@ -515,6 +569,25 @@ class OpenAIJudgeClient:
         return replace(self._from_body(req, body, 0.0, "batch",
                                        "json_schema" if self.settings.structured != "off" else "text"),
                        endpoint=self.endpoint)
+
+
+def _lean_headers(api_key: str) -> dict[str, str]:
+    """What the SDK sends that matters to a server: the key, and organisation/project when set."""
+    import os
+
+    from .. import __version__
+
+    headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json",
+               "User-Agent": f"recjudge/{__version__}"}
+    for var, name in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+        if os.environ.get(var):
+            headers[name] = os.environ[var]
+    return headers
+
+
+def _sdk_client(cls, settings: ClientSettings, url: str | None):
+    return cls(api_key=settings.api_key, base_url=url, timeout=settings.timeout, max_retries=0,
+               http_client=_http_client(settings.timeout))
 
 
 def _http_client(timeout: float):
@@ -561,8 +634,22 @@ def _error_text(exc) -> str:
     return str(getattr(exc, "message", exc))[:300]
 
 
-def _mentions_response_format(exc) -> bool:
-    return "response_format" in _error_text(exc).lower() or "json_schema" in _error_text(exc).lower()
+def _body_error_text(raw: bytes, code: int) -> str:
+    """The message of an error body (``{"error": {"message": ...}}``), else its start."""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return raw[:300].decode("utf-8", "replace") or f"status {code}"
+    inner = obj.get("error", obj) if isinstance(obj, Mapping) else obj
+    if isinstance(inner, Mapping) and inner.get("message"):
+        return str(inner["message"])[:300]
+    if isinstance(inner, str):
+        return inner[:300]
+    return json.dumps(obj)[:300]
+
+
+def _mentions_response_format(message: str) -> bool:
+    return "response_format" in message.lower() or "json_schema" in message.lower()
 
 
 def _fatal_message(code: int, text: str, s: ClientSettings, where: str | None = None) -> str:

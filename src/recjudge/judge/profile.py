@@ -160,6 +160,7 @@ class HistoryProfiles:
                 table[f] = items[f].to_numpy()
         self._stats = None
         self._own: dict[str, dict[str, list[float]]] = {}
+        self._texts: dict[tuple[str, tuple[str, ...]], str] = {}  # rendered profiles, recent users
         if set(DERIVED_FIELDS) & set(self.fields):
             stats = history.groupby(history["item"].astype(str))["rating"].agg(["mean", "size", "sum"])
             self._stats = stats
@@ -254,8 +255,18 @@ class HistoryProfiles:
         return [(str(h.items[i]), float(h.ratings[i])) for i in picked]
 
     def profile_text(self, qid: str, exclude: Sequence[str] = ()) -> str:
-        return "\n".join(f"- {self.render_item(item)} | Rating: {_fmt_rating(r)}"
-                         for item, r in self.sample(qid, exclude))
+        # only excluded items the user rated change the sample: a user's requests (one per
+        # candidate chunk) mostly share one text, rendered once
+        own = self._own_ratings(qid) if qid in self._histories else {}
+        key = (qid, tuple(sorted(x for x in exclude if x in own)))
+        text = self._texts.get(key)
+        if text is None:
+            text = "\n".join(f"- {self.render_item(item)} | Rating: {_fmt_rating(r)}"
+                              for item, r in self.sample(qid, key[1]))
+            if len(self._texts) >= 256:  # users are planned one after another: recent ones suffice
+                self._texts.pop(next(iter(self._texts)))
+            self._texts[key] = text
+        return text
 
     def user_history(self, qid: str) -> list[tuple[str, float]]:
         """Every rated item of a user (no sampling), for the offline judges."""

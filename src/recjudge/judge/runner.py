@@ -37,6 +37,7 @@ __all__ = [
 log = logging.getLogger("recjudge.judge")
 AGGREGATIONS = ("mean", "mode")
 STRUCTURED = ("auto", "on", "off")
+TRANSPORTS = ("auto", "lean", "sdk")
 
 
 # ------------------------------------------------------------------------------------ configuration
@@ -72,6 +73,7 @@ class JudgeConfig:
     dry_run: bool = False
     drain_grace: float = 10.0  # on SIGINT/SIGTERM: seconds to let calls in flight finish and be cached
     endpoint_cooldown: float = 1.0  # first rest of a failing endpoint, doubling per failure (to 60 s)
+    transport: str = "auto"  # chat requests: lean (built-in HTTP/1.1) | sdk (openai's stack) | auto
 
     def __post_init__(self):
         if self.base_url is not None and not isinstance(self.base_url, str):
@@ -94,6 +96,7 @@ class JudgeConfig:
              "--base-url with --batch"),
             (self.aggregate in AGGREGATIONS, f"aggregate must be one of {', '.join(AGGREGATIONS)}"),
             (self.structured in STRUCTURED, f"structured must be one of {', '.join(STRUCTURED)}"),
+            (self.transport in TRANSPORTS, f"transport must be one of {', '.join(TRANSPORTS)}"),
             (self.max_calls is None or self.max_calls >= 0, "max_calls must be 0 or more"),
             (self.max_cost is None or self.max_cost >= 0, "max_cost must be 0 or more"),
         ]
@@ -658,6 +661,8 @@ class _LLMRun:
     def _reserve(self, req: Request) -> float:
         """What --max-cost sets aside for a call: the output cap when one is set, else the estimate
         or the dearest attempt seen, whichever is more."""
+        if self.config.max_cost is None:
+            return 0.0  # nothing to reserve against
         tokens, est = self._est(req)
         cap = max((int(self.config.params.get(k) or 0) for k in ("max_tokens", "max_completion_tokens")),
                   default=0)
@@ -679,7 +684,8 @@ class _LLMRun:
                     self.config.model, urls if len(urls) > 1 else urls[0], _api_key(self.config),
                     self.config.timeout, self.config.max_attempts, self.config.backoff_initial,
                     self.config.backoff_max, self.config.structured, self.config.params,
-                    self.config.endpoint_cooldown, self.config.concurrency), self.template)
+                    self.config.endpoint_cooldown, self.config.concurrency, self.config.transport),
+                    self.template)
                 client.allow_retry = self.budget.allows_retry
                 client.narrow = self._narrow
             if self.config.batch and not self.config.dry_run:
@@ -940,7 +946,8 @@ class _LLMRun:
                     endpoints.append(None)
                     continue
                 n = len(rec.items)
-                usage = usage + Usage(*(round(v / n) for v in rec.usage.as_dict().values()))
+                share = rec.usage if n == 1 else Usage(*(round(v / n) for v in rec.usage.as_dict().values()))
+                usage = usage + share
                 from_cache += rec.via == "cache"
                 label = rec.labels.get(p.docid)
                 labels.append(label)
@@ -958,7 +965,9 @@ class _LLMRun:
                 failures[reason] += 1
                 judgments.append(Judgment(p.qid, p.docid, None, "failed", reason, tuple(labels), tuple(reasons),
                                           tuple(crits), from_cache, usage, endpoints=tuple(endpoints)))
-        usage = sum((rec.usage for rec in self.results.values() if rec.via != "cache"), Usage())
+        asked = [rec.usage for rec in self.results.values() if rec.via != "cache"]
+        usage = Usage(sum(u.prompt for u in asked), sum(u.cached for u in asked), sum(u.completion for u in asked),
+                      sum(u.reasoning for u in asked))
         summary = Summary(
             judge=config.judge, kind="llm", pairs=len(self.ctx.pairs),
             judged=sum(j.label is not None for j in judgments), failures=dict(failures),
