@@ -1,0 +1,198 @@
+"""``recjudge audit``: the LLM judge's own biases — popularity, position in multi-item calls,
+self-consistency, prompt injection."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import _args
+
+_ABOUT = ("LLM errors that correlate with system characteristics (overrating popular items, favouring "
+          "the first candidate of a call, obeying instructions in item metadata) can distort system "
+          "rankings in ways a global tau does not reveal. Each audit reports one such bias.")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("audit", help="audit the LLM judge's biases: popularity, position, consistency, "
+                                     "prompt injection", description=_ABOUT)
+    kinds = p.add_subparsers(dest="audit", metavar="AUDIT")
+    kinds.required = True
+
+    pop = kinds.add_parser("popularity", help="residual of calibrated LLM labels against human labels by "
+                                              "item-popularity decile (needs human qrels)")
+    pop.add_argument("--llm", required=True, metavar="QRELS", help="the LLM's qrels")
+    pop.add_argument("--human", required=True, metavar="QRELS", help="human qrels of (some of) the same pairs")
+    _collection(pop)
+    pop.add_argument("--bins", type=_args.int_range(1, 1000, "a number of bins"), default=10,
+                     help="popularity bins of equal item counts (10: deciles)")
+    _json(pop)
+    pop.set_defaults(func=run_popularity)
+
+    con = kinds.add_parser("consistency", help="kappa / alpha between repeated experiments")
+    con.add_argument("qrels", nargs="+", metavar="QRELS", help="two or more label sets of the same judge")
+    _json(con)
+    con.set_defaults(func=run_consistency)
+
+    scan = kinds.add_parser("injection-scan", help="items whose metadata reads like an instruction to the judge")
+    _collection(scan)
+    _json(scan)
+    scan.set_defaults(func=run_scan)
+
+    for name, helptext, func in (
+            ("position", "the same multi-item calls in a seeded shuffled order, and one item per call: label "
+                         "flip rate and agreement", run_position),
+            ("injection", "label inflation on a copy of the collection whose items carry an instruction",
+             run_injection)):
+        a = kinds.add_parser(name, help=helptext)
+        a.add_argument("--runs", nargs="+", required=True, metavar="DIR_OR_FILE", help="runs whose pairs to judge")
+        _collection(a)
+        a.add_argument("--depth", type=_args.positive, default=10, metavar="D", help="top-D of every run (10)")
+        a.add_argument("--per-user", type=_args.positive, metavar="K", help="K pairs per user, sampled with --seed")
+        a.add_argument("--seed", type=_args.seed, default=0)
+        a.add_argument("--model", default="gpt-4o-mini")
+        a.add_argument("--base-url", action="append", metavar="URL",
+                       help="OpenAI-compatible endpoint; repeatable (no user:password@ in the URL)")
+        a.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR")
+        a.add_argument("--prompt", default="baseline", metavar="NAME_OR_PATH")
+        a.add_argument("--fields", default="title+genres", metavar="SET")
+        a.add_argument("--profile-size", type=_args.positive, default=50, metavar="N")
+        a.add_argument("--items-per-call", type=_args.int_range(1, 1000, "a number of items"),
+                       default=10 if name == "position" else 1, metavar="M")
+        a.add_argument("--concurrency", type=_args.int_range(1, 4096, "a number of requests"), default=8)
+        a.add_argument("--timeout", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=60.0)
+        a.add_argument("--retries", type=_args.int_range(1, 100, "a number of attempts"), default=6)
+        a.add_argument("--cache", default=".recjudge-cache/judge.sqlite", metavar="SQLITE")
+        if name == "injection":
+            a.add_argument("--fraction", type=_args.float_range(0, 1, lo_open=True, what="a fraction"),
+                           default=0.2, help="share of the candidate items injected (0.2)")
+            a.add_argument("--field", default="title", help="item field the instruction is appended to (title)")
+        _json(a)
+        a.set_defaults(func=func)
+
+
+def _collection(p) -> None:
+    p.add_argument("--collection", required=True, metavar="NAME_OR_PATH")
+    p.add_argument("--collection-config", metavar="TOML")
+    p.add_argument("--split", default="none",
+                   help="popularity and profiles from the split's training part (default none: every interaction)")
+
+
+def _json(p) -> None:
+    p.add_argument("--json", metavar="PATH", help="also write the result as JSON")
+
+
+def _load(args):
+    from ..collections import load_collection, read_collection_config
+
+    options = read_collection_config(args.collection_config) if args.collection_config else {}
+    collection = load_collection(args.collection, **options)
+    history = None
+    if args.split != "none":
+        from ..splits import make_split
+        history = make_split(collection, args.split).history()
+    return collection, history
+
+
+def _check(args, inputs) -> None:
+    from .._io import check_outputs
+
+    check_outputs({"--json": args.json}, inputs=[i for i in inputs if i])
+
+
+def _write(args, obj) -> None:
+    from .._io import write_json
+
+    if args.json:
+        write_json(args.json, obj)
+        print(f"json: {args.json}")
+
+
+def run_popularity(args: argparse.Namespace) -> int:
+    from ..judge.audit import item_popularity, popularity_bias
+    from ..trec import read_qrels
+
+    _check(args, [args.llm, args.human, args.collection_config])
+    llm, human = read_qrels(args.llm), read_qrels(args.human)
+    collection, history = _load(args)
+    res = popularity_bias(llm, human, item_popularity(collection.interactions if history is None else history),
+                          bins=args.bins)
+    print(res.format())
+    _write(args, {"audit": "popularity", "pairs": res.pairs, "spearman": res.spearman,
+                  "calibration": {str(k): v for k, v in res.mapping.items()},
+                  "bins": res.deciles.to_dict(orient="records")})
+    return 0
+
+
+def run_consistency(args: argparse.Namespace) -> int:
+    from ..judge.audit import self_consistency
+    from ..trec import read_qrels
+
+    _check(args, args.qrels)
+    res = self_consistency([read_qrels(q) for q in args.qrels])
+    print(res.format())
+    _write(args, {"audit": "consistency", "pairs": res.pairs, "alpha_interval": res.alpha,
+                  "kappa_linear": [{"a": a, "b": b, "kappa": k} for (a, b), k in res.kappa.items()]})
+    return 0
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    from ..judge.audit import scan_injections
+
+    _check(args, [args.collection_config])
+    collection, _ = _load(args)
+    flagged = scan_injections(collection)
+    for r in flagged.itertuples():
+        print(f"{r.item}\t{r.field}\t{r.text}")
+    print(f"{len(flagged):,} item field(s) read like instructions to the judge", file=sys.stderr)
+    _write(args, {"audit": "injection-scan", "flagged": flagged.to_dict(orient="records")})
+    return 0
+
+
+def _llm_setup(args):
+    from ..errors import ConfigError
+    from ..judge import JudgeConfig, select_pairs
+    from ..judge.client import quiet_http_loggers
+    from ..trec import read_runs
+
+    quiet_http_loggers()
+    config = JudgeConfig(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+                         prompt=args.prompt, fields=args.fields, profile_size=args.profile_size, seed=args.seed,
+                         items_per_call=args.items_per_call, concurrency=args.concurrency, timeout=args.timeout,
+                         max_attempts=args.retries)
+    from .._io import check_outputs
+
+    check_outputs({"--json": args.json, "--cache": args.cache},
+                  inputs=[i for i in (*args.runs, args.collection_config) if i])
+    collection, history = _load(args)
+    pairs = select_pairs(read_runs(args.runs), depth=None if args.per_user else args.depth,
+                         per_user=args.per_user, seed=args.seed)
+    if not pairs:
+        raise ConfigError(f"the runs {', '.join(args.runs)} select no pair to judge")
+    return config, collection, history, pairs
+
+
+def run_position(args: argparse.Namespace) -> int:
+    from ..judge.audit import position_bias
+
+    config, collection, history, pairs = _llm_setup(args)
+    res = position_bias(pairs, collection, config, seed=args.seed, cache_path=args.cache, history=history)
+    print(res.format())
+    _write(args, {"audit": "position", "items_per_call": res.items_per_call, "pairs": res.pairs,
+                  "flip_rate": res.flip_rate, "mean_abs_change": res.mean_abs_change,
+                  "exact_vs_single": {"in_order": res.exact_vs_single[0], "shuffled": res.exact_vs_single[1]},
+                  "mean_label_by_position": list(res.mean_label_by_position), "seed": args.seed})
+    return 0
+
+
+def run_injection(args: argparse.Namespace) -> int:
+    from ..judge.audit import INJECTION, injection_inflation
+
+    config, collection, history, pairs = _llm_setup(args)
+    res = injection_inflation(pairs, collection, config, fraction=args.fraction, seed=args.seed, field=args.field,
+                              cache_path=args.cache, history=history)
+    print(res.format())
+    _write(args, {"audit": "injection", "instruction": INJECTION, "items": list(res.items), "pairs": res.pairs,
+                  "inflation": res.inflation, "share_raised": res.share_raised,
+                  "others_change": res.others_change, "seed": args.seed})
+    return 0
