@@ -190,3 +190,17 @@ def test_a_file_that_is_not_a_cache_is_refused(fake_openai, tmp_path):
         judge_pairs(PAIRS, movies(), JudgeConfig(base_url=fake_openai.url, **FAST), cache_path=cache)
     assert str(cache) in str(err.value) and fake_openai.log == []
     assert cache.read_text().startswith("these are my notes")
+
+
+def test_an_answered_row_is_never_replaced_and_put_returns_what_the_cache_holds(tmp_path):
+    from recjudge.judge.cache import CallRecord, JudgeCache
+
+    with JudgeCache(tmp_path / "c.sqlite") as cache:
+        first = CallRecord("k", "u0", ("1",), 0, "ok", labels={"1": 3}, endpoint="http://a/v1")
+        assert cache.put(first, "t", "m", {}, "p") == first
+        # another run answered the same call: the cache keeps (and returns) the first answer
+        second = CallRecord("k", "u0", ("1",), 0, "ok", labels={"1": 5}, endpoint="http://b/v1")
+        assert cache.put(second, "t", "m", {}, "p").labels == {"1": 3}
+        failed = CallRecord("k", "u0", ("1",), 0, "failed", "server_error")
+        assert cache.put(failed, "t", "m", {}, "p").labels == {"1": 3}
+        assert cache.get("k").endpoint == "http://a/v1" and cache.count() == 1
