@@ -371,3 +371,19 @@ def test_tie_order_keys_only_tied_rows_like_the_full_sort(policy, seed):
             "docid": (docrank,), "input": (np.arange(n),)}[policy]
     want = np.lexsort((*keys, -frame.score.to_numpy(), qrank))
     assert order_rows(frame, policy, 5).tolist() == want.tolist()
+
+
+def test_toml_files_that_are_folders_unreadable_or_not_utf8_name_the_path(tmp_path):
+    from recjudge._io import read_toml
+
+    (tmp_path / "dir.toml").mkdir()
+    (tmp_path / "latin1.toml").write_bytes(b'name = "caf\xe9"\n')
+    (tmp_path / "bad.toml").write_text('name = "x"\nname = "y"\n')
+    with pytest.raises(InputError, match="dir.toml: expected a experiment file, found a folder"):
+        read_toml(tmp_path / "dir.toml", "experiment file")
+    with pytest.raises(InputError, match=r"latin1.toml:1: not UTF-8"):
+        read_toml(tmp_path / "latin1.toml")
+    with pytest.raises(InputError, match=r"bad.toml:2: not valid TOML"):
+        read_toml(tmp_path / "bad.toml")
+    with pytest.raises(InputError, match="missing.toml: file not found"):
+        read_toml(tmp_path / "missing.toml")

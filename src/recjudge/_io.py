@@ -284,10 +284,13 @@ def read_toml(path: str | os.PathLike, what: str = "file") -> dict:
     else:  # pragma: no cover
         import tomli as tomllib
     src = str(path)
+    _, text = read_text(path, what)  # names the file for a missing, folder, unreadable or non-UTF-8 path
     try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(src, f"{what} not found", "check the path") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(src, f"not valid TOML: {exc}", "fix the TOML syntax",
-                         line=getattr(exc, "lineno", None)) from None
+        import re
+
+        # TOMLDecodeError has .lineno only from Python 3.14; older ones say "(at line N, column M)"
+        found = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        line = getattr(exc, "lineno", None) or (int(found.group(1)) if found else None)
+        raise InputError(src, f"not valid TOML: {exc}", "fix the TOML syntax", line=line) from None
