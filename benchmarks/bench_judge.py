@@ -58,7 +58,7 @@ def start_server(latency: float):
 
 
 def throughput(url: str, latency: float, concurrency: int, repeats: int,
-               transport: str = "auto") -> tuple[int, float]:
+               transport: str = "sdk") -> tuple[int, float]:
     # a pool's shape: many users, a few candidates each; 50 rounds (10 s of ideal work at 200 ms),
     # so that the one-off costs (~0.3 s: profile index, cache, the last round's stragglers, the
     # summary) weigh ~3% rather than ~6% with 25 rounds
@@ -188,31 +188,38 @@ def main() -> int:
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--concurrency", default="8,32,128")
-    ap.add_argument("--transport", choices=("auto", "lean", "sdk"), default="auto",
-                    help="the judge's HTTP client for chat requests (default auto: the lean one)")
+    ap.add_argument("--transports", default="sdk,lean",
+                    help="the judge's HTTP clients for chat requests to time (default sdk,lean); the goal "
+                         "applies to the fastest")
     args = ap.parse_args()
+    transports = [t.strip() for t in args.transports.split(",") if t.strip()]
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-key")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {os.cpu_count()} cores (load average {load:.1f} at start), Python {sys.version.split()[0]}; "
           f"medians of {args.repeats} runs\n")
 
     print(f"1. throughput at {args.latency * 1000:.0f} ms server latency (server in its own process)")
-    print(f"   calls/s of recjudge judge_pairs (end to end, transport {args.transport}), of the bare openai")
-    print("   client and of a minimal asyncio client on the same requests; ratios are of the ideal C / latency")
-    print(f"{'concurrency':>11} {'calls':>6} {'recjudge':>9} {'openai':>8} {'minimal':>8} {'ideal':>7} "
-          f"{'ratio':>6} {'openai':>7} {'minimal':>8}  goal: ratio >= 0.90")
+    print("   calls/s of recjudge judge_pairs end to end per transport, of the bare openai client and of a")
+    print("   minimal asyncio client on the same requests; ratios are of the ideal C / latency")
+    head = " ".join(f"{'rj ' + t:>9}" for t in transports)
+    ratios = " ".join(f"{t:>6}" for t in transports)
+    print(f"{'concurrency':>11} {head} {'openai':>8} {'minimal':>8} {'ideal':>7} | ratio {ratios} {'openai':>7} "
+          f"{'minimal':>8}  goal: best >= 0.90")
     proc, url = start_server(args.latency)
     try:
-        throughput(url, args.latency, 4, 1, args.transport)  # warm-up: imports, connection pool
+        for t in transports:
+            throughput(url, args.latency, 4, 1, t)  # warm-up: imports, connection pool
         ok = True
         for c in (int(x) for x in args.concurrency.split(",")):
-            n, rate = throughput(url, args.latency, c, args.repeats, args.transport)
+            rates = [throughput(url, args.latency, c, args.repeats, t)[1] for t in transports]
             bare = transport_ceiling(url, c, args.repeats, via_openai=True)
             mini = minimal_client(url, c, args.repeats)
             ideal = c / args.latency
-            ok &= rate / ideal >= 0.9
-            print(f"{c:>11} {n:>6} {rate:>9.1f} {bare:>8.1f} {mini:>8.1f} {ideal:>7.1f} {rate / ideal:>6.3f} "
-                  f"{bare / ideal:>7.3f} {mini / ideal:>8.3f}  {'ok' if rate / ideal >= 0.9 else 'BELOW GOAL'}")
+            best = max(rates) / ideal
+            ok &= best >= 0.9
+            print(f"{c:>11} " + " ".join(f"{r:>9.1f}" for r in rates) + f" {bare:>8.1f} {mini:>8.1f} {ideal:>7.1f} |"
+                  f"       " + " ".join(f"{r / ideal:>6.3f}" for r in rates) +
+                  f" {bare / ideal:>7.3f} {mini / ideal:>8.3f}  {'ok' if best >= 0.9 else 'BELOW GOAL'}")
     finally:
         proc.terminate()
         proc.wait()

@@ -147,12 +147,10 @@ def test_injection_inflation(fake_openai, biased):
 # --------------------------------------------------------------------------------------------- CLI
 
 @pytest.fixture
-def cli(monkeypatch):
-    """``recjudge`` with the audit command registered (as src/recjudge/cli/__init__.py will)."""
+def cli():
     import recjudge.cli as cli_module
 
-    if "recjudge.cli.audit" not in cli_module.COMMAND_MODULES:
-        monkeypatch.setattr(cli_module, "COMMAND_MODULES", cli_module.COMMAND_MODULES + ("recjudge.cli.audit",))
+    assert "recjudge.cli.audit" in cli_module.COMMAND_MODULES  # registered like every command
     return cli_module.main
 
 

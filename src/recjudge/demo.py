@@ -21,6 +21,7 @@ import pandas as pd
 from ._io import check_output_dir, check_outputs, write_json
 from .errors import ConfigError
 from .trec import Qrels, read_run, resolve_ties, write_qrels
+from .urls import public_url
 
 __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS"]
 
@@ -264,26 +265,9 @@ def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: 
     })
 
 
-def _public_url(url: str | None) -> str | None:
-    """``url`` as it may be recorded: without ``user:password@``, query string or fragment."""
-    if not url:
-        return url
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "[unparseable URL]"  # echoing it could echo a secret
-    if ":" in host:
-        host = f"[{host}]"  # an IPv6 literal keeps its brackets
-    return urlunsplit((parts.scheme, host + (f":{port}" if port else ""), parts.path, "", ""))
-
-
 def _settings_json(s: DemoSettings) -> dict:
     d = asdict(s)
-    d["base_url"] = _public_url(d["base_url"])
+    d["base_url"] = public_url(d["base_url"])
     return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in d.items()}
 
 

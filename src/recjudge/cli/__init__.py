@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "recjudge.cli.judge",
     "recjudge.cli.ties",
     "recjudge.cli.train",
+    "recjudge.cli.audit",
 )
 
 

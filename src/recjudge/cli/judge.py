@@ -94,10 +94,10 @@ def register(sub) -> None:
     c.add_argument("--max-tokens", type=_args.positive, metavar="N", help="sent as max_completion_tokens")
     c.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE",
                    help="another generation parameter (JSON value), e.g. top_p=0.9")
-    c.add_argument("--transport", choices=("auto", "lean", "sdk"), default="auto",
-                   help="HTTP client of chat requests: lean (built-in keep-alive HTTP/1.1, least CPU per "
-                        "request), sdk (the openai package's, with proxies), auto: lean unless a proxy is "
-                        "set in the environment (default)")
+    c.add_argument("--transport", choices=("sdk", "lean", "auto"), default="sdk",
+                   help="HTTP client of chat requests: sdk (the openai package's client, default), lean "
+                        "(built-in keep-alive HTTP/1.1 with the least CPU per request, for concurrency of "
+                        "~100 and more against your own servers), auto: lean unless a proxy is set")
     c.add_argument("--batch", action="store_true", help="use the Batch API (upload, create, poll, download)")
     c.add_argument("--batch-poll", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=30.0, metavar="S", help="seconds between polls (30)")
 

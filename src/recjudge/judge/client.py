@@ -93,7 +93,7 @@ class ClientSettings:
     params: Mapping[str, Any] = None  # type: ignore[assignment]
     cooldown: float = 1.0             # first rest of a failing endpoint (doubles per failure, to 60 s)
     concurrency: int = 8              # requests in flight: sizes the connection pools
-    transport: str = "auto"           # chat requests: lean | sdk | auto (lean unless a proxy is set)
+    transport: str = "sdk"            # chat requests: sdk (openai client) | lean | auto (lean unless a proxy)
 
     @property
     def urls(self) -> tuple[str | None, ...]:
@@ -106,6 +106,23 @@ class ClientSettings:
 
 # failures that say the server (not the model) is unwell: the endpoint rests before it is asked again
 _COOL_REASONS = {"timeout", "connection", "server_error", "rate_limited"}
+
+
+class _Stop(Exception):
+    """A budget (``allow_retry``) refused the next attempt."""
+
+
+class _RetryState:
+    """What the attempts of one call have gathered so far."""
+
+    __slots__ = ("last", "kept", "usage", "attempts", "answered")
+
+    def __init__(self, first: _Retryable):
+        self.last = first
+        self.kept = first.outcome  # labels any attempt gave: a later failure does not lose them
+        self.usage = first.outcome.usage if first.outcome is not None else Usage()
+        self.attempts = 1
+        self.answered = first.outcome is not None  # whether the latest attempt gave an answer
 COOLDOWN_MAX = 60.0
 SHARD = 16  # requests in flight per HTTP client (connection pool) of an endpoint
 
@@ -441,43 +458,53 @@ class OpenAIJudgeClient:
         raise ConfigError(fatal)
 
     async def _retry(self, req: Request, first: _Retryable, started: float) -> CallRecord:
-        """Attempts 2.. of a call. Labels are kept across attempts by item; a multi-item call whose
-        attempts together answered every item is done, and a retry asks only for the items still
-        missing (when :attr:`narrow` can render such a request)."""
-        last = first
-        kept = first.outcome  # labels any attempt gave: a later failure does not lose them
-        usage = kept.usage if kept is not None else Usage()
-        attempts = 1
-        answered = kept is not None  # whether the latest attempt gave an answer
-        while attempts < self.settings.max_attempts:
+        """Attempts 2.. of a call, driven by tenacity. Labels are kept across attempts by item; a
+        multi-item call whose attempts together answered every item is done, and a retry asks only
+        for the items still missing (when :attr:`narrow` can render such a request)."""
+        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+        st = _RetryState(first)
+
+        def pause(_state=None) -> float:
             # a failing endpoint rests; when another is healthy the retry goes there at once
-            away = last.reason in _COOL_REASONS and self._another_is_healthy()
-            await asyncio.sleep(0 if away else self._delay(last, attempts))
-            if not self.allow_retry(usage, attempts):
-                break
-            ask = self._missing_only(req, kept)
-            attempts += 1
+            away = st.last.reason in _COOL_REASONS and self._another_is_healthy()
+            return 0.0 if away else self._delay(st.last, st.attempts)
+
+        async def attempt() -> None:
+            if not self.allow_retry(st.usage, st.attempts):
+                raise _Stop()
+            ask = self._missing_only(req, st.kept)
+            st.attempts += 1
             try:
                 rec = await self._attempt(ask)
             except _Retryable as exc:
-                last = exc
-                answered = exc.outcome is not None
-                log.debug("%s attempt %d: %s", req.qid, attempts, exc)
+                st.last, st.answered = exc, exc.outcome is not None
+                log.debug("%s attempt %d: %s", req.qid, st.attempts, exc)
                 if exc.outcome is not None:
-                    usage = usage + exc.outcome.usage
-                    kept = union_records(req, kept, exc.outcome)
-                    if kept.status == "ok":
-                        break
-                continue
-            usage = usage + rec.usage
-            kept = union_records(req, kept, rec)
-            answered = True
-            break
-        if kept is None or (kept.status != "ok" and not answered):
+                    st.usage = st.usage + exc.outcome.usage
+                    st.kept = union_records(req, st.kept, exc.outcome)
+                    if st.kept.status == "ok":
+                        return  # the attempts together labelled every item
+                raise
+            st.usage = st.usage + rec.usage
+            st.kept = union_records(req, st.kept, rec)
+            st.answered = True
+
+        if self.settings.max_attempts > 1:
+            retrying = AsyncRetrying(stop=stop_after_attempt(self.settings.max_attempts - 1), wait=pause,
+                                     retry=retry_if_exception_type(_Retryable), sleep=asyncio.sleep,
+                                     reraise=True)
+            await asyncio.sleep(pause())  # tenacity waits between its attempts, not before the first
+            try:
+                await retrying(attempt)
+            except (_Retryable, _Stop):
+                pass
+        kept, last = st.kept, st.last
+        if kept is None or (kept.status != "ok" and not st.answered):
             # the last attempt gave no answer (timeout, 5xx, budget): its reason is the call's
             kept = union_records(req, kept, CallRecord(req.key, req.qid, req.items, req.repeat, "failed",
                                                        last.reason, str(last)))
-        return replace(kept, usage=usage, attempts=attempts, latency=time.perf_counter() - started)
+        return replace(kept, usage=st.usage, attempts=st.attempts, latency=time.perf_counter() - started)
 
     def _missing_only(self, req: Request, kept: CallRecord | None) -> Request:
         if kept is None or not kept.labels or req.keys is None or self.narrow is None:

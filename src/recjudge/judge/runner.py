@@ -73,7 +73,7 @@ class JudgeConfig:
     dry_run: bool = False
     drain_grace: float = 10.0  # on SIGINT/SIGTERM: seconds to let calls in flight finish and be cached
     endpoint_cooldown: float = 1.0  # first rest of a failing endpoint, doubling per failure (to 60 s)
-    transport: str = "auto"  # chat requests: lean (built-in HTTP/1.1) | sdk (openai's stack) | auto
+    transport: str = "sdk"  # chat requests: sdk (the openai client) | lean (built-in HTTP/1.1) | auto
 
     def __post_init__(self):
         if self.base_url is not None and not isinstance(self.base_url, str):
