@@ -80,9 +80,12 @@ def judge_fake(folder: Path) -> dict:
         import os
 
         os.environ["OPENAI_API_KEY"] = "sk-golden"
-        code, _ = run(["judge", "--runs", str(folder / "sys.run"), "--collection", str(coll), "--split", "none",
+        try:
+            code, _ = run(["judge", "--runs", str(folder / "sys.run"), "--collection", str(coll), "--split", "none",
                        "--out", str(folder / "j.qrels"), "--cache", str(folder / "cache.sqlite"),
-                       "--model", "fake-model", "--base-url", server.url, "--depth", "8"])
+                           "--model", "fake-model", "--base-url", server.url, "--depth", "8"])
+        finally:
+            os.environ.pop("OPENAI_API_KEY")  # the demo would otherwise ask the real API
     return {"exit": code, "qrels": (folder / "j.qrels").read_text().splitlines()}
 
 

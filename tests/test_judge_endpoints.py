@@ -204,3 +204,18 @@ def test_an_answered_row_is_never_replaced_and_put_returns_what_the_cache_holds(
         failed = CallRecord("k", "u0", ("1",), 0, "failed", "server_error")
         assert cache.put(failed, "t", "m", {}, "p").labels == {"1": 3}
         assert cache.get("k").endpoint == "http://a/v1" and cache.count() == 1
+
+
+def test_cooldown_of_an_endpoint_that_keeps_failing_stays_bounded():
+    # thousands of consecutive failures (a long outage) must not overflow the doubling cooldown
+    import time
+
+    from recjudge.judge.client import COOLDOWN_MAX, _Endpoint
+
+    ep = _Endpoint.__new__(_Endpoint)
+    ep.failures = ep.errors = 0
+    ep.cool_until = 0.0
+    for _ in range(5000):
+        ep.failed(1.0, None)
+    assert ep.failures == 5000
+    assert ep.cool_until - time.monotonic() <= COOLDOWN_MAX + 1

@@ -152,7 +152,7 @@ class _Endpoint:
     def failed(self, base: float, retry_after: float | None) -> None:
         self.failures += 1
         self.errors += 1
-        rest = min(COOLDOWN_MAX, base * 2 ** (self.failures - 1))
+        rest = min(COOLDOWN_MAX, base * 2.0 ** min(self.failures - 1, 32))  # long outages: no float overflow
         if retry_after is not None:
             rest = max(rest, min(retry_after, RETRY_AFTER_MAX))
         self.cool_until = time.monotonic() + rest
