@@ -69,7 +69,7 @@ Path(out).write_text(json.dumps(result))
 
 
 def write_files(folder: Path, users: int, systems: int, depth: int, judged: int) -> tuple[Path, Path, Path, int]:
-    from recjudge.trec import Qrels, write_qrels, write_run
+    from recjudge.data.trec import Qrels, write_qrels, write_run
 
     runs, reference = synthetic(users, systems, depth, judged, seed=0)
     _, candidate = synthetic(users, 1, depth, judged, seed=1)

@@ -30,7 +30,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from fake_openai import FakeOpenAI  # noqa: E402
-from recjudge.collections import Collection  # noqa: E402
+
+from recjudge.data.collections import Collection  # noqa: E402
 from recjudge.judge import JudgeConfig, judge_pairs  # noqa: E402
 
 ROUNDS = 50  # calls per request slot in the throughput runs

@@ -29,9 +29,9 @@ import time
 import numpy as np
 import pandas as pd
 
-import recjudge.measures as measures_module
-from recjudge.measures import DEFAULT_MEASURES, measure_key, parse_measures, per_query_matrix
-from recjudge.trec import Qrels, Run
+import recjudge.evaluation.measures as measures_module
+from recjudge.data.trec import Qrels, Run
+from recjudge.evaluation.measures import DEFAULT_MEASURES, measure_key, parse_measures, per_query_matrix
 
 N_ITEMS = 100_003  # prime: base + step * k (mod N) gives distinct items per user
 LABEL_P = (0.85, 0.06, 0.04, 0.03, 0.02)  # labels 0..4: ~90 of 600 judged items relevant

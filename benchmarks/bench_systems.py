@@ -29,11 +29,11 @@ def child(args) -> None:
     import ir_measures
     from ir_measures import Judged, nDCG
 
-    from recjudge.collections import load_collection
-    from recjudge.splits import historical_qrels, make_split
+    from recjudge.data.collections import load_collection
+    from recjudge.data.splits import historical_qrels, make_split
+    from recjudge.data.trec import read_run
     from recjudge.systems import train_systems
     from recjudge.systems._compat import import_recbole
-    from recjudge.trec import read_run
 
     split = make_split(load_collection("ml-100k"), "global_time")
     import_recbole()

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_ties.py [--users 2000] [--depth 100] [--repeats 3]
 
 Prints one table: median seconds per step, ours next to ir-measures (resolve_ties, then
-recjudge.measures.per_query_matrix with backend="ir_measures") where both compute the same thing,
+recjudge.evaluation.measures.per_query_matrix with backend="ir_measures") where both compute the same thing,
 with the ratio and the largest difference of the values. ``--users 10000`` is the 10k users × top-100 size of one system
 in a 52-system audit.
 """
@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from recjudge import ties
-from recjudge.measures import per_query_matrix
-from recjudge.trec import Qrels, Run, resolve_ties
+from recjudge.evaluation import ties
+from recjudge.data.trec import Qrels, Run, resolve_ties
+from recjudge.evaluation.measures import per_query_matrix
 
 MEASURES = ("Hit@10", "nDCG@10", "nDCG@100")
 

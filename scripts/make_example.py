@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from recjudge.trec import Qrels, Run, write_qrels, write_run
+from recjudge.data.trec import Qrels, Run, write_qrels, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge.ablate import Experiment, load_experiment, run_experiment, variants
 from recjudge.cli import main
+from recjudge.data.trec import Run, write_run
 from recjudge.errors import InputError
-from recjudge.trec import Run, write_run
+from recjudge.experiments.ablate import Experiment, load_experiment, run_experiment, variants
 
 GENRES = ["Drama", "Comedy", "Action", "Horror", "Romance", "Sci-Fi"]
 

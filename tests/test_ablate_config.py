@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from recjudge.ablate import JUDGE_KEYS, Experiment, _judge_type, load_experiment, run_experiment
 from recjudge.cli import main
 from recjudge.errors import InputError, OutputError
+from recjudge.experiments.ablate import JUDGE_KEYS, Experiment, _judge_type, load_experiment, run_experiment
 from recjudge.judge import JudgeConfig
 
 TOP = 'collection = "ml-100k"\nreference = "historical:rating"\nout = "{out}"\n'

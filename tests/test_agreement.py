@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from recjudge.agreement import agreement, aligned_labels, cohen_kappa, krippendorff_alpha, parse_clip
 from recjudge.cli import main
+from recjudge.data.trec import read_qrels
 from recjudge.errors import ConfigError
-from recjudge.trec import read_qrels
+from recjudge.evaluation.agreement import agreement, aligned_labels, cohen_kappa, krippendorff_alpha, parse_clip
+
 
 @pytest.fixture
 def llmjudge_data(shared_data: Path) -> Path:

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge.calibration import calibrate, fill_gaps, hide_labels, scenarios, validate_fill
 from recjudge.cli import main
+from recjudge.data.trec import Qrels, Run, read_qrels, read_run
 from recjudge.errors import ConfigError
-from recjudge.trec import Qrels, Run, read_qrels, read_run
+from recjudge.evaluation.calibration import calibrate, fill_gaps, hide_labels, scenarios, validate_fill
 
 HUMAN = (
     "u1 0 a 3\n"

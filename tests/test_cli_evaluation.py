@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from recjudge.cli import main
-from recjudge.metaeval import label_set_names
-from recjudge.trec import Run, write_run
+from recjudge.data.trec import Run, write_run
+from recjudge.evaluation.metaeval import label_set_names
 
 HUMAN = (
     "u1 0 d1 2\n"

@@ -12,7 +12,7 @@ import textwrap
 import pandas as pd
 import pytest
 
-from recjudge.collections import (
+from recjudge.data.collections import (
     COLLECTIONS,
     ML32M_EXT_USER_OFFSET,
     Collection,
@@ -23,7 +23,6 @@ from recjudge.collections import (
     register_collection,
 )
 from recjudge.errors import ConfigError, InputError
-
 
 # MovieLens-100K ships inside the recbole wheel (the train extra); the core install lacks it
 needs_ml100k = pytest.mark.skipif(importlib.util.find_spec("recbole") is None,
@@ -56,8 +55,8 @@ def test_ml100k_counts_and_metadata():
 
 @needs_ml100k
 def test_ml100k_does_not_import_torch_or_recbole():
-    code = ("import sys; from recjudge.collections import load_collection; load_collection('ml-100k'); "
-            "import recjudge.systems, recjudge.splits; "
+    code = ("import sys; from recjudge.data.collections import load_collection; load_collection('ml-100k'); "
+            "import recjudge.systems, recjudge.data.splits; "
             "print('torch' in sys.modules, 'recbole' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
@@ -332,7 +331,7 @@ def test_csv_row_with_an_extra_field_is_an_error_not_a_shifted_frame(tmp_path):
 
 def test_repeated_rating_keeps_latest_value_at_first_time(tmp_path):
     """Rated before and after a cut: the pair stays in training (masked), with the latest rating."""
-    from recjudge.splits import global_time_split
+    from recjudge.data.splits import global_time_split
 
     folder = tmp_path / "ml"
     folder.mkdir()
@@ -359,7 +358,7 @@ def test_train_cli_takes_a_collection_config_for_ml32m_ext(ext_dir, tmp_path, ca
     code = main(["train", "--collection", str(ext_dir), "--collection-config", str(cfg), "--split", "full",
                  "--systems", "Pop", "--out", str(tmp_path / "runs")])
     assert code == 0
-    from recjudge.trec import read_run
+    from recjudge.data.trec import read_run
 
     run = read_run(tmp_path / "runs" / "Pop.run").frame
     # the full split ranks the participant the interest qrels judge (dataset_id = 1 + 200948)

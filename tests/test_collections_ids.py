@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from recjudge.collections import load_collection, read_collection_config
+from recjudge.data.collections import load_collection, read_collection_config
+from recjudge.data.splits import global_time_split
+from recjudge.data.trec import read_run
 from recjudge.errors import ConfigError, InputError
-from recjudge.splits import global_time_split
 from recjudge.systems import train_systems
-from recjudge.trec import read_run
 
 MISSING_LOOKING = ["NA", "null", "None", "nan"]
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_report_html import browser_check, find_browser
 
 from recjudge.cli import main
-from recjudge.demo import DemoSettings, _settings_json
-from recjudge.demo_report import CARD_FIELDS
+from recjudge.data.trec import read_qrels, read_run
 from recjudge.errors import ConfigError
-from recjudge.trec import read_qrels, read_run
-from test_report_html import browser_check, find_browser
+from recjudge.experiments.demo import DemoSettings, _settings_json
+from recjudge.report.demo import CARD_FIELDS
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +31,8 @@ def demo_dir(tmp_path_factory):
 
 
 def test_demo_runs_are_tie_free_top100_without_history(demo_dir):
-    from recjudge.collections import load_collection
-    from recjudge.splits import make_split
+    from recjudge.data.collections import load_collection
+    from recjudge.data.splits import make_split
 
     split = make_split(load_collection("ml-100k").sample_users(200, 0), "global_time", quantile=0.8)
     train = set(zip(split.train.user, split.train.item))

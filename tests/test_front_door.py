@@ -14,9 +14,9 @@ import pytest
 
 from recjudge._io import atomic_write, check_output_dir, check_outputs, read_text, sweep_stale_temps, write_json
 from recjudge.cli import main
+from recjudge.data.trec import iter_run_files, read_qrels, read_runs, run_name
 from recjudge.errors import ConfigError, InputError, OutputError
-from recjudge.measures import parse_measures
-from recjudge.trec import iter_run_files, read_qrels, read_runs, run_name
+from recjudge.evaluation.measures import parse_measures
 
 RUN = "u1 Q0 i1 1 3.0 t\nu1 Q0 i2 2 2.0 t\n"
 
@@ -313,7 +313,7 @@ def test_ties_json_may_not_overwrite_a_run(tmp_path, capsys):
 
 
 def test_monte_carlo_interval_is_two_sided_student_t():
-    from recjudge.ties import mc_interval
+    from recjudge.evaluation.ties import mc_interval
 
     # draws 1,2,3,4: mean 2.5, sd sqrt(5/3), se sqrt(5/3)/2; t(0.975, df=3) = 3.182446305284263
     lo, hi = mc_interval([1.0, 2.0, 3.0, 4.0], 0.95)
@@ -324,7 +324,7 @@ def test_monte_carlo_interval_is_two_sided_student_t():
 
 
 def test_fast_and_careful_run_readers_agree():
-    from recjudge import trec
+    from recjudge.data import trec
 
     text = ("NA Q0 null 1 1e3 tag\n\n  u1\tQ0 nan 2 -0.5 tag  \n"
             "None Q0 007 1 2.50 t2\nu1 Q0 None 3 0 tag\n")
@@ -339,7 +339,7 @@ def test_fast_and_careful_run_readers_agree():
 
 
 def test_fast_qrels_reader_defers_every_fault_to_the_careful_one():
-    from recjudge import trec
+    from recjudge.data import trec
 
     fast = trec._fast_qrels_frame("NA 0 null 2\n\nu1 Q0 nan -1\nu1 0 007 +3\n")
     assert fast.qid.tolist() == ["NA", "u1", "u1"] and fast.docid.tolist() == ["null", "nan", "007"]
@@ -358,7 +358,7 @@ def test_tie_order_keys_only_tied_rows_like_the_full_sort(policy, seed):
     import numpy as np
     import pandas as pd
 
-    from recjudge.trec import hash_keys, order_rows
+    from recjudge.data.trec import hash_keys, order_rows
 
     rng = np.random.default_rng(seed)
     n = 400

@@ -7,15 +7,22 @@ import json
 
 import pandas as pd
 import pytest
-
 from fake_openai import Reply, default_labeler
-from recjudge.collections import Collection
+
+from recjudge.data.collections import Collection
+from recjudge.data.trec import Qrels
 from recjudge.errors import ConfigError
 from recjudge.judge import JudgeConfig, judge_pairs
-from recjudge.judge.audit import (INJECTION, inject, injection_inflation, popularity_bias, position_bias,
-                                  scan_injections, self_consistency)
+from recjudge.judge.audit import (
+    INJECTION,
+    inject,
+    injection_inflation,
+    popularity_bias,
+    position_bias,
+    scan_injections,
+    self_consistency,
+)
 from recjudge.judge.runner import repeat_agreement
-from recjudge.trec import Qrels
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0, model="fake-model")
 USERS = ("u0", "u1", "u2")

@@ -12,8 +12,8 @@ import sys
 import time
 
 import pytest
-
 from fake_openai import FakeOpenAI, Reply
+
 from recjudge.cli import main
 
 N_USERS, N_ITEMS, PER_USER = 5, 40, 8

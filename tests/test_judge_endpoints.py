@@ -9,10 +9,10 @@ import sqlite3
 
 import pandas as pd
 import pytest
-
 from fake_openai import FakeOpenAI, Reply
+
 from recjudge.cli import main
-from recjudge.collections import Collection
+from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError
 from recjudge.judge import JudgeConfig, judge_pairs
 

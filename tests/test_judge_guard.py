@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from fake_openai import FakeOpenAI, Reply
+
 from recjudge.cli import main
 from recjudge.judge.cache import Usage
 from recjudge.judge.parse import SINGLE, parse_answer

@@ -12,9 +12,9 @@ import sqlite3
 
 import pandas as pd
 import pytest
-
 from fake_openai import Reply
-from recjudge.collections import Collection
+
+from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError
 from recjudge.judge import JudgeConfig, judge_pairs
 from recjudge.judge.runner import estimate_messages_tokens

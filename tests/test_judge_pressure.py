@@ -13,9 +13,9 @@ import time
 
 import pandas as pd
 import pytest
-
 from fake_openai import FakeOpenAI, Reply
-from recjudge.collections import Collection
+
+from recjudge.data.collections import Collection
 from recjudge.judge import JudgeConfig, judge_pairs
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0, model="fake-model")

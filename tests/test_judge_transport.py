@@ -8,9 +8,9 @@ import json
 
 import pandas as pd
 import pytest
-
 from fake_openai import Reply
-from recjudge.collections import Collection
+
+from recjudge.data.collections import Collection
 from recjudge.judge import JudgeConfig, judge_pairs
 from recjudge.judge.transport import proxy_configured
 

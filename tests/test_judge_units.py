@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge.collections import Collection
+from recjudge.data.collections import Collection
+from recjudge.data.trec import Qrels, Run
 from recjudge.errors import ConfigError, InputError
 from recjudge.judge import (
     JudgeConfig,
@@ -26,7 +27,6 @@ from recjudge.judge.parse import SINGLE, parse_answer
 from recjudge.judge.profile import HistoryProfiles, QueryProfiles
 from recjudge.judge.prompts import parse_template
 from recjudge.judge.runner import JudgeSpec, estimate_tokens, register_judge
-from recjudge.trec import Qrels, Run
 
 
 def tiny_collection() -> Collection:
@@ -431,8 +431,8 @@ def test_per_user_sample_is_not_the_hash_tie_winners():
     judged sample would be exactly the items that win every tie in tie-heavy runs (Pop)."""
     import pandas as pd
 
+    from recjudge.data.trec import Run, resolve_ties
     from recjudge.judge import select_pairs
-    from recjudge.trec import Run, resolve_ties
 
     frame = pd.DataFrame({"qid": [f"u{u}" for u in range(20) for _ in range(40)],
                           "docid": [f"d{d}" for _ in range(20) for d in range(40)], "score": 1.0})

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from recjudge.data.trec import Qrels, Run, read_qrels, read_run, resolve_ties
 from recjudge.errors import ConfigError
-from recjudge.measures import DEFAULT_MEASURES, measure_key, parse_measures, per_query_matrix
-from recjudge.trec import Qrels, Run, read_qrels, read_run, resolve_ties
+from recjudge.evaluation.measures import DEFAULT_MEASURES, measure_key, parse_measures, per_query_matrix
 
 QRELS = read_qrels(
     "q1 0 a 2\n"   # relevant, gain 2
@@ -244,7 +244,7 @@ def test_parse_measures():
 
 
 def test_query_blocks_give_the_same_matrix(monkeypatch):
-    import recjudge.measures as measures_module
+    import recjudge.evaluation.measures as measures_module
 
     qrels, runs = _random_case(21, n_runs=3)
     whole = per_query_matrix(runs, qrels, FAST, backend="numpy")
@@ -255,7 +255,7 @@ def test_query_blocks_give_the_same_matrix(monkeypatch):
 
 @pytest.mark.parametrize("nq", [3, 10**8])  # counting, and the sort used for very wide label ranges
 def test_labels_above(nq):
-    from recjudge.measures import _labels_above
+    from recjudge.evaluation.measures import _labels_above
 
     qcode = np.array([0, 0, 0, 0, 1, 1, 2])
     label = np.array([2, 0, 2, 1, 5, -1, 1])
@@ -277,7 +277,7 @@ def test_string_dtype_columns_and_shared_objects():
 
 
 def test_small_query_blocks_give_the_same_values(monkeypatch):
-    import recjudge.measures as measures_module
+    import recjudge.evaluation.measures as measures_module
 
     qrels, runs = _random_case(41, n_runs=3)
     want = per_query_matrix(runs, qrels, FAST, backend="numpy")
@@ -303,8 +303,8 @@ def test_bpref_caps_by_hand(backend):
 def test_queries_no_run_ranks_score_zero_in_every_chunk(monkeypatch):
     """A block of judged queries that no run ranks (e.g. cold users dropped by a time split) must
     score 0 on the numpy path, not crash; small blocks force such an empty block."""
-    import recjudge.measures as measures_mod
-    from recjudge.trec import Qrels, Run, resolve_ties
+    import recjudge.evaluation.measures as measures_mod
+    from recjudge.data.trec import Qrels, Run, resolve_ties
 
     monkeypatch.setattr(measures_mod, "_CHUNK_ROWS", 10)
     qrels = Qrels.from_frame(pd.DataFrame({"qid": [f"u{i:02d}" for i in range(20) for _ in range(2)],
@@ -337,8 +337,8 @@ def test_compat_zero_score_ties_with_unretrieved_documents(backend):
 
 MIXED_NDCG = r"""
 import json, sys
-from recjudge.measures import per_query_matrix
-from recjudge.trec import read_qrels, read_run, resolve_ties
+from recjudge.evaluation.measures import per_query_matrix
+from recjudge.data.trec import read_qrels, read_run, resolve_ties
 qrels = read_qrels("u 0 a 2\nu 0 b 1\nu 0 c 0\nv 0 a 1\nv 0 d 2\n")
 run = resolve_ties(read_run("u Q0 b 1 3 t\nu Q0 a 2 2 t\nu Q0 c 3 1 t\nv Q0 a 1 2 t\nv Q0 d 2 1 t\n"), "docid")
 m = per_query_matrix({"r": run}, qrels, sys.argv[1].split(";"))

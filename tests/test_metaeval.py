@@ -13,8 +13,9 @@ import pytest
 from scipy import stats
 
 from recjudge.cli import main
+from recjudge.data.trec import Qrels, Run, read_qrels, resolve_ties, write_qrels, write_run
 from recjudge.errors import ConfigError
-from recjudge.metaeval import (
+from recjudge.evaluation.metaeval import (
     _tau_b_rows,
     bootstrap_kendall_tau,
     compare,
@@ -24,7 +25,6 @@ from recjudge.metaeval import (
     tau_ap,
     weighted_tau,
 )
-from recjudge.trec import Qrels, Run, read_qrels, resolve_ties, write_qrels, write_run
 
 
 def test_kendall_tau_by_hand():
@@ -276,7 +276,7 @@ def test_rank_displacement_signs_by_hand():
     # reference ranks a > b > c; the candidate puts c first: c rises by 2 (−2), a and b drop by 1
     ref = pd.DataFrame([[0.9, 0.5, 0.1]], index=["u"], columns=list("abc"))
     cand = pd.DataFrame([[0.5, 0.3, 0.9]], index=["u"], columns=list("abc"))
-    from recjudge.metaeval import _agreement
+    from recjudge.evaluation.metaeval import _agreement
 
     ra = _agreement("m", ref, cand, n_boot=0, seed=0)
     assert dict(ra.most_displaced) == {"c": -2.0, "a": 1.0, "b": 1.0}
@@ -307,7 +307,7 @@ def test_equal_means_summed_in_another_order_stay_tied():
     # Judged@10-like values: the same multiset of j/10 in two orders
     vals = np.array([0.1, 0.7, 0.3, 0.9, 0.2, 0.6, 0.4] * 30)
     m = pd.DataFrame({"a": vals, "b": vals[::-1]})
-    from recjudge.metaeval import system_means
+    from recjudge.evaluation.metaeval import system_means
 
     means = system_means(m)
     assert means["a"] == means["b"]
@@ -338,7 +338,7 @@ def _scipy_bootstrap(data, statistic, n_resamples, seed, method):
 
 
 def test_bca_interval_and_jackknife_equal_scipy_bootstrap_bca():
-    from recjudge.metaeval import bias_corrected_interval, jackknife_kendall_tau
+    from recjudge.evaluation.metaeval import bias_corrected_interval, jackknife_kendall_tau
 
     rng = np.random.default_rng(3)
     ref = rng.random((25, 6)) + np.linspace(0, 0.5, 6)
@@ -361,7 +361,7 @@ def test_bca_interval_and_jackknife_equal_scipy_bootstrap_bca():
 def test_bias_corrected_percentile_by_hand():
     from statistics import NormalDist
 
-    from recjudge.metaeval import bias_corrected_interval
+    from recjudge.evaluation.metaeval import bias_corrected_interval
 
     reps = np.arange(1.0, 101.0)  # 1, 2, ..., 100
     # 70 replicates below 70.5: z0 = Φ⁻¹(0.70); BC quantiles at Φ(2·z0 ∓ 1.959964)
@@ -416,7 +416,7 @@ def test_bias_correction_moves_the_interval_towards_the_downward_bias_of_resampl
     base = np.linspace(0, 1, 10)
     ref = pd.DataFrame(base + rng.standard_normal((60, 10)))
     cand = pd.DataFrame(base + rng.standard_normal((60, 10)))
-    from recjudge.metaeval import system_means
+    from recjudge.evaluation.metaeval import system_means
 
     est = kendall_tau(system_means(ref), system_means(cand))
     pct = bootstrap_kendall_tau(ref, cand, 1000, 0, method="percentile")
@@ -428,7 +428,7 @@ def test_bias_correction_moves_the_interval_towards_the_downward_bias_of_resampl
 
 
 def test_bc_contains_the_estimate_exactly_when_the_percentile_interval_does():
-    from recjudge.metaeval import system_means
+    from recjudge.evaluation.metaeval import system_means
 
     seen = set()
     for seed in (0, 1, 2, 3, 4, 5, 21):
@@ -472,7 +472,7 @@ def test_compare_reports_bca_method_and_kendall_p_value():
 def test_jackknife_at_ten_thousand_users_stays_vectorised():
     import time
 
-    from recjudge.metaeval import jackknife_kendall_tau
+    from recjudge.evaluation.metaeval import jackknife_kendall_tau
 
     rng = np.random.default_rng(0)
     ref, cand = rng.random((10_000, 63)), rng.random((10_000, 63))
@@ -509,7 +509,7 @@ def test_bootstrap_seed_varies_the_ci_but_never_the_rankings():
 # ------------------------------------------------------------------------- rounding of means
 
 def test_rounding_keeps_means_of_permuted_users_tied():
-    from recjudge.metaeval import _agreement, _weighted_means, system_means
+    from recjudge.evaluation.metaeval import _agreement, _weighted_means, system_means
 
     # the same three per-user values in two orders: summed left to right they differ in the last bit
     a, b = [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]

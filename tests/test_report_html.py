@@ -19,9 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from recjudge.metaeval import compare, evaluate
-from recjudge.report import md_code, md_fence, md_text, render_html, write_compare_report, write_evaluation_report
-from recjudge.trec import read_qrels, read_run
+from recjudge.data.trec import read_qrels, read_run
+from recjudge.evaluation.metaeval import compare, evaluate
+from recjudge.report.evaluation import (
+    md_code,
+    md_fence,
+    md_text,
+    render_html,
+    write_compare_report,
+    write_evaluation_report,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = REPO / "runs" / "example"
@@ -237,7 +244,7 @@ def test_data_in_a_compare_report_is_escaped(tmp_path):
 
 
 def test_markdown_it_is_imported_only_when_writing():
-    code = ("import sys, recjudge, recjudge.report, recjudge.demo_report; "
+    code = ("import sys, recjudge, recjudge.report.evaluation, recjudge.report.demo; "
             "print(sorted(m for m in ('markdown_it', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

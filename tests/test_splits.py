@@ -5,9 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from recjudge.collections import Collection
-from recjudge.errors import ConfigError
-from recjudge.splits import (
+from recjudge.data.collections import Collection
+from recjudge.data.splits import (
     SPLITS,
     global_time_split,
     historical_qrels,
@@ -16,6 +15,7 @@ from recjudge.splits import (
     timestamp_split,
     user_ratio_split,
 )
+from recjudge.errors import ConfigError
 
 
 def collection(rows) -> Collection:
@@ -156,11 +156,11 @@ def test_full_split_ranks_the_qrels_users_and_masks_their_whole_profile(tmp_path
     """Cranfield setting (ML-32M-ext): train on everything, rank the judged users, mask every rating."""
     import pandas as pd
 
-    from recjudge.collections import Collection
+    from recjudge.data.collections import Collection
+    from recjudge.data.splits import historical_qrels, make_split
+    from recjudge.data.trec import Qrels, read_run
     from recjudge.errors import ConfigError
-    from recjudge.splits import historical_qrels, make_split
     from recjudge.systems import train_systems
-    from recjudge.trec import Qrels, read_run
 
     inter = pd.DataFrame({"user": ["a", "a", "a", "b", "b", "c"], "item": ["1", "2", "3", "1", "4", "5"],
                           "rating": 4.0, "timestamp": [1, 2, 300, 4, 5, 6]})

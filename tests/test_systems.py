@@ -9,22 +9,23 @@ import pandas as pd
 import pytest
 
 from recjudge.cli import main
-from recjudge.collections import Collection
+from recjudge.data.collections import Collection
+from recjudge.data.splits import global_time_split, user_ratio_split
+from recjudge.data.trec import Run, read_run, resolve_ties
 from recjudge.errors import ConfigError, MissingExtraError
-from recjudge.splits import global_time_split, user_ratio_split
 from recjudge.systems import (
     FAMILIES,
     GRIDS,
     SYSTEMS,
     SystemConfig,
+    _compat,
     export_run,
+    native,
     register_grid,
     register_system,
     resolve_systems,
     train_systems,
 )
-from recjudge.systems import _compat, native
-from recjudge.trec import Run, read_run, resolve_ties
 
 
 class Scores:

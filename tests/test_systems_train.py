@@ -15,11 +15,11 @@ pytestmark = [pytest.mark.train,
               pytest.mark.skipif(not HAVE_TRAIN, reason="needs the train extra (torch, recbole): "
                                                         'pip install "recjudge[train]"')]
 
-from recjudge.collections import load_collection  # noqa: E402
+from recjudge.data.collections import load_collection  # noqa: E402
+from recjudge.data.splits import global_time_split, historical_qrels, user_ratio_split  # noqa: E402
+from recjudge.data.trec import read_run  # noqa: E402
 from recjudge.errors import ConfigError  # noqa: E402
-from recjudge.splits import global_time_split, historical_qrels, user_ratio_split  # noqa: E402
 from recjudge.systems import SystemConfig, train_systems  # noqa: E402
-from recjudge.trec import read_run  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_unknown_hyperparameter_fails_that_system_only(small_split, tmp_path):
 
 
 def test_history_mask_with_a_validation_part_matches_recbole(ml100k, tmp_path):
-    from recjudge.splits import leave_one_out_split
+    from recjudge.data.splits import leave_one_out_split
 
     split = leave_one_out_split(ml100k.sample_users(80, seed=2), valid=True)
     res = train_systems(split, systems=["MultiDAE"], out_dir=tmp_path, epochs=2, evaluate=True,
@@ -172,7 +172,7 @@ def test_dgcf_trains_and_scores_single_threaded(ml100k, tmp_path, monkeypatch):
     # 20 items, 350 training rows in 350 // 150 + 1 = 3 batches → samples of 51 / 3 = 17 (ids include padding)
     import pandas as pd
 
-    from recjudge.collections import Collection
+    from recjudge.data.collections import Collection
 
     rng = np.random.default_rng(0)
     rows = [(f"u{u}", f"i{i}", 4.0, 100 * u + n) for u in range(50)

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 from recjudge import cli
+from recjudge.data.trec import Qrels, Run, hash_keys, read_qrels, read_run, resolve_ties
 from recjudge.errors import ConfigError
-from recjudge.ties import (
+from recjudge.evaluation.ties import (
     _Ranked,
     attribute_overlap_scorer,
     audit_ties,
@@ -28,7 +29,6 @@ from recjudge.ties import (
     shuffle_rows,
     tie_prevalence,
 )
-from recjudge.trec import Qrels, Run, hash_keys, read_qrels, read_run, resolve_ties
 
 CLOSED = ["Hit@5", "P@5", "R@5", "nDCG@5", "nDCG@10", "nDCG", "RR", "RR@3", "P(rel=2)@5", "Hit(rel=2)@3"]
 
@@ -496,7 +496,7 @@ def ties_cli(monkeypatch):
 
 def test_cli_prints_tables_and_writes_the_issue_json(ties_cli, tmp_path, one_in_31, capsys):
     run, qrels = one_in_31
-    from recjudge.trec import write_qrels, write_run
+    from recjudge.data.trec import write_qrels, write_run
 
     runs = tmp_path / "runs"
     write_run(run, runs / "one.run")

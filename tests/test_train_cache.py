@@ -8,8 +8,8 @@ import json
 import pandas as pd
 import pytest
 
-from recjudge.collections import Collection
-from recjudge.splits import global_time_split
+from recjudge.data.collections import Collection
+from recjudge.data.splits import global_time_split
 from recjudge.systems import train_systems
 
 

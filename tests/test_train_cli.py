@@ -64,7 +64,7 @@ def test_a_collection_config_that_is_a_folder_is_an_input_error(collection, tmp_
 
 
 def test_an_unknown_system_fails_before_loading(tmp_path, capsys, monkeypatch):
-    import recjudge.collections as collections
+    import recjudge.data.collections as collections
 
     monkeypatch.setattr(collections, "load_collection", lambda *a, **k: pytest.fail("loaded the collection"))
     assert main(["train", "--systems", "Pop,NoSuch", "--out", str(tmp_path / "r")]) == 2

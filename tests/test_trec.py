@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge.errors import InputError
-from recjudge.trec import (
+from recjudge.data.trec import (
     Qrel,
     Qrels,
     Run,
@@ -27,6 +26,7 @@ from recjudge.trec import (
     write_qrels,
     write_run,
 )
+from recjudge.errors import InputError
 
 RUN = (
     "u1 Q0 i3 1 2.5 sysA\n"   # u1: i3 and i1 tie at 2.5

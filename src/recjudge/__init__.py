@@ -1,7 +1,7 @@
 """recjudge: Cranfield-style evaluation of recommender systems with LLM judges."""
 
+from .data.trec import Qrel, Qrels, Run, RunRow, read_qrels, read_run, read_runs, resolve_ties, write_qrels, write_run
 from .errors import ConfigError, InputError, MissingExtraError, RecjudgeError
-from .trec import Qrel, Qrels, Run, RunRow, read_qrels, read_run, read_runs, resolve_ties, write_qrels, write_run
 
 __version__ = "0.1.0"
 

@@ -20,7 +20,7 @@ def register(sub) -> None:
 def run_ablate(args: argparse.Namespace) -> int:
     import sys
 
-    from ..ablate import format_rows, load_experiment, run_experiment
+    from ..experiments.ablate import format_rows, load_experiment, run_experiment
 
     exp = load_experiment(args.experiment)
     rows = run_experiment(exp, dry_run=args.dry_run, progress=lambda m: print(m, file=sys.stderr, flush=True))

@@ -83,13 +83,13 @@ def _json(p) -> None:
 
 
 def _load(args):
-    from ..collections import load_collection, read_collection_config
+    from ..data.collections import load_collection, read_collection_config
 
     options = read_collection_config(args.collection_config) if args.collection_config else {}
     collection = load_collection(args.collection, **options)
     history = None
     if args.split != "none":
-        from ..splits import make_split
+        from ..data.splits import make_split
         history = make_split(collection, args.split).history()
     return collection, history
 
@@ -109,8 +109,8 @@ def _write(args, obj) -> None:
 
 
 def run_popularity(args: argparse.Namespace) -> int:
+    from ..data.trec import read_qrels
     from ..judge.audit import item_popularity, popularity_bias
-    from ..trec import read_qrels
 
     _check(args, [args.llm, args.human, args.collection_config])
     llm, human = read_qrels(args.llm), read_qrels(args.human)
@@ -125,8 +125,8 @@ def run_popularity(args: argparse.Namespace) -> int:
 
 
 def run_consistency(args: argparse.Namespace) -> int:
+    from ..data.trec import read_qrels
     from ..judge.audit import self_consistency
-    from ..trec import read_qrels
 
     _check(args, args.qrels)
     res = self_consistency([read_qrels(q) for q in args.qrels])
@@ -150,10 +150,10 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 def _llm_setup(args):
+    from ..data.trec import read_runs
     from ..errors import ConfigError
     from ..judge import JudgeConfig, select_pairs
     from ..judge.client import quiet_http_loggers
-    from ..trec import read_runs
 
     quiet_http_loggers()
     config = JudgeConfig(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,

@@ -37,7 +37,8 @@ def register(sub) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from ..demo import DemoSettings, run_demo as demo
+    from ..experiments.demo import DemoSettings
+    from ..experiments.demo import run_demo as demo
 
     settings = DemoSettings(
         out=args.out, runs_dir=args.runs_dir, qrels_dir=args.qrels_dir, grid=args.grid,

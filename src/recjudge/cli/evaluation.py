@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..measures import DEFAULT_MEASURES as _MEASURES
-from ..trec import TIE_POLICIES
+from ..data.trec import TIE_POLICIES
+from ..evaluation.measures import DEFAULT_MEASURES as _MEASURES
 from . import _args
 
 DEFAULT_MEASURES = ",".join(_MEASURES)
@@ -66,8 +66,8 @@ def _named(reference_path: str, candidate_paths: list[str]):
     """Read the reference and candidate qrels; name each by the one naming rule of outputs."""
     from dataclasses import replace
 
-    from ..metaeval import label_set_names
-    from ..trec import read_qrels
+    from ..data.trec import read_qrels
+    from ..evaluation.metaeval import label_set_names
 
     paths = [reference_path, *candidate_paths]
     qrels = [read_qrels(p) for p in paths]
@@ -78,9 +78,9 @@ def _named(reference_path: str, candidate_paths: list[str]):
 
 def run_compare(args) -> int:
     from .._io import check_output_dir, check_outputs, write_json
+    from ..data.trec import read_runs
     from ..errors import ConfigError
-    from ..metaeval import _measure_names, compare, export_tie_info
-    from ..trec import read_runs
+    from ..evaluation.metaeval import _measure_names, compare, export_tie_info
 
     if len(set(args.candidate)) != len(args.candidate):
         raise ConfigError("the same --candidate path is given twice; give each label set once")
@@ -99,7 +99,7 @@ def run_compare(args) -> int:
         write_json(args.json, result.to_json())
         print(f"\nJSON: {args.json}")
     if args.report:
-        from ..report import write_compare_report
+        from ..report.evaluation import write_compare_report
 
         path = write_compare_report(result, args.report)
         print(f"Report: {path}")
@@ -139,8 +139,8 @@ def run_agreement(args) -> int:
     import pandas as pd
 
     from .._io import check_outputs, write_json
-    from ..agreement import agreement, parse_clip
     from ..errors import ConfigError
+    from ..evaluation.agreement import agreement, parse_clip
 
     if len(set(args.candidate)) != len(args.candidate):
         raise ConfigError("the same --candidate path is given twice; give each label set once")
@@ -178,8 +178,8 @@ def run_agreement(args) -> int:
 
 def run_evaluate(args) -> int:
     from .._io import check_output_dir, check_outputs, write_json
-    from ..metaeval import _measure_names, evaluate, export_tie_info
-    from ..trec import read_qrels, read_runs
+    from ..data.trec import read_qrels, read_runs
+    from ..evaluation.metaeval import _measure_names, evaluate, export_tie_info
 
     inputs = [*args.runs, args.qrels]
     check_outputs({"--json": args.json}, inputs=inputs)
@@ -197,7 +197,7 @@ def run_evaluate(args) -> int:
         write_json(args.json, result.to_json())
         print(f"\nJSON: {args.json}")
     if args.report:
-        from ..report import write_evaluation_report
+        from ..report.evaluation import write_evaluation_report
 
         print(f"Report: {write_evaluation_report(result, args.report)}")
     return 0

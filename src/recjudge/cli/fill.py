@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..trec import TIE_POLICIES
+from ..data.trec import TIE_POLICIES
 from ._args import count, float_range, positive, seed
 
 
@@ -32,8 +32,8 @@ def register(sub) -> None:
 
 def run_fill(args: argparse.Namespace) -> int:
     from .._io import check_outputs, write_json
-    from ..calibration import calibrate, fill_gaps, scenarios, sources_path, validate_fill, write_filled
-    from ..trec import read_qrels, read_runs
+    from ..data.trec import read_qrels, read_runs
+    from ..evaluation.calibration import calibrate, fill_gaps, scenarios, sources_path, validate_fill, write_filled
 
     # Nothing is written until everything has been read, checked and computed: a refused option or
     # input leaves no output behind, and no output may overwrite an input.

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..trec import TIE_POLICIES
+from ..data.trec import TIE_POLICIES
 from . import _args
 
 INCOMPLETE_EXIT = 4  # outputs written, but some selected pairs have no label (failures or budget)
@@ -120,12 +120,12 @@ def run_judge(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .._io import check_outputs
-    from ..collections import load_collection, read_collection_config
+    from ..data.collections import load_collection, read_collection_config
+    from ..data.trec import read_qrels, read_runs
     from ..errors import ConfigError
     from ..judge import JudgeConfig, judge_pairs, read_topics, select_pairs
     from ..judge.client import quiet_http_loggers
     from ..judge.runner import output_paths
-    from ..trec import read_qrels, read_runs
 
     quiet_http_loggers()
 
@@ -164,7 +164,7 @@ def run_judge(args: argparse.Namespace) -> int:
     collection = load_collection(args.collection, **options)
     history = None
     if args.topics is None and args.split != "none":
-        from ..splits import make_split
+        from ..data.splits import make_split
         history = make_split(collection, args.split).history()
     reference = None
     if args.reference == "collection":

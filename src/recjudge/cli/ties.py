@@ -8,7 +8,7 @@ import logging
 from ..errors import ConfigError
 from . import _args
 
-log = logging.getLogger("recjudge.ties")
+log = logging.getLogger("recjudge.evaluation.ties")
 
 DESCRIPTION = """\
 Audit tie handling in runs. Prints, per run, how many users have exactly equal scores (overall,
@@ -54,9 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._io import check_outputs, write_json
+    from ..data.trec import iter_run_files, read_qrels, read_run, run_name
     from ..errors import InputError
-    from ..trec import iter_run_files, read_qrels, read_run, run_name
-    from ..ties import audit_ties
+    from ..evaluation.ties import audit_ties
 
     cutoffs = _cutoffs(args.k)
     if args.measures is not None and args.qrels is None:

@@ -14,10 +14,10 @@ MAX_EPOCHS = 100_000
 
 
 def register(subparsers) -> None:
-    from ..collections import COLLECTIONS
-    from ..splits import SPLITS
+    from ..data.collections import COLLECTIONS
+    from ..data.splits import SPLITS
+    from ..data.trec import TIE_POLICIES
     from ..systems import GRIDS, SYSTEMS
-    from ..trec import TIE_POLICIES
     from ._args import MAX_SEED, float_range, int_range, positive, seed
 
     p = subparsers.add_parser(
@@ -79,7 +79,7 @@ def _split_options(args) -> dict:
 
 def run(args) -> int:
     from .._io import check_output_dir
-    from ..collections import COLLECTIONS, load_collection, read_collection_config
+    from ..data.collections import COLLECTIONS, load_collection, read_collection_config
     from ..systems import resolve_systems, results_table, train_systems
 
     options = read_collection_config(args.collection_config) if args.collection_config else {}

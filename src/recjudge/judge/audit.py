@@ -21,8 +21,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..data.trec import Qrels
 from ..errors import ConfigError
-from ..trec import Qrels
 from .select import Pair
 
 __all__ = ["PopularityBias", "popularity_bias", "item_popularity", "PositionBias", "position_bias",
@@ -66,7 +66,7 @@ def item_popularity(interactions: pd.DataFrame) -> dict[str, int]:
 def popularity_bias(llm: Qrels, human: Qrels, popularity: Mapping[str, int], bins: int = 10) -> PopularityBias:
     """Residuals of the calibrated LLM labels against human labels by item-popularity bin (deciles
     by default; equal-count bins of items ordered by popularity, ties by item id)."""
-    from ..calibration import calibrate
+    from ..evaluation.calibration import calibrate
 
     cal = calibrate(human, llm, min_overlap=1)
     mapping = cal.mapping  # a property
@@ -181,7 +181,7 @@ class Consistency:
 
 def self_consistency(label_sets: Sequence[Qrels]) -> Consistency:
     """Agreement between repeated experiments (the same judge asked again, e.g. another seed or day)."""
-    from ..agreement import cohen_kappa
+    from ..evaluation.agreement import cohen_kappa
 
     if len(label_sets) < 2:
         raise ConfigError("self-consistency compares two or more label sets of repeated experiments")

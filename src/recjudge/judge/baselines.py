@@ -25,7 +25,7 @@ import pandas as pd
 from ..errors import ConfigError
 from .cache import Usage
 from .profile import HistoryProfiles
-from .runner import Judgment, JudgeContext, JudgeResult, JudgeSpec, Summary, register_judge
+from .runner import JudgeContext, JudgeResult, JudgeSpec, Judgment, Summary, register_judge
 
 __all__ = ["CATEGORICAL_FIELDS", "overlap_score", "popularity_labels"]
 

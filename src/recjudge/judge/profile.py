@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .._io import read_text
+from ..data.trec import hash_keys
 from ..errors import ConfigError, InputError
-from ..trec import hash_keys
 
 __all__ = [
     "METADATA_FIELDS",

@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from .._io import atomic_write, write_json
+from ..data.trec import Qrels, write_qrels
 from ..errors import ConfigError, InputError
-from ..trec import Qrels, write_qrels
-from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
 from ..urls import DEFAULT_ENDPOINT, has_userinfo, public_url
+from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
 from .client import GENERATION_PARAMS, ClientSettings, OpenAIJudgeClient, Request
 from .profile import HistoryProfiles, ProfileSource, QueryProfiles, candidates_block
 from .prompts import Template, load_template, template_provenance

@@ -7,8 +7,8 @@ from typing import Iterable, Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
+from ..data.trec import Qrels, Run, hash_keys, resolve_ties
 from ..errors import ConfigError
-from ..trec import Qrels, Run, hash_keys, resolve_ties
 
 __all__ = ["Pair", "select_pairs"]
 

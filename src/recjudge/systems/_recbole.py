@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collections import Split
+from ..data.collections import Split
 from ..errors import ConfigError
 from . import _compat
 from .registry import TRAINING_KEYS, SystemConfig
@@ -84,9 +84,8 @@ def write_benchmark_files(split: Split, folder: Path, tokens: Tokens | None = No
 
 
 def _model_defaults(model: str) -> dict:
-    import yaml
-
     import recbole
+    import yaml
 
     path = Path(recbole.__file__).parent / "properties" / "model" / f"{model}.yaml"
     if not path.exists():

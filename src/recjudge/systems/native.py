@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..collections import Split
+from ..data.collections import Split
 from .registry import SystemConfig
 
 

@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from .._io import write_json
-from ..collections import Collection, Split
+from ..data.collections import Collection, Split
+from ..data.trec import TIE_POLICIES, Run, resolve_ties, tied_user_share, write_run
 from ..errors import ConfigError, MissingExtraError
-from ..trec import TIE_POLICIES, Run, resolve_ties, tied_user_share, write_run
 from .registry import SystemConfig, resolve_systems
 
 __all__ = ["TrainResult", "train_systems", "export_run", "split_fingerprint", "cache_key"]
@@ -147,7 +147,7 @@ def _as_split(collection_or_split: Collection | Split, split: str, split_options
         if split_options:
             raise ConfigError("split options given together with a ready Split")
         return collection_or_split
-    from ..splits import make_split
+    from ..data.splits import make_split
 
     return make_split(collection_or_split, split, **(split_options or {}))
 

@@ -21,8 +21,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ._io import Source, atomic_write, read_text
-from .errors import InputError
+from .._io import Source, atomic_write, read_text
+from ..errors import InputError
 
 __all__ = [
     "RunRow",

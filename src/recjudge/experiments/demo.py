@@ -18,10 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from ._io import check_output_dir, check_outputs, write_json
-from .errors import ConfigError
-from .trec import Qrels, read_run, resolve_ties, write_qrels
-from .urls import public_url
+from .._io import check_output_dir, check_outputs, write_json
+from ..data.trec import Qrels, read_run, resolve_ties, write_qrels
+from ..errors import ConfigError
+from ..urls import public_url
 
 __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS"]
 
@@ -126,13 +126,13 @@ class _Steps:
 
 def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], None] | None = None) -> DemoResult:
     """Run the end-to-end demo; returns where the report, runs and qrels are."""
-    from .agreement import agreement
-    from .calibration import calibrate, fill_gaps, scenarios, write_filled
-    from .collections import load_collection
-    from .judge import JudgeConfig, judge_pairs, parse_fields, select_pairs
-    from .metaeval import compare
-    from .splits import historical_qrels, make_split
-    from .systems import resolve_systems, train_systems
+    from ..data.collections import load_collection
+    from ..data.splits import historical_qrels, make_split
+    from ..evaluation.agreement import agreement
+    from ..evaluation.calibration import calibrate, fill_gaps, scenarios, write_filled
+    from ..evaluation.metaeval import compare
+    from ..judge import JudgeConfig, judge_pairs, parse_fields, select_pairs
+    from ..systems import resolve_systems, train_systems
 
     s = (settings or DemoSettings()).resolved()
     say = progress or print
@@ -215,7 +215,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     audit = _tie_audit(s, collection, split)
 
     steps.start("write the report")
-    from .demo_report import write_demo_report
+    from ..report.demo import write_demo_report
 
     elapsed = steps.times
     report = write_demo_report(
@@ -246,7 +246,7 @@ def _slug(text: str) -> str:
 def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: str, judge_name: str,
                         systems: list[str]) -> None:
     """Every file the demo writes can be written (not a folder, parent not a file, folder writable)."""
-    from .judge.runner import output_paths
+    from ..judge.runner import output_paths
 
     check_output_dir(runs_dir, "--runs-dir")
     judge_qrels = qrels_dir / f"{collection}-{judge_name}.qrels"
@@ -273,8 +273,8 @@ def _settings_json(s: DemoSettings) -> dict:
 
 def _profile_sweep(s: DemoSettings, collection, history, aligned, historical) -> list[dict]:
     """Pairwise agreement with the historical labels against profile size (the offline judge is free)."""
-    from .agreement import agreement
-    from .judge import JudgeConfig, judge_pairs
+    from ..evaluation.agreement import agreement
+    from ..judge import JudgeConfig, judge_pairs
 
     out = []
     for size in s.profile_sizes:
@@ -292,7 +292,7 @@ def _profile_sweep(s: DemoSettings, collection, history, aligned, historical) ->
 
 def _tie_audit(s: DemoSettings, collection, split):
     """Sampled-candidate protocol on the held-out data: tie-heavy scorers under every tie treatment."""
-    from .ties import attribute_overlap_scorer, audit_ties, popularity_scorer, sampled_candidate_run
+    from ..evaluation.ties import attribute_overlap_scorer, audit_ties, popularity_scorer, sampled_candidate_run
 
     test = split.test[split.test.rating >= 4]
     # one held-out item per user: the earliest liked test interaction (deterministic)

@@ -13,8 +13,8 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError
 from .collections import Collection, Split
-from .errors import ConfigError
 from .trec import Qrels
 
 __all__ = [

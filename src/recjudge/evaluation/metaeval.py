@@ -1,7 +1,7 @@
 """Meta-evaluation: do two label sets rank recommender systems the same way?
 
-Pipeline: runs are made tie-free once (:func:`recjudge.trec.resolve_ties`), a per-user ×
-per-system matrix is computed once per measure and label set (:mod:`recjudge.measures`), and
+Pipeline: runs are made tie-free once (:func:`recjudge.data.trec.resolve_ties`), a per-user ×
+per-system matrix is computed once per measure and label set (:mod:`recjudge.evaluation.measures`), and
 everything else — system scores, rankings, τ, bootstrap CIs — is aggregated from those matrices.
 
 Which users count
@@ -9,7 +9,7 @@ Which users count
 ``queries="own"``: each label set is averaged over the users it judges (as trec_eval does);
 ``"shared"``: only users judged by both label sets. A user that a run does not rank scores 0 for
 that run. Users whose labels hold no relevant item (no label > 0) are kept with the value
-ir-measures gives them (see :mod:`recjudge.measures`). For nDCG, Bpref and Compat that value is
+ir-measures gives them (see :mod:`recjudge.evaluation.measures`). For nDCG, Bpref and Compat that value is
 the same for every system, so such users lower all means alike and change neither the ranking
 nor τ (they do widen the bootstrap intervals honestly); Judged@k does not depend on relevance
 and counts them like any other user.
@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .errors import ConfigError
-from .trec import TIE_POLICIES, Qrels, Run, resolve_ties, tied_user_share
+from ..data.trec import TIE_POLICIES, Qrels, Run, resolve_ties, tied_user_share
+from ..errors import ConfigError
 
 __all__ = [
     "DEFAULT_MEASURES",
@@ -404,7 +404,7 @@ def _name_key(name: str) -> str:
 def label_set_names(names: Sequence[str], paths: Sequence[str | os.PathLike]) -> list[str]:
     """One output name per label set, for tables, JSON keys and figure names.
 
-    ``names`` are the qrels names (:func:`recjudge.trec.read_qrels`: the file stem without .gz and
+    ``names`` are the qrels names (:func:`recjudge.data.trec.read_qrels`: the file stem without .gz and
     .qrels), ``paths`` the files they came from, in input order (reference first). A name shared by
     several inputs (compared as letters and digits, ignoring case) is prefixed with each one's
     parent folder (``judgeA/llm``, ``judgeB/llm``); a name that still repeats gets ``-2``, ``-3``
@@ -432,7 +432,7 @@ def label_set_names(names: Sequence[str], paths: Sequence[str | os.PathLike]) ->
 def export_tie_info(run_files: Sequence[str | os.PathLike]) -> dict[str, dict]:
     """Per run name: the tie handling recorded at export (``<run>.json`` beside a run from
     ``recjudge train``: tie_policy, tie_seed, tied_user_share before the policy), where present."""
-    from .trec import iter_run_files, run_name
+    from ..data.trec import iter_run_files, run_name
 
     info: dict[str, dict] = {}
     for f in iter_run_files(run_files):

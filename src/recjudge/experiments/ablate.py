@@ -44,9 +44,9 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from ._io import atomic_write, check_output_dir, check_outputs, read_toml, write_json
-from .errors import ConfigError, InputError
-from .trec import TIE_POLICIES, Qrels, Run
+from .._io import atomic_write, check_output_dir, check_outputs, read_toml, write_json
+from ..data.trec import TIE_POLICIES, Qrels, Run
+from ..errors import ConfigError, InputError
 
 __all__ = ["Experiment", "VariantRow", "load_experiment", "run_experiment", "variants"]
 
@@ -164,8 +164,8 @@ def _example(key: str, kind: _Type, many: bool = False) -> str:
 
 def _judge_value(check: _Checker, key: str, name: str, value: Any) -> Any:
     """One judge setting: its type, and the names it refers to (judge, fields, prompt, sampling)."""
-    from .judge import judge_names, load_template, parse_fields
-    from .judge.profile import SAMPLINGS
+    from ..judge import judge_names, load_template, parse_fields
+    from ..judge.profile import SAMPLINGS
 
     kind = _judge_type(name)
     if kind is None:
@@ -241,9 +241,9 @@ class Experiment:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<experiment>") -> Experiment:
         """Validate a parsed experiment file. Every error names ``source`` and the key, and says the fix."""
-        from .judge import JudgeConfig
-        from .measures import parse_measures
-        from .splits import RATING_LABELS, SPLITS
+        from ..data.splits import RATING_LABELS, SPLITS
+        from ..evaluation.measures import parse_measures
+        from ..judge import JudgeConfig
 
         check = _Checker(source)
         check.unknown("", data, TOP_KEYS)
@@ -328,7 +328,7 @@ def _judge_type(name: str) -> _Type | None:
         return JUDGE_KEYS[name]
     import typing
 
-    from .judge import JudgeConfig
+    from ..judge import JudgeConfig
 
     try:
         hint = typing.get_type_hints(JudgeConfig).get(name)
@@ -349,7 +349,7 @@ def _judge_type(name: str) -> _Type | None:
 def _config_fields() -> set[str]:
     import dataclasses
 
-    from .judge import JudgeConfig
+    from ..judge import JudgeConfig
 
     return {f.name for f in dataclasses.fields(JudgeConfig)}
 
@@ -418,12 +418,12 @@ class VariantRow(NamedTuple):
 
 def _reference(exp: Experiment, collection):
     """The reference qrels and the interactions that serve as user histories."""
-    from .splits import historical_qrels, make_split
+    from ..data.splits import historical_qrels, make_split
 
     split = make_split(collection, exp.split, **dict(exp.split_options))
     if _is_historical(exp.reference):
         return historical_qrels(split, _historical_mapping(exp.reference)), split.train
-    from .trec import read_qrels
+    from ..data.trec import read_qrels
 
     # external (e.g. human) qrels: profiles use the whole rated history
     return read_qrels(exp.reference), collection.interactions
@@ -432,10 +432,10 @@ def _reference(exp: Experiment, collection):
 def run_experiment(exp: Experiment, dry_run: bool = False,
                    progress: Callable[[str], None] | None = None) -> list[VariantRow]:
     """Judge every variant and score it against the reference; writes ``<out>/ablation.{csv,json,md}``."""
-    from .agreement import agreement
-    from .collections import load_collection
-    from .judge import JudgeConfig, judge_pairs, select_pairs
-    from .metaeval import compare
+    from ..data.collections import load_collection
+    from ..evaluation.agreement import agreement
+    from ..evaluation.metaeval import compare
+    from ..judge import JudgeConfig, judge_pairs, select_pairs
 
     say = progress or (lambda m: None)
     check_experiment_outputs(exp)
@@ -443,7 +443,7 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     reference, history = _reference(exp, collection)
     runs: dict[str, Run] = {}
     if exp.runs:
-        from .trec import read_runs
+        from ..data.trec import read_runs
 
         runs = read_runs(exp.runs)
     if not dry_run:
@@ -514,7 +514,7 @@ def rows_frame(rows: Sequence[VariantRow]) -> pd.DataFrame:
 
 
 def write_results(exp: Experiment, rows: Sequence[VariantRow]) -> dict[str, Path]:
-    from .report import markdown_table
+    from ..report.evaluation import markdown_table
 
     frame = rows_frame(rows)
     paths = {"csv": exp.out / "ablation.csv", "json": exp.out / "ablation.json", "md": exp.out / "ablation.md"}

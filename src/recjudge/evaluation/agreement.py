@@ -24,8 +24,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError
-from .trec import MAX_LABEL, Qrels
+from ..data.trec import MAX_LABEL, Qrels
+from ..errors import ConfigError
 
 __all__ = [
     "PairwiseAgreement",

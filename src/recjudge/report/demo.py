@@ -8,9 +8,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._io import write_json
-from .report import (_p_value, _plain, _pyplot, _save, ci_label, markdown_table, md_code, md_fence, md_text, slug,
-                     write_report)
+from .._io import write_json
+from .evaluation import (
+    _p_value,
+    _plain,
+    _pyplot,
+    _save,
+    ci_label,
+    markdown_table,
+    md_code,
+    md_fence,
+    md_text,
+    slug,
+    write_report,
+)
 
 CARD_FIELDS = (
     "collection", "split", "candidate set", "systems", "pre-sort candidate order", "tie prevalence",

@@ -11,7 +11,7 @@ ir-measures for the rest.
 
 How the numpy path is fast: query and document ids become integer codes once per run (pandas'
 factorize, then one lookup per distinct id); each run is ranked once (runs from
-:func:`~recjudge.trec.resolve_ties` are already in order, so only checked); then blocks of
+:func:`~recjudge.data.trec.resolve_ties` are already in order, so only checked); then blocks of
 queries are processed for all runs together, query-major, joined with the qrels by a binary
 search in the block's sorted (query, document) keys, and every measure is a few vectorised passes
 over that block (bincount per (query, run) cell). Compat uses a closed form: a document in both
@@ -29,8 +29,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError
-from .trec import Qrels, Run, resolve_ties
+from ..data.trec import Qrels, Run, resolve_ties
+from ..errors import ConfigError
 
 __all__ = [
     "DEFAULT_MEASURES",
@@ -546,7 +546,7 @@ def _query_index(qrels: Qrels, queries: Sequence[str] | None) -> list[str]:
 
 def _resolve(run: Run, why: str) -> Run:
     warnings.warn(f"run {run.name!r} {why}; ordering its equal scores with the default 'hash' "
-                  "policy (seed 0) — call recjudge.trec.resolve_ties to choose", stacklevel=3)
+                  "policy (seed 0) — call recjudge.data.trec.resolve_ties to choose", stacklevel=3)
     return resolve_ties(run, "hash", 0)
 
 
@@ -563,7 +563,7 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
 
     - A query the run does not rank scores 0.0 (trec_eval ``-c``); queries the run ranks but the
       qrels lack are ignored.
-    - Runs must be tie-free (:func:`recjudge.trec.resolve_ties`): trec_eval compares scores as
+    - Runs must be tie-free (:func:`recjudge.data.trec.resolve_ties`): trec_eval compares scores as
       float32 and breaks ties by docid descending, ir-measures' Python providers by docid
       ascending. A run without a tie policy, or whose scores tie in float32, is resolved here
       with the ``hash`` policy (seed 0) and a warning.

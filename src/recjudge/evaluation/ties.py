@@ -8,7 +8,7 @@ module makes that measurable:
   (float64) tie, with a tie block touching, crossing or lying inside the top-k, and with a tie
   block holding a relevant item.
 - **Treatments** of equal scores: input order (the stable sort: file line order), the disclosed
-  hash of :func:`recjudge.trec.hash_keys` (seed + user + item, item id as collision fallback),
+  hash of :func:`recjudge.data.trec.hash_keys` (seed + user + item, item id as collision fallback),
   many hash seeds (mean and sd), and the **exact expectation under a uniformly random order within
   each tie block** (:func:`expected_metrics`). Closed forms cover Hit@k (ir-measures' Success@k),
   P@k, R@k, nDCG@k (graded, trec_eval semantics) and RR with any number of relevant items; every
@@ -54,8 +54,8 @@ from typing import NamedTuple, Union
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, InputError
-from .trec import Qrels, Run, _splitmix64, _string_hash64
+from ..data.trec import Qrels, Run, _splitmix64, _string_hash64
+from ..errors import ConfigError, InputError
 
 __all__ = [
     "DEFAULT_TIE_MEASURES",
@@ -260,7 +260,7 @@ class _Ranked:
 
     # -- tie-break keys for sorted rows
     def hash_key(self, rows: np.ndarray, seed: int) -> np.ndarray:
-        """recjudge.trec.hash_keys for these rows, from string hashes computed once per run."""
+        """recjudge.data.trec.hash_keys for these rows, from string hashes computed once per run."""
         if self._bq is None:
             self._bq = _string_hash64(self.users.tolist())
             codes, uniq = pd.factorize(self.docid_s)
@@ -456,7 +456,7 @@ def _expected_closed(r: _Ranked, spec: MeasureSpec) -> np.ndarray:
 
 
 class _Evaluator:
-    """Per-user values of the general measures for an order, via :func:`recjudge.measures.per_query_matrix`.
+    """Per-user values of the general measures for an order, via :func:`recjudge.evaluation.measures.per_query_matrix`.
 
     Orders are memoised by content: a treatment that leaves a run unchanged (a tie-free run, the
     hash policy after a shuffle) costs nothing.
@@ -777,7 +777,7 @@ class TieAudit:
                 "prevalence_users": "shares of each run's own users; exact float64 ties",
                 "relevant": "label >= 1",
                 "input_order": "stable sort by score: equal scores keep the run file's line order",
-                "hash": f"recjudge.trec.hash_keys(user, item, seed={s.seed}), item id as fallback",
+                "hash": f"recjudge.data.trec.hash_keys(user, item, seed={s.seed}), item id as fallback",
                 "hash_seeds": {"first": s.seed, "count": s.seeds},
                 "expected": "uniformly random order within tie blocks: exact closed form, or Monte "
                             f"Carlo over {s.mc_samples} seeded orders with a {s.confidence:.0%} CI",

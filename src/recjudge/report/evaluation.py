@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._io import atomic_write
-from .metaeval import CompareResult, EvaluationResult
+from .._io import atomic_write
+from ..evaluation.metaeval import CompareResult, EvaluationResult
 
 __all__ = ["write_compare_report", "write_evaluation_report", "write_report", "render_html", "markdown_table",
            "md_text", "md_code", "md_fence", "slug", "unique_slugs", "ci_method",

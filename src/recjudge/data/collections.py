@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, InputError
+from ..errors import ConfigError, InputError
 from .trec import Qrels, read_qrels
 
 __all__ = [
@@ -170,7 +170,7 @@ def read_collection_config(path: str | os.PathLike) -> dict:
     A folder, an unreadable file or one that is not UTF-8 is an InputError naming the path (and
     the line of the first bad byte); ``format`` and ``movie_columns`` are checked for type here.
     """
-    from ._io import read_toml
+    from .._io import read_toml
 
     src = os.fspath(path)
     p = Path(path)

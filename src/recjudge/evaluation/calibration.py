@@ -19,9 +19,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ._io import atomic_write
-from .errors import ConfigError
-from .trec import Qrels, Run, resolve_ties, write_qrels
+from .._io import atomic_write
+from ..data.trec import Qrels, Run, resolve_ties, write_qrels
+from ..errors import ConfigError
 
 __all__ = [
     "GradeCalibration",
@@ -221,7 +221,7 @@ class ValidationReport(NamedTuple):
     fraction: float
     n_hidden: int
     n_hidden_filled: int
-    agreement: dict          # filled labels vs the hidden human labels (recjudge.agreement JSON)
+    agreement: dict          # filled labels vs the hidden human labels (recjudge.evaluation.agreement JSON)
     tau_without_fill: dict   # measure → τ(full human, visible human)
     tau_with_fill: dict      # measure → τ(full human, visible human + filled)
 

@@ -1,0 +1,1 @@
+"""Data in and out: TREC runs and qrels, collections, splits."""

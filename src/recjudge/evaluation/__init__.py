@@ -1,0 +1,1 @@
+"""Scoring and meta-evaluation: measures, system rankings, agreement, ties, calibration."""

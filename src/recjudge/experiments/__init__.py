@@ -1,0 +1,1 @@
+"""Whole experiments built from the stages: ablations and the demo."""
