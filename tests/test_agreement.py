@@ -240,3 +240,54 @@ def test_candidate_sharing_no_pair_is_an_error_under_both_missing_rules():
 def test_clip_bounds_are_checked(text, message):
     with pytest.raises(ConfigError, match=message):
         parse_clip(text)
+
+
+def test_relevant_vs_not_compares_raw_candidate_labels():
+    # the hand case: human 0,0,3,6 with LLM 5,4,6,6 for one user
+    ref = "u 0 a 0\nu 0 b 0\nu 0 c 3\nu 0 d 6\n"
+    cand = "u 0 a 5\nu 0 b 4\nu 0 c 6\nu 0 d 6\n"
+    res = agreement(read_qrels(ref), read_qrels(cand), bootstrap=0)
+    # pairs (c,a) 6>5, (c,b) 6>4, (d,a) 6>5, (d,b) 6>4: all agree
+    rv = res.pairwise_relevant_vs_not
+    assert (rv.agree, rv.tie, rv.disagree, rv.n_pairs) == (1.0, 0.0, 0.0, 4)
+    # binarised on both sides every candidate label is relevant: all four pairs tie
+    b = res.pairwise_binary
+    assert (b.agree, b.tie, b.n_pairs) == (0.0, 1.0, 4)
+    # unrestricted pairs also include (d,c) 6 = 6 (tie) and (a,b) 0 = 0 is no pair: 4 agree + 1 tie
+    assert (res.pairwise.agree, res.pairwise.tie, res.pairwise.n_pairs) == pytest.approx((4 / 5, 1 / 5, 5))
+    assert res.to_json()["pairwise_relevant_vs_not"]["agree"] == 1.0
+
+
+def test_relevant_vs_not_matches_brute_force_and_ignores_negative_labels():
+    rng = np.random.default_rng(8)
+    qids = np.repeat([f"u{i}" for i in range(20)], 10)
+    ref = rng.integers(-1, 8, len(qids))
+    cand = rng.integers(0, 8, len(qids))
+    lines_r = "".join(f"{q} 0 d{i} {r}\n" for i, (q, r) in enumerate(zip(qids, ref)))
+    lines_c = "".join(f"{q} 0 d{i} {c}\n" for i, (q, c) in enumerate(zip(qids, cand)))
+    res = agreement(read_qrels(lines_r), read_qrels(lines_c), bootstrap=0)
+    counts = np.zeros(3)
+    for u in np.unique(qids):
+        idx = np.flatnonzero(qids == u)
+        for x in idx:          # x relevant (≥ 1), y not (exactly 0); -1 takes no part
+            for y in idx:
+                if ref[x] >= 1 and ref[y] == 0:
+                    counts += [cand[x] > cand[y], cand[x] == cand[y], cand[x] < cand[y]]
+    rv = res.pairwise_relevant_vs_not
+    assert rv.n_pairs == counts.sum()
+    assert (rv.agree, rv.tie, rv.disagree) == pytest.approx(tuple(counts / counts.sum()))
+
+
+def test_relevant_vs_not_leaves_the_other_cis_unchanged():
+    # its bootstrap draws come last from the shared generator: the earlier CIs are those of before
+    from recjudge.evaluation.agreement import _pairwise, _pair_counts, _user_tables
+
+    rng = np.random.default_rng(3)
+    qids = np.repeat([f"u{i}" for i in range(15)], 8)
+    ref, cand = rng.integers(0, 5, len(qids)), rng.integers(0, 8, len(qids))
+    lines_r = "".join(f"{q} 0 d{i} {r}\n" for i, (q, r) in enumerate(zip(qids, ref)))
+    lines_c = "".join(f"{q} 0 d{i} {c}\n" for i, (q, c) in enumerate(zip(qids, cand)))
+    res = agreement(read_qrels(lines_r), read_qrels(lines_c), bootstrap=50, seed=4)
+    t, vals = _user_tables(qids, ref, cand)
+    expected = _pairwise(sum(_pair_counts(t, vals).values()), 50, np.random.default_rng(4))
+    assert res.pairwise.agree_ci == expected.agree_ci

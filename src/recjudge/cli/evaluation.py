@@ -167,6 +167,8 @@ def run_agreement(args) -> int:
             "tie": f"{pw.tie:.3f}",
             "disagree": f"{pw.disagree:.3f}",
             "binary agree": f"{res.pairwise_binary.agree:.3f}",
+            # the paper's Table 3: reference 0 vs ≥ 1, candidate labels raw
+            "rel>non agree/tie": f"{res.pairwise_relevant_vs_not.agree:.3f}/{res.pairwise_relevant_vs_not.tie:.3f}",
         })
     print(f"reference: {reference.name} ({args.reference}; missing={args.missing}, clip={args.clip or 'none'})")
     print(pd.DataFrame(rows).to_string(index=False))

@@ -7,7 +7,12 @@ candidate gives; then ``missing="zero"`` gives a pair the candidate lacks the la
 - Pairwise agreement (Penha et al. 2025): over pairs of items of the same user whose reference
   labels differ, the candidate *agrees* (orders them the same way), *ties* (equal labels) or
   *disagrees*. Shares with user-level bootstrap 95% CIs; also for binarised labels (0 vs ≥ 1,
-  both sides) and broken down by the distance between the two reference labels. Computed from
+  both sides) and broken down by the distance between the two reference labels.
+- Relevant vs not (the paper's Table 3 / Figure 3 / Table 8): pairs of one user's items with
+  reference label 0 versus reference label ≥ 1, compared on the candidate's *raw* labels — the
+  candidate agrees when it labels the relevant item higher. Unlike ``pairwise_binary`` the
+  candidate is not binarised: human 0,0,3,6 with LLM 5,4,6,6 is agree 1.0 here, tie 1.0 there.
+  Reference labels below 0 take no part. Computed from
   per-user contingency tables, so 600 judged items per user cost no 180,000-pair loop.
 - Cohen's κ, unweighted and linear-weighted (weights |i − j| over the sorted label categories,
   as scikit-learn does); Krippendorff's α, ordinal and interval (coincidence matrix over the
@@ -68,6 +73,7 @@ class AgreementResult:
     krippendorff_alpha_interval: float
     pairwise: PairwiseAgreement
     pairwise_binary: PairwiseAgreement
+    pairwise_relevant_vs_not: PairwiseAgreement
     pairwise_by_distance: Mapping[int, PairwiseAgreement]
     confusion: pd.DataFrame  # reference label × candidate label counts
     settings: Mapping[str, object]
@@ -80,6 +86,7 @@ class AgreementResult:
             "krippendorff_alpha_interval": self.krippendorff_alpha_interval,
             "pairwise": self.pairwise.to_json(),
             "pairwise_binary": self.pairwise_binary.to_json(),
+            "pairwise_relevant_vs_not": self.pairwise_relevant_vs_not.to_json(),
             "pairwise_by_distance": {str(d): p.to_json() for d, p in self.pairwise_by_distance.items()},
             "n_pairs": self.n_pairs,
             "n_missing": self.n_missing,
@@ -241,20 +248,41 @@ def _pairwise(counts: np.ndarray, n_boot: int, rng: np.random.Generator, chunk: 
     return PairwiseAgreement(float(shares[0]), float(shares[1]), float(shares[2]), int(total), *cis)
 
 
+def _summed(counts: dict[int, np.ndarray], n_users: int) -> np.ndarray:
+    return sum(counts.values()) if counts else np.zeros((n_users, 3))
+
+
 def pairwise_agreement(qids, ref, cand, n_boot: int = 1000, seed: int = 0):
-    """(all pairs, binary pairs, by distance) pairwise agreement, with user-bootstrap CIs."""
+    """(all pairs, binary pairs, by distance, relevant vs not) pairwise agreement, with user-bootstrap CIs."""
     qids, ref, cand = np.asarray(qids), np.asarray(ref), np.asarray(cand)
     t, ref_vals = _user_tables(qids, ref, cand)
     by_d = _pair_counts(t, ref_vals)
     rng = np.random.default_rng(seed)
     n_users = t.shape[0]
-    total = sum(by_d.values()) if by_d else np.zeros((n_users, 3))
+    total = _summed(by_d, n_users)
     overall = _pairwise(total, n_boot, rng)
     by_distance = {d: _pairwise(by_d[d], n_boot, rng) for d in sorted(by_d)}
     tb, rb = _user_tables(qids, (ref > 0).astype(int), (cand > 0).astype(int))
     bin_counts = _pair_counts(tb, rb)
-    binary = _pairwise(sum(bin_counts.values()) if bin_counts else np.zeros((tb.shape[0], 3)), n_boot, rng)
-    return overall, binary, by_distance
+    binary = _pairwise(_summed(bin_counts, tb.shape[0]), n_boot, rng)
+    # drawn after the others from the same generator, so their CIs stay as they were
+    relevant_vs_not = _pairwise(relevant_vs_not_counts(qids, ref, cand), n_boot, rng)
+    return overall, binary, by_distance, relevant_vs_not
+
+
+def relevant_vs_not_counts(qids, ref, cand) -> np.ndarray:
+    """(U, 3) agree/tie/disagree counts per user: reference 0 vs reference ≥ 1, candidate labels raw."""
+    qids, ref, cand = np.asarray(qids), np.asarray(ref), np.asarray(cand)
+    keep = ref >= 0
+    users = np.unique(qids)
+    if not keep.any():
+        return np.zeros((len(users), 3))
+    t, rel = _user_tables(qids[keep], (ref[keep] > 0).astype(int), cand[keep])
+    counts = _summed(_pair_counts(t, rel), t.shape[0])
+    # users with only negative reference labels still count as (empty) bootstrap units
+    full = np.zeros((len(users), 3))
+    full[np.searchsorted(users, np.unique(qids[keep]))] = counts
+    return full
 
 
 # ---------------------------------------------------------------------------------- entry point
@@ -270,7 +298,7 @@ def agreement(reference: Qrels, candidate: Qrels, missing: str = "zero", clip: t
                           f"reference {reference.name!r} judges, so there is nothing to compare; check that both "
                           "use the same query and item ids")
     r, c = pairs.ref.to_numpy(), pairs.cand.to_numpy()
-    overall, binary, by_distance = pairwise_agreement(pairs.qid.to_numpy(), r, c, bootstrap, seed)
+    overall, binary, by_distance, relevant_vs_not = pairwise_agreement(pairs.qid.to_numpy(), r, c, bootstrap, seed)
     confusion = pd.crosstab(pairs.ref, pairs.cand).rename_axis(index="reference", columns="candidate")
     return AgreementResult(
         candidate=candidate.name,
@@ -282,6 +310,7 @@ def agreement(reference: Qrels, candidate: Qrels, missing: str = "zero", clip: t
         krippendorff_alpha_interval=krippendorff_alpha(r, c, "interval"),
         pairwise=overall,
         pairwise_binary=binary,
+        pairwise_relevant_vs_not=relevant_vs_not,
         pairwise_by_distance=by_distance,
         confusion=confusion,
         settings={"missing": missing, "clip": list(clip) if clip else None, "bootstrap": bootstrap,
