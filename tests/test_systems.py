@@ -248,3 +248,39 @@ def test_ract_stages_take_the_finetune_learning_rate_only_in_finetune():
     assert finetune == {"train_stage": "finetune", "learning_rate": 1e-4} and pretrain is False
     assert _stages(SystemConfig.make("RaCT-u", "RaCT"), None)[2][0] == {"train_stage": "finetune"}
 
+
+
+def test_grid_files_are_data(tmp_path):
+    from recjudge.errors import InputError
+    from recjudge.systems import resolve_systems
+    from recjudge.systems.registry import grid_names, load_grid_file
+
+    shipped = resolve_systems("penha2025-defaults")
+    assert "penha2025-defaults" in grid_names()
+    assert len(shipped) == 18 and {c.group for c in shipped} == {"non-pooled"}
+    by_model = {c.model: c for c in shipped}
+    assert by_model["BPR"].param_dict == {"epochs": 10} and by_model["EASE"].param_dict == {}
+    assert by_model["RaCT"].param_dict == {"epochs": 10, "actor_epochs": 10, "critic_epochs": 10}
+    # the group names the system's role in the pool, not the model: the cache key ignores it
+    import dataclasses
+
+    assert dataclasses.replace(by_model["BPR"], group="pooled").key() == by_model["BPR"].key()
+
+    mine = tmp_path / "appendix.toml"
+    mine.write_text('[[system]]\nname = "BPR-a"\nmodel = "BPR"\nseed = 7\nparams = { embedding_size = 32, epochs = 10 }\n'
+                    'group = "pooled"\n\n[[system]]\nname = "EASE-a"\nmodel = "EASE"\n')
+    a, b = resolve_systems(str(mine))
+    assert (a.name, a.seed, a.param_dict, a.group) == ("BPR-a", 7, {"embedding_size": 32, "epochs": 10}, "pooled")
+    assert (b.seed, b.group) == (2020, "")
+
+    for body, why in [('[[system]]\nname = "x"\n', "name and model are required"),
+                      ('[[system]]\nname = "x"\nmodel = "Nope"\n', "unknown model"),
+                      ('[[system]]\nname = "x"\nmodel = "BPR"\nseed = true\n', "seed must be"),
+                      ('[[system]]\nname = "x"\nmodel = "BPR"\nparams = 3\n', "params must be a table"),
+                      ('[[system]]\nname = "x"\nmodel = "BPR"\nepochs = 3\n', "unknown keys"),
+                      ('[[system]]\nname = "x"\nmodel = "BPR"\n[[system]]\nname = "x"\nmodel = "EASE"\n', "used twice"),
+                      ('grid = 3\n', "unknown top-level keys"), ('name = "empty"\n', r"no \[\[system\]\] tables")]:
+        bad = tmp_path / "bad.toml"
+        bad.write_text(body)
+        with pytest.raises(InputError, match=why):
+            load_grid_file(bad)
