@@ -315,8 +315,9 @@ def test_item_rating_stats_by_hand():
 
 
 def test_collection_record_fields_unchanged():
-    # the judge builds on these names
-    assert [f for f in Collection.__dataclass_fields__] == ["name", "interactions", "items", "qrels", "info"]
+    # the judge builds on these names; rating_scale was added last, with a default, so positional use holds
+    assert [f for f in Collection.__dataclass_fields__] == ["name", "interactions", "items", "qrels", "info",
+                                                             "rating_scale"]
 
 
 def test_csv_row_with_an_extra_field_is_an_error_not_a_shifted_frame(tmp_path):

@@ -8,16 +8,18 @@ integer timestamps here, not inside RecBole (which stores time as float32).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .collections import Collection, Split
+from .collections import Collection
 from .trec import Qrels
 
 __all__ = [
+    "Split",
     "SPLITS",
     "make_split",
     "global_time_split",
@@ -28,6 +30,31 @@ __all__ = [
     "historical_qrels",
     "RATING_LABELS",
 ]
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """A deterministic train/test (and optional validation) split of a collection's interactions.
+
+    ``train``/``valid``/``test`` have the collection's interaction columns. ``info`` records the
+    method and every parameter (cut timestamps, ratio, counts) so the split can be reproduced.
+    """
+
+    collection: Collection
+    train: pd.DataFrame
+    test: pd.DataFrame
+    valid: pd.DataFrame | None = None
+    info: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def test_users(self) -> list[str]:
+        return sorted(self.test.user.unique())
+
+    def history(self) -> pd.DataFrame:
+        """Interactions a recommender may see for a test user: train plus validation."""
+        if self.valid is None or len(self.valid) == 0:
+            return self.train
+        return pd.concat([self.train, self.valid], ignore_index=True)
 
 
 def _ordered(frame: pd.DataFrame) -> pd.DataFrame:

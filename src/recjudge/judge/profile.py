@@ -1,8 +1,10 @@
 """Profiles: a user's sampled rated history (or a query's text) and the items rendered with chosen fields.
 
 Field sets are named as in Penha et al. 2025, Table 3 (``title``, ``title+genres``, …, ``all``); any
-``+``-joined list of known fields works too. A field the collection lacks is an error. Average
-rating and number of ratings are derived from the interactions given as history (a split's
+``+``-joined list of fields works too: the vocabulary is what the collection families declare (films:
+title, year, genres, …; Amazon Reviews 2023: title, description, features, …). A field the
+collection lacks is an error. Ratings are shown, and averaged, on the collection's rating scale.
+Average rating and number of ratings are derived from the interactions given as history (a split's
 training part), never from held-out ratings.
 """
 
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import read_text
+from ..data.collections import METADATA_FIELDS, RatingScale, collection_fields
 from ..data.trec import hash_keys
 from ..errors import ConfigError, InputError
 
@@ -33,7 +36,6 @@ __all__ = [
     "candidates_block",
 ]
 
-METADATA_FIELDS = ("title", "year", "genres", "directors", "cast", "overview", "runtime", "languages")
 DERIVED_FIELDS = ("avg_rating", "num_ratings")
 ALL_FIELDS = METADATA_FIELDS + DERIVED_FIELDS
 FIELD_SETS: Mapping[str, tuple[str, ...]] = {
@@ -57,24 +59,32 @@ _LABELS = {
 }
 
 
-def parse_fields(spec: str | Sequence[str]) -> tuple[str, ...]:
-    """A named field set, a ``+``-joined list of fields, or a sequence of field names."""
+def parse_fields(spec: str | Sequence[str], vocabulary: Sequence[str] | None = None) -> tuple[str, ...]:
+    """A named field set, a ``+``-joined list of fields, or a sequence of field names.
+
+    ``vocabulary``: the metadata fields allowed; by default every field a registered collection
+    family declares. The derived fields (average rating, number of ratings) are always allowed."""
+    known = (*(collection_fields() if vocabulary is None else vocabulary), *DERIVED_FIELDS)
     if isinstance(spec, str):
         if spec in FIELD_SETS:
             return FIELD_SETS[spec]
         names = tuple(s.strip() for s in spec.split("+"))
     else:
         names = tuple(spec)
-    unknown = [n for n in names if n not in ALL_FIELDS]
+    unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise ConfigError(f"unknown field(s) {unknown or [spec]!r}: choose a field set "
-                          f"({', '.join(FIELD_SETS)}) or join fields with '+' from {', '.join(ALL_FIELDS)}")
+                          f"({', '.join(FIELD_SETS)}) or join fields with '+' from {', '.join(dict.fromkeys(known))}")
     if len(set(names)) != len(names):
         raise ConfigError(f"field list {spec!r} names a field twice")
     return names
 
 
-def _format(field: str, value) -> str:
+def _label(field: str) -> str:
+    return _LABELS.get(field) or field.replace("_", " ").capitalize()
+
+
+def _format(field: str, value, rating_max: str = "5") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "unknown"
     if isinstance(value, (tuple, list, np.ndarray)):
@@ -84,7 +94,7 @@ def _format(field: str, value) -> str:
     if field == "runtime":
         return f"{int(round(float(value)))} min"
     if field == "avg_rating":
-        return f"{float(value):.2f}/5"
+        return f"{float(value):.2f}/{rating_max}"
     return " ".join(str(value).split())  # one line per item
 
 
@@ -102,6 +112,7 @@ def candidates_block(lines: Sequence[str], keys: Sequence[str] | None) -> str:
 
 class ProfileSource(Protocol):
     kind: str
+    rating_scale: RatingScale
 
     def has(self, qid: str) -> bool: ...
 
@@ -128,7 +139,8 @@ class HistoryProfiles:
     collection's interactions. ``sampling='random'`` takes a seeded sample of ``size`` rated items
     (the same sample for every candidate of the user); ``'recent'`` takes the latest ``size``. Items
     being judged in a request are left out of the sample so a candidate's own rating never leaks.
-    Sampled items are shown oldest first.
+    Sampled items are shown oldest first (in seeded random order among equal timestamps). The
+    collection's ``rating_scale`` is kept as ``rating_scale`` for the prompt.
     """
 
     kind = "history"
@@ -140,7 +152,8 @@ class HistoryProfiles:
             raise ConfigError(f"unknown history sampling {sampling!r}; choose {' or '.join(SAMPLINGS)}")
         if int(size) < 1:
             raise ConfigError(f"profile size must be at least 1, got {size}")
-        self.fields = parse_fields(fields)
+        self.fields = parse_fields(fields, (*collection_fields(), *map(str, collection.items.columns)))
+        self.rating_scale = collection.rating_scale
         self.field_spec = fields if isinstance(fields, str) else "+".join(self.fields)
         self.size = int(size)
         self.sampling = sampling
@@ -148,7 +161,7 @@ class HistoryProfiles:
         self.collection_name = collection.name
         history = collection.interactions if history is None else history
         items = collection.items
-        missing = [f for f in self.fields if f in METADATA_FIELDS and f not in items.columns]
+        missing = [f for f in self.fields if f not in DERIVED_FIELDS and f not in items.columns]
         if missing:
             raise ConfigError(
                 f"collection {collection.name!r} has no {', '.join(missing)} field(s), which field set "
@@ -156,7 +169,7 @@ class HistoryProfiles:
                 "Choose a field set this collection supports")
         table = pd.DataFrame(index=items.index.astype(str))
         for f in self.fields:
-            if f in METADATA_FIELDS:
+            if f not in DERIVED_FIELDS:
                 table[f] = items[f].to_numpy()
         self._stats = None
         self._own: dict[str, dict[str, list[float]]] = {}
@@ -217,7 +230,8 @@ class HistoryProfiles:
         return line
 
     def _line(self, row) -> str:
-        return " | ".join(f"{_LABELS[f]}: {_format(f, row[f])}" for f in self.fields)
+        high = self.rating_scale.high_text
+        return " | ".join(f"{_label(f)}: {_format(f, row[f], high)}" for f in self.fields)
 
     def _without(self, item: str, own: list[float]):
         row = self._table.loc[item].copy()
@@ -278,7 +292,7 @@ class HistoryProfiles:
     def provenance(self) -> dict:
         return {"kind": "history", "collection": self.collection_name, "fields": list(self.fields),
                 "field_set": self.field_spec, "profile_size": self.size, "sampling": self.sampling,
-                "seed": self.seed}
+                "seed": self.seed, "rating_scale": self.rating_scale.as_dict()}
 
 
 class QueryProfiles:
@@ -295,6 +309,7 @@ class QueryProfiles:
                                       if set(DERIVED_FIELDS).isdisjoint(parse_fields(fields))
                                       else collection.interactions)
         self.fields = self._items.fields
+        self.rating_scale = self._items.rating_scale
 
     def has(self, qid: str) -> bool:
         return qid in self.topics

@@ -19,7 +19,9 @@ from ..errors import ConfigError, InputError
 __all__ = ["Template", "Messages", "load_template", "template_names", "prompts_dir", "parse_template"]
 
 REQUIRED = ("profile", "candidates", "answer_format")
-OPTIONAL = ("scale_min", "scale_max")
+OPTIONAL = ("scale_min", "scale_max", "rating_min", "rating_max")
+# the rating range a history is shown with when the caller names no collection scale (1–5 stars)
+DEFAULT_RATING_RANGE = ("1", "5")
 HEADER_KEYS = ("name", "scale", "answer", "criteria", "profile")
 ANSWERS = ("label", "criteria")
 PROFILE_KINDS = ("history", "query")
@@ -72,13 +74,20 @@ class Template:
         return (f'Answer with JSON only, in the form {{"labels": {{{example}{more}}}}}, with one entry '
                 f"for each candidate key ({', '.join(keys)}), where every N is an integer from {lo} to {hi}.")
 
-    def render(self, profile: str, candidates: str, keys: Sequence[str] | None) -> Messages:
+    def render(self, profile: str, candidates: str, keys: Sequence[str] | None,
+               rating_scale=None) -> Messages:
+        """The messages for one request. ``rating_scale`` (the collection's
+        :class:`~recjudge.data.collections.RatingScale`, e.g. ``profiles.rating_scale``) fills
+        ``{rating_min}``/``{rating_max}``; without it they read 1 and 5."""
+        low, high = DEFAULT_RATING_RANGE if rating_scale is None else (rating_scale.low_text, rating_scale.high_text)
         values = {
             "profile": profile,
             "candidates": candidates,
             "answer_format": self.answer_format(keys),
             "scale_min": str(self.scale[0]),
             "scale_max": str(self.scale[1]),
+            "rating_min": low,
+            "rating_max": high,
         }
         # one pass, so text inside a profile that looks like a placeholder is never expanded
         user = _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.user)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.collections import Split
+from ..data.splits import Split
 from ..errors import ConfigError
 from . import _compat
 from .registry import TRAINING_KEYS, SystemConfig

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..data.collections import Split
+from ..data.splits import Split
 from .registry import SystemConfig
 
 

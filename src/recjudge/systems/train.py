@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from .._io import write_json
-from ..data.collections import Collection, Split
+from ..data.collections import Collection
+from ..data.splits import Split
 from ..data.trec import TIE_POLICIES, Run, resolve_ties, tied_user_share, write_run
 from ..errors import ConfigError, MissingExtraError
 from .registry import SystemConfig, resolve_systems
