@@ -16,17 +16,22 @@ from recjudge.data.trec import (
     Qrels,
     Run,
     RunRow,
+    ensure_tie_free,
     hash_keys,
+    is_tie_free,
     read_qrels,
     read_run,
     read_runs,
     resolve_ties,
     run_name,
+    seeded_hash_keys,
+    string_hashes,
     tied_user_share,
+    top_k,
     write_qrels,
     write_run,
 )
-from recjudge.errors import InputError
+from recjudge.errors import ConfigError, InputError
 
 RUN = (
     "u1 Q0 i3 1 2.5 sysA\n"   # u1: i3 and i1 tie at 2.5
@@ -251,3 +256,47 @@ def test_written_files_get_the_umask_mode_and_json_has_no_nan(tmp_path):
     text = (tmp_path / "x.json").read_text()
     assert "NaN" not in text and "Infinity" not in text
     assert json.loads(text) == {"a": None, "b": [1.0, None], "c": 2.5}
+
+
+# ------------------------------------------------------------------------------ ensure_tie_free
+
+def test_ensure_tie_free_keeps_a_tie_free_run_untouched():
+    run = read_run("u Q0 b 1 0.5 t\nu Q0 a 2 0.25 t\nv Q0 c 1 -1 t\n")  # distinct scores per user
+    out = ensure_tie_free(run, "docid", 3)
+    assert out.frame is run.frame  # no copy, no rewritten scores
+    assert out.frame.score.tolist() == [0.5, 0.25, -1.0]
+    assert (out.tie_policy, out.seed) == ("docid", 3)
+    assert ensure_tie_free(out, "hash") is out
+
+
+def test_ensure_tie_free_checks_the_claim_in_float32():
+    # 1 + 1e-12 and 1.0 differ in float64 but tie in float32, where trec_eval compares them
+    f = pd.DataFrame({"qid": ["q", "q"], "docid": ["a", "b"], "rank": [1, 2],
+                      "score": [1.0 + 1e-12, 1.0], "tag": ["t", "t"]})
+    claimed = Run("r", f, tie_policy="hash", seed=0)
+    assert not is_tie_free(claimed)
+    out = ensure_tie_free(claimed, "docid")
+    assert out.frame.docid.tolist() == ["a", "b"] and out.frame.score.tolist() == [2.0, 1.0]
+    assert is_tie_free(out)
+
+
+def test_ensure_tie_free_resolves_ties_like_resolve_ties():
+    run = read_run("u Q0 b 1 1 t\nu Q0 a 2 1 t\nu Q0 c 3 2 t\n")
+    out = ensure_tie_free(run, "docid")
+    assert out.frame.docid.tolist() == ["c", "a", "b"]  # c scores highest, then a < b by docid
+    pd.testing.assert_frame_equal(out.frame, resolve_ties(run, "docid").frame)
+    with pytest.raises(ConfigError, match="unknown tie policy"):
+        ensure_tie_free(run, "alphabetical")
+
+
+def test_top_k_ranks_by_score_not_by_the_rank_column():
+    run = read_run("u Q0 a 1 1 t\nu Q0 b 2 3 t\nu Q0 c 3 2 t\nv Q0 d 9 5 t\n")  # rank column ignored
+    assert top_k(run, 2)[["qid", "docid"]].values.tolist() == [["u", "b"], ["u", "c"], ["v", "d"]]
+
+
+def test_hash_keys_equal_seeded_hash_keys_from_string_hashes():
+    q = np.array(["u1", "u2", "u1"], dtype=object)
+    d = np.array(["i1", "i1", "i2"], dtype=object)
+    users = np.array(["u1", "u2"], dtype=object)
+    got = seeded_hash_keys(string_hashes(users), string_hashes(d), np.array([0, 1, 0]), seed=9)
+    np.testing.assert_array_equal(got, hash_keys(q, d, seed=9))

@@ -1,6 +1,7 @@
 """TREC runs and qrels: one strict reader and one writer per format, plus the tie policy.
 
-A run leaves :func:`resolve_ties` tie-free: each ranking is ordered by score and then by the
+A run leaves :func:`resolve_ties` tie-free, and :func:`ensure_tie_free` is the one place every
+consumer makes a run tie-free (it checks the scores instead of trusting ``Run.tie_policy``): each ranking is ordered by score and then by the
 declared policy, and its scores are rewritten as strictly decreasing positive integers
 (``n, n-1, …, 1``). trec_eval compares scores as float32 and breaks ties by docid descending,
 ir-measures' Python providers break them by docid ascending; after the rewrite both see one order.
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import Source, atomic_write, read_text
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 
 __all__ = [
     "RunRow",
@@ -36,9 +37,14 @@ __all__ = [
     "write_run",
     "write_qrels",
     "resolve_ties",
+    "ensure_tie_free",
+    "is_tie_free",
+    "top_k",
     "tied_user_share",
     "run_name",
     "hash_keys",
+    "string_hashes",
+    "seeded_hash_keys",
 ]
 
 RUN_SUFFIXES = (".run", ".txt", ".trec")
@@ -65,7 +71,9 @@ class Qrel(NamedTuple):
 class Run:
     """One system's rankings. ``frame`` columns: qid, docid, rank, score, tag; row order is input order.
 
-    ``tie_policy`` is None until :func:`resolve_ties` has ordered the rows and rewritten scores.
+    ``tie_policy`` is None until :func:`resolve_ties` has ordered the rows and rewritten scores. It
+    is a record, not a guarantee (the frame is mutable): consumers call :func:`ensure_tie_free`,
+    which verifies the scores.
     """
 
     name: str
@@ -533,8 +541,20 @@ def _blake64(v: str) -> int:
     return h
 
 
-def _string_hash64(values: Iterable[str]) -> np.ndarray:
+def string_hashes(values: Iterable[str]) -> np.ndarray:
+    """``B(v)`` of each string: the first 8 bytes (little-endian) of BLAKE2b of its UTF-8 encoding."""
     return np.fromiter((_blake64(v) for v in values), dtype=np.uint64)
+
+
+def seeded_hash_keys(user_hashes: np.ndarray, item_hashes: np.ndarray, user_of_row: np.ndarray,
+                     seed: int = 0) -> np.ndarray:
+    """The disclosed tie-break key from string hashes: ``splitmix64(splitmix64(B(qid) ^ seed) ^ B(docid))``.
+
+    ``user_hashes`` holds ``B`` per distinct user, ``item_hashes`` ``B`` per row and ``user_of_row``
+    each row's index into ``user_hashes``: callers that draw many seeds hash the strings once.
+    """
+    hq = _splitmix64(user_hashes ^ np.uint64(seed & 0xFFFFFFFFFFFFFFFF))
+    return _splitmix64(hq[user_of_row] ^ item_hashes)
 
 
 def hash_keys(qids: np.ndarray | pd.Series, docids: np.ndarray | pd.Series, seed: int = 0) -> np.ndarray:
@@ -545,10 +565,8 @@ def hash_keys(qids: np.ndarray | pd.Series, docids: np.ndarray | pd.Series, seed
     """
     q_codes, q_uniq = pd.factorize(np.asarray(qids, dtype=object), sort=False)
     d_codes, d_uniq = pd.factorize(np.asarray(docids, dtype=object), sort=False)
-    q_uniq, d_uniq = np.asarray(q_uniq, dtype=object), np.asarray(d_uniq, dtype=object)
-    hq = _splitmix64(_string_hash64(q_uniq) ^ np.uint64(seed & 0xFFFFFFFFFFFFFFFF))
-    hd = _string_hash64(d_uniq)
-    return _splitmix64(hq[q_codes] ^ hd[d_codes])
+    hd = string_hashes(np.asarray(d_uniq, dtype=object))
+    return seeded_hash_keys(string_hashes(np.asarray(q_uniq, dtype=object)), hd[d_codes], q_codes, seed)
 
 
 def _sorted_codes(values) -> np.ndarray:
@@ -561,10 +579,14 @@ def _docid_order(docids: np.ndarray) -> np.ndarray:
     return _sorted_codes(docids)
 
 
+def _check_policy(policy: str) -> None:
+    if policy not in TIE_POLICIES:
+        raise ConfigError(f"unknown tie policy {policy!r}; choose one of {', '.join(TIE_POLICIES)}")
+
+
 def order_rows(frame: pd.DataFrame, policy: str = "hash", seed: int = 0) -> np.ndarray:
     """Row indices of ``frame`` ordered by qid, score descending, then the tie policy."""
-    if policy not in TIE_POLICIES:
-        raise ValueError(f"unknown tie policy {policy!r}; choose one of {', '.join(TIE_POLICIES)}")
+    _check_policy(policy)
     qid_codes = _sorted_codes(frame.qid.to_numpy())
     neg_score = -frame.score.to_numpy(dtype=np.float64)
     order = np.lexsort((neg_score, qid_codes))  # stable: equal scores keep file order ('input')
@@ -624,14 +646,59 @@ def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | Non
     return Run(run.name, df, tie_policy=policy, seed=seed)
 
 
+def _score_order(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row order by query then score descending, query code and score of each ordered row).
+
+    Runs written by :func:`resolve_ties` are grouped by query and in score order already: checked
+    in one pass, no sort.
+    """
+    qcodes = pd.factorize(frame.qid.to_numpy(dtype=object))[0]
+    score = frame.score.to_numpy(dtype=np.float64)
+    same = qcodes[1:] == qcodes[:-1]
+    grouped = len(qcodes) < 2 or (np.count_nonzero(~same) == len(np.unique(qcodes)) - 1)
+    if grouped and np.all(score[1:][same] <= score[:-1][same]):
+        return np.arange(len(score)), qcodes, score
+    order = np.lexsort((-score, qcodes))
+    return order, qcodes[order], score[order]
+
+
+def is_tie_free(run: Run) -> bool:
+    """Whether no two documents of a query share a score compared as float32 (trec_eval's view).
+
+    Then every tie policy gives the same order, so trec_eval and ir-measures rank alike.
+    """
+    _, q, s = _score_order(run.frame)
+    s32 = s.astype(np.float32)
+    same = q[1:] == q[:-1]
+    return bool(np.all(s32[1:][same] < s32[:-1][same]))
+
+
+def ensure_tie_free(run: Run, policy: str = "hash", seed: int = 0) -> Run:
+    """``run`` made tie-free under ``policy``: untouched when its scores are already tie-free.
+
+    The check is on the scores (:func:`is_tie_free`), never on ``run.tie_policy``: a run that
+    claims a policy but ties in float32 is resolved again, and a raw run without ties keeps its
+    scores (it is recorded as resolved by ``policy``, which could not reorder it).
+    """
+    _check_policy(policy)
+    if is_tie_free(run):
+        return run if run.tie_policy is not None else Run(run.name, run.frame, policy, seed)
+    return resolve_ties(run, policy, seed)
+
+
+def top_k(run: Run, k: int) -> pd.DataFrame:
+    """Rows of each query's ``k`` best scores, ranked; ``run`` must be tie-free (:func:`ensure_tie_free`)."""
+    order, q, _ = _score_order(run.frame)
+    pos, _ = _positions(q)
+    return run.frame.iloc[order[pos < k]]
+
+
 def tied_user_share(run: Run, k: int | None = None) -> float:
     """Share of queries whose top-``k`` (by score, before any tie policy) holds two equal scores.
 
     A tie block that straddles position k counts: it decides which items enter the top-k.
     """
-    if run.tie_policy is not None:
-        return 0.0
-    f = run.frame
+    f = run.frame  # computed, not read from run.tie_policy: a resolved run simply has no ties
     qcodes = pd.factorize(f.qid.to_numpy(dtype=object))[0]
     score = f.score.to_numpy(dtype=np.float64)
     order = np.lexsort((-score, qcodes))  # ties need no order among themselves here

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import atomic_write
-from ..data.trec import Qrels, Run, resolve_ties, write_qrels
+from ..data.trec import Qrels, Run, ensure_tie_free, top_k, write_qrels
 from ..errors import ConfigError
 
 __all__ = [
@@ -111,9 +111,7 @@ def _topk_pairs(runs: Mapping[str, Run], k: int, tie_policy: str, seed: int, hum
         raise ConfigError("no runs given: the pool to fill is the runs' top-k")
     frames = []
     for run in runs.values():
-        top = resolve_ties(run, tie_policy, seed, depth=k).frame if run.tie_policy is None else \
-            run.frame[run.frame["rank"] <= k]
-        frames.append(top[["qid", "docid"]])
+        frames.append(top_k(ensure_tie_free(run, tie_policy, seed), k)[["qid", "docid"]])
     pairs = pd.concat(frames, ignore_index=True).drop_duplicates()
     pairs = pairs[pairs.qid.isin(set(human.frame.qid))]
     if pairs.empty:

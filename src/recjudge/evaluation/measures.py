@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import Qrels, Run, resolve_ties
+from ..data.trec import Qrels, Run, ensure_tie_free, is_tie_free
 from ..errors import ConfigError
 
 __all__ = [
@@ -275,8 +275,8 @@ class _Sorted(NamedTuple):
     blen: np.ndarray    # rows in each block
 
 
-def _sort_run(run: Run, jd: _Judgments) -> _Sorted | None:
-    """``run`` grouped and ranked; None when two documents of a query tie in float32 (trec_eval's view)."""
+def _sort_run(run: Run, jd: _Judgments) -> _Sorted:
+    """``run`` (tie-free: :func:`~recjudge.data.trec.ensure_tie_free`) grouped and ranked."""
     f = run.frame
     q = f.qid.to_numpy(dtype=object)
     s = f.score.to_numpy(dtype=np.float64)
@@ -291,9 +291,6 @@ def _sort_run(run: Run, jd: _Judgments) -> _Sorted | None:
         order = np.lexsort((-s, rowcode))
         rowcode, s, d = rowcode[order], s[order], d[order]
         same = rowcode[1:] == rowcode[:-1]
-    s32 = s.astype(np.float32)
-    if not np.all(s32[1:][same] < s32[:-1][same]):
-        return None
     starts = _group_starts(rowcode)
     dcode = _lookup_codes(d, jd.dlookup).astype(np.int32 if jd.ndoc < 2**31 else np.int64)  # half the memory
     return _Sorted(dcode, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
@@ -544,10 +541,13 @@ def _query_index(qrels: Qrels, queries: Sequence[str] | None) -> list[str]:
     return wanted
 
 
-def _resolve(run: Run, why: str) -> Run:
-    warnings.warn(f"run {run.name!r} {why}; ordering its equal scores with the default 'hash' "
-                  "policy (seed 0) — call recjudge.data.trec.resolve_ties to choose", stacklevel=3)
-    return resolve_ties(run, "hash", 0)
+def _tie_free(run: Run) -> Run:
+    if is_tie_free(run):
+        return ensure_tie_free(run)
+    warnings.warn(f"run {run.name!r} has equal scores within a query (compared as float32, as trec_eval "
+                  "does); ordering them with the default 'hash' policy (seed 0) — call "
+                  "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
+    return ensure_tie_free(run, "hash", 0)
 
 
 def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEASURES,
@@ -563,10 +563,10 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
 
     - A query the run does not rank scores 0.0 (trec_eval ``-c``); queries the run ranks but the
       qrels lack are ignored.
-    - Runs must be tie-free (:func:`recjudge.data.trec.resolve_ties`): trec_eval compares scores as
-      float32 and breaks ties by docid descending, ir-measures' Python providers by docid
-      ascending. A run without a tie policy, or whose scores tie in float32, is resolved here
-      with the ``hash`` policy (seed 0) and a warning.
+    - Runs must be tie-free (:func:`recjudge.data.trec.ensure_tie_free`): trec_eval compares scores
+      as float32 and breaks ties by docid descending, ir-measures' Python providers by docid
+      ascending. A run whose scores tie in float32 (whatever its ``tie_policy`` says) is resolved
+      here with the ``hash`` policy (seed 0) and a warning.
     - Negative labels count as judged for ``Judged`` and are otherwise ignored: trec_eval reads
       them as "in the pool but unjudged" (no gain, neither relevant nor non-relevant for Bpref).
     - ``nDCG@k``: gain = label, discount log2(rank + 1), ideal from every label > 0 of the query
@@ -602,13 +602,8 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     tie_free: dict[str, Run] = {}
     ranked: list[_Sorted] = []
     for name in names:
-        run = runs[name]
-        if run.tie_policy is None:
-            run = _resolve(run, "has not been through resolve_ties")
+        run = _tie_free(runs[name])
         sorted_run = _sort_run(run, jd)
-        if sorted_run is None:
-            run = _resolve(run, "has equal scores within a query (compared as float32, as trec_eval does)")
-            sorted_run = _sort_run(run, jd)
         tie_free[name] = run
         ranked.append(sorted_run)
     if fast and names and index:

@@ -1,6 +1,6 @@
 """Meta-evaluation: do two label sets rank recommender systems the same way?
 
-Pipeline: runs are made tie-free once (:func:`recjudge.data.trec.resolve_ties`), a per-user ×
+Pipeline: runs are made tie-free once (:func:`recjudge.data.trec.ensure_tie_free`), a per-user ×
 per-system matrix is computed once per measure and label set (:mod:`recjudge.evaluation.measures`), and
 everything else — system scores, rankings, τ, bootstrap CIs — is aggregated from those matrices.
 
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..data.trec import TIE_POLICIES, Qrels, Run, resolve_ties, tied_user_share
+from ..data.trec import TIE_POLICIES, Qrels, Run, ensure_tie_free, tied_user_share
 from ..errors import ConfigError
 
 __all__ = [
@@ -387,9 +387,7 @@ def prepare_runs(runs: Mapping[str, Run], tie_policy: str = "hash", seed: int = 
     with warnings.catch_warnings():
         if tie_policy == "input":
             warnings.simplefilter("ignore")
-        # a run already through resolve_ties has distinct scores: no policy can reorder it
-        resolved = {name: run if run.tie_policy is not None else resolve_ties(run, tie_policy, seed)
-                    for name, run in runs.items()}
+        resolved = {name: ensure_tie_free(run, tie_policy, seed) for name, run in runs.items()}
     if tie_policy == "input":
         warnings.warn("tie policy 'input': equal scores are ordered by file order; a list written "
                       "relevant-first then wins every tie. Prefer 'hash'.", stacklevel=2)
