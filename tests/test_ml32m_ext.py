@@ -202,3 +202,16 @@ def test_the_judge_shows_half_stars_and_says_so(tmp_path):
                                            rating_scale=p.rating_scale)
     assert "(ratings from 0.5 to 5):" in msg.user
     assert p.provenance()["rating_scale"] == {"low": 0.5, "high": 5.0, "step": 0.5, "name": "half stars"}
+
+
+@pytest.mark.parametrize("method", ["global_time", "user_ratio", "leave_one_out", "timestamp"])
+def test_time_splits_refuse_ratings_without_order(tmp_path, method):
+    from recjudge.data.splits import make_split
+    from recjudge.errors import ConfigError
+
+    folder, facts = release(tmp_path)
+    c = load_collection(folder)
+    with pytest.raises(ConfigError, match="no order"):
+        make_split(c, method)
+    full = make_split(c, "full")  # the Cranfield setting: histories as they are, human qrels as the targets
+    assert len(full.train) == len(facts["profiles"])

@@ -76,6 +76,14 @@ def _keep_warm(part: pd.DataFrame, train: pd.DataFrame) -> tuple[pd.DataFrame, i
     return part[warm].reset_index(drop=True), int(part.loc[~warm, "user"].nunique())
 
 
+def _require_order(collection: Collection, method: str) -> None:
+    """Time-ordered splits need timestamps that order something: ML-32M-ext's profiles carry none."""
+    if collection.info.get("ordered") is False:
+        raise ConfigError(f"collection {collection.name!r} gives its ratings no order (one timestamp for all), "
+                          f"so the {method} split would cut at random; use the full split against its human "
+                          "qrels, or load its ratings with timestamps (ML-32M-ext: explicit-ratings.csv)")
+
+
 def _counts(train, test, valid=None) -> dict:
     out = {"train_interactions": len(train), "test_interactions": len(test),
            "train_users": int(train.user.nunique()), "test_users": int(test.user.nunique())}
@@ -94,6 +102,7 @@ def global_time_split(collection: Collection, *, quantile: float = 0.8, timestam
     """
     if timestamp is None and not 0 < quantile < 1:
         raise ConfigError(f"quantile must be between 0 and 1 (exclusive), got {quantile}")
+    _require_order(collection, "global_time")
     inter = _ordered(collection.interactions)
     cut = int(timestamp) if timestamp is not None else _quantile_cut(inter.timestamp.to_numpy(), quantile)
     before = inter.timestamp.to_numpy() < cut
@@ -156,6 +165,7 @@ def user_ratio_split(collection: Collection, *, ratio: float = 0.8) -> Split:
     """
     if not 0 < ratio < 1:
         raise ConfigError(f"ratio must be between 0 and 1 (exclusive), got {ratio}")
+    _require_order(collection, "user_ratio")
     f, pos, n = _per_user_positions(collection.interactions)
     n_train = np.ceil(ratio * n - 1e-9).astype(np.int64)
     is_train = pos < n_train
@@ -169,6 +179,7 @@ def leave_one_out_split(collection: Collection, *, valid: bool = False) -> Split
 
     Users with too few interactions to give every part one row stay train only.
     """
+    _require_order(collection, "leave_one_out")
     f, pos, n = _per_user_positions(collection.interactions)
     held = 2 if valid else 1
     eligible = n > held
@@ -189,6 +200,7 @@ def timestamp_split(collection: Collection, *, ratios: tuple[float, float, float
     """
     if len(ratios) != 3 or any(r <= 0 for r in ratios):
         raise ConfigError(f"ratios must be three positive numbers, got {ratios}")
+    _require_order(collection, "timestamp")
     total = float(sum(ratios))
     q1, q2 = ratios[0] / total, (ratios[0] + ratios[1]) / total
     inter = _ordered(collection.interactions)
