@@ -127,3 +127,11 @@ def test_a_caller_that_names_no_scale_gets_the_one_to_five_wording():
     t = load_template("criteria")
     assert "(ratings from 1 to 5):" in t.render("P", "C", None).user
     assert "(ratings from 0.5 to 5):" in t.render("P", "C", None, rating_scale=HALF_STARS).user
+
+
+def test_an_observed_range_checks_bounds_only():
+    observed = RatingScale.fitting([1.0, 10.0, 6.25])
+    assert (observed.low, observed.high, observed.step) == (1.0, 10.0, 0.0)
+    observed.check([1.0, 3.3, 10.0], "x")
+    with pytest.raises(InputError, match="rating 11 is not on the 1–10"):
+        observed.check([11.0], "x")

@@ -85,7 +85,8 @@ def __getattr__(name: str):
 class RatingScale:
     """The scale of a collection's ratings, as the judge's prompt states it (``ratings from 1 to 5``).
 
-    ``step`` is the finest difference between two ratings (1 for stars, 0.5 for half stars).
+    ``step`` is the finest difference between two ratings (1 for stars, 0.5 for half stars; 0 for
+    an observed range, which has none).
     """
 
     low: float
@@ -107,7 +108,9 @@ class RatingScale:
     def check(self, ratings, source: str) -> None:
         """An InputError naming ``source`` when a rating lies outside the scale or off its steps."""
         values = np.asarray(ratings, dtype=np.float64)
-        off = (values < self.low) | (values > self.high) | (np.abs(values / self.step - np.round(values / self.step)) > 1e-9)
+        off = (values < self.low) | (values > self.high)
+        if self.step > 0:  # an observed range (step 0) has no steps
+            off |= np.abs(values / self.step - np.round(values / self.step)) > 1e-9
         if off.any():
             raise InputError(source, f"rating {values[np.flatnonzero(off)[0]]:g} is not on the {self.describe()} "
                                      f"scale this collection declares",
