@@ -98,6 +98,36 @@ class AgreementResult:
             "settings": dict(self.settings),
         }
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per pairwise variant (all, binary, relevant vs not, each label distance)."""
+        variants = {"all": self.pairwise, "binary": self.pairwise_binary,
+                    "relevant_vs_not": self.pairwise_relevant_vs_not,
+                    **{f"distance {d}": p for d, p in self.pairwise_by_distance.items()}}
+        rows = [{"candidate": self.candidate, "pairs": name, **p.to_json()} for name, p in variants.items()]
+        return pd.DataFrame(rows)
+
+    def summary_row(self) -> dict[str, object]:
+        """The row ``recjudge agreement`` prints for this candidate."""
+        pw, rv = self.pairwise, self.pairwise_relevant_vs_not
+        return {
+            "candidate": self.candidate,
+            "pairs": self.n_pairs,
+            "missing": self.n_missing,
+            "kappa": f"{self.cohen_kappa:.4f}",
+            "kappa_lin": f"{self.cohen_kappa_linear:.4f}",
+            "alpha_ord": f"{self.krippendorff_alpha_ordinal:.4f}",
+            "alpha_int": f"{self.krippendorff_alpha_interval:.4f}",
+            "agree": f"{pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]",
+            "tie": f"{pw.tie:.3f}",
+            "disagree": f"{pw.disagree:.3f}",
+            "binary agree": f"{self.pairwise_binary.agree:.3f}",
+            # the paper's Table 3: reference 0 vs ≥ 1, candidate labels raw
+            "rel>non agree/tie": f"{rv.agree:.3f}/{rv.tie:.3f}",
+        }
+
+    def format(self) -> str:
+        return pd.DataFrame([self.summary_row()]).to_string(index=False)
+
 
 def parse_clip(text: str | None) -> tuple[int, int] | None:
     """Parse ``LO..HI`` (e.g. ``0..3``): whole numbers within the label range, LO ≤ HI."""
@@ -159,7 +189,7 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, weights: str | None = None) -> flo
         idx = np.arange(k)
         w = np.abs(idx[:, None] - idx[None, :]).astype(float)
     else:
-        raise ValueError(f"weights must be None or 'linear', not {weights!r}")
+        raise ConfigError(f"weights must be None or 'linear', not {weights!r}")
     denom = (w * expected).sum()
     if denom == 0:
         return 1.0 if (w * observed).sum() == 0 else math.nan
@@ -190,7 +220,7 @@ def krippendorff_alpha(a: np.ndarray, b: np.ndarray, level: str = "ordinal") -> 
         between = cum[hi] - np.where(lo > 0, cum[lo - 1], 0.0)
         d2 = (between - (n_c[:, None] + n_c[None, :]) / 2.0) ** 2
     else:
-        raise ValueError(f"level must be 'ordinal' or 'interval', not {level!r}")
+        raise ConfigError(f"level must be 'ordinal' or 'interval', not {level!r}")
     d_e = (np.outer(n_c, n_c) * d2).sum()
     if d_e == 0:
         return math.nan

@@ -23,13 +23,15 @@ from ..data.trec import Qrels, read_run, resolve_ties, write_qrels
 from ..errors import ConfigError
 from ..urls import public_url
 
-__all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS"]
+__all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS", "DEMO_JUDGES"]
 
 # 1 star = not interested (0) … 5 stars = extremely interested (4): the interest scale's first levels
 HISTORICAL_MAPPING = {1.0: 0, 2.0: 1, 3.0: 2, 4.0: 3, 5.0: 4}
 REDUCED_SYSTEMS = ("Pop", "Random", "EASE", "ItemKNN")
 PROFILE_SIZES = (5, 10, 25, 50, 100)
 MAX_SEED = 2**63 - 1  # what numpy's Generator and the tie hash take
+# auto: the LLM when OPENAI_API_KEY or a base URL is set, else the offline overlap judge
+DEMO_JUDGES = ("auto", "overlap", "popularity", "openai")
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,8 @@ class DemoSettings:
                          max_users=s.max_users or 200, bootstrap=min(s.bootstrap, 200))
         if s.judge == "auto":
             s = _replace(s, judge="openai" if (s.base_url or os.environ.get("OPENAI_API_KEY")) else "overlap")
-        if s.judge not in ("openai", "overlap", "popularity"):
-            raise ConfigError(f"--judge must be auto, openai, overlap or popularity, not {s.judge!r}")
+        if s.judge not in DEMO_JUDGES[1:]:
+            raise ConfigError(f"--judge must be one of {', '.join(DEMO_JUDGES)}, not {s.judge!r}")
         _check_int("--seed", s.seed, 0, MAX_SEED)
         _check_int("--bootstrap", s.bootstrap, 0)
         for option, value in (("--depth", s.depth), ("--per-user", s.per_user), ("--profile-size", s.profile_size),
@@ -132,6 +134,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     from ..evaluation.calibration import calibrate, fill_gaps, scenarios, write_filled
     from ..evaluation.metaeval import compare
     from ..judge import JudgeConfig, judge_pairs, parse_fields, select_pairs
+    from ..report.evaluation import slug
     from ..systems import resolve_systems, train_systems
 
     s = (settings or DemoSettings()).resolved()
@@ -153,7 +156,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     if s.max_users:
         collection = collection.sample_users(s.max_users, s.seed)
     runs_dir = Path(s.runs_dir) if s.runs_dir else Path("runs") / collection.name
-    judge_name = s.judge if s.judge != "openai" else f"llm-{_slug(s.model)}"
+    judge_name = s.judge if s.judge != "openai" else f"llm-{slug(s.model, keep='.')}"
     _check_output_files(out, runs_dir, qrels_dir, collection.name, judge_name, systems)
     out.mkdir(parents=True, exist_ok=True)
     split = make_split(collection, "global_time", quantile=0.8)
@@ -235,12 +238,6 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     write_json(out / "summary.json", {"summary": summary, "settings": _settings_json(s)})
     say(f"finished in {total:.0f} s. Report: {report}")
     return DemoResult(report, {n: runs_dir / f"{n}.run" for n in runs}, paths, summary)
-
-
-def _slug(text: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
 
 
 def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: str, judge_name: str,

@@ -24,8 +24,9 @@ __all__ = ["write_compare_report", "write_evaluation_report", "write_report", "r
            "ci_label"]
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "x"
+def slug(text: str, keep: str = "") -> str:
+    """Lower-case ``text`` with every run of other characters (bar those in ``keep``) as one ``-``."""
+    return re.sub(f"[^A-Za-z0-9{re.escape(keep)}]+", "-", text).strip("-").lower() or "x"
 
 
 def unique_slugs(names: Iterable[str]) -> dict[str, str]:

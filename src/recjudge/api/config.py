@@ -1,0 +1,283 @@
+"""One validated, frozen config per command: names, types, defaults and help, and the CLI built from them.
+
+A field's ``opt(...)`` metadata is the single declaration of its command-line flag, help text and
+check; ``add_arguments`` builds the parser from it and ``from_args`` / ``from_mapping`` build the
+config (``from_mapping`` refuses unknown keys, so a TOML typo is an error, never a silent default).
+Checks reuse the CLI's range-checked types, so Python, TOML and the command line refuse the same
+values with the same words.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from ..cli import _args
+from ..data.trec import TIE_POLICIES
+from ..errors import ConfigError
+from ..evaluation.measures import DEFAULT_MEASURES
+
+__all__ = ["opt", "CommandConfig", "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig",
+           "AblateConfig", "TrainConfig", "DEFAULT_MEASURE_STRING", "MAX_THREADS", "MAX_EPOCHS"]
+
+DEFAULT_MEASURE_STRING = ",".join(DEFAULT_MEASURES)
+# beyond these a typo, not a plan: torch would spawn the threads, training would never end
+MAX_THREADS = 1024
+MAX_EPOCHS = 100_000
+
+
+def opt(default: Any = dataclasses.MISSING, help: str | None = None, *, check: Callable | None = None,
+        choices: Sequence[str] | Callable[[], Sequence[str]] | None = None, cli: bool = True, **argparse_options) -> Any:
+    """A config field and its command-line flag (``--name-with-dashes`` unless ``flag=``)."""
+    meta = {"help": help, "check": check, "choices": choices if callable(choices) or not choices else tuple(choices),
+            "cli": cli,
+            "argparse": argparse_options}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("give sequence defaults as tuples: configs are frozen")
+    return field(default=default, metadata=meta)
+
+
+def _choices(f: dataclasses.Field) -> tuple[str, ...] | None:
+    """A field's choices; a callable is a registry read when needed (e.g. the grids)."""
+    choices = f.metadata.get("choices")
+    return tuple(choices()) if callable(choices) else choices
+
+
+def _flag(f: dataclasses.Field) -> str:
+    return f.metadata.get("argparse", {}).get("flag") or "--" + f.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class CommandConfig:
+    """Base of every command's config: validation on construction, the CLI from the fields."""
+
+    command: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list):  # frozen means frozen: a list given in Python becomes a tuple
+                value = tuple(value)
+                object.__setattr__(self, f.name, value)
+            if value is None or isinstance(value, tuple) and not value:
+                continue
+            meta = f.metadata
+            flag = _flag(f)
+            choices = _choices(f)
+            if choices and value not in choices:
+                raise ConfigError(f"{flag} must be one of {', '.join(choices)}, not {value!r}")
+            check = meta.get("check")
+            if check is not None:
+                for item in (value if isinstance(value, tuple) else (value,)):
+                    if isinstance(item, bool) and check is not bool:
+                        raise ConfigError(f"{flag} takes {check.__name__}, not {item!r}")
+                    try:
+                        check(str(item))
+                    except argparse.ArgumentTypeError as exc:
+                        raise ConfigError(f"{flag}: {exc}") from None
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], source: str = "<config>") -> CommandConfig:
+        """Build from a mapping (e.g. TOML); unknown keys are refused with the list of known ones."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown option(s) {', '.join(unknown)} for {cls.command or cls.__name__}; "
+                              f"known: {', '.join(sorted(known))}")
+        try:
+            return cls(**data)
+        except TypeError as exc:  # a required option missing
+            raise ConfigError(f"{source}: {exc}") from None
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """Add one flag per field, with the field's default, type, choices and help."""
+        for f in fields(cls):
+            meta = f.metadata
+            if not meta.get("cli", True):
+                continue
+            kwargs = {k: v for k, v in meta.get("argparse", {}).items() if k not in ("flag", "positional")}
+            if meta.get("help") is not None:
+                kwargs["help"] = meta["help"]
+            if _choices(f):
+                kwargs["choices"] = _choices(f)
+            if meta.get("check") is not None and kwargs.get("action") is None:
+                kwargs["type"] = meta["check"]
+            required = f.default is dataclasses.MISSING
+            if meta.get("argparse", {}).get("positional"):
+                parser.add_argument(f.name, **kwargs)
+                continue
+            if required:
+                kwargs["required"] = True
+            elif kwargs.get("action") != "store_true":
+                kwargs["default"] = f.default
+            parser.add_argument(_flag(f), dest=f.name, **kwargs)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CommandConfig:
+        values = {f.name: getattr(args, f.name) for f in fields(cls) if f.metadata.get("cli", True)}
+        return cls(**values)
+
+    def replace(self, **changes) -> CommandConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def _options(config_cls: type[CommandConfig], config: CommandConfig | None, options: Mapping[str, Any]):
+    """The config a verb runs with: ``config`` as given, or built (and checked) from keyword options."""
+    if config is not None and options:
+        return config.replace(**options)
+    if config is not None:
+        if not isinstance(config, config_cls):
+            raise ConfigError(f"expected a {config_cls.__name__}, not {type(config).__name__}")
+        return config
+    return config_cls.from_mapping(options, source=f"recjudge.{config_cls.command}()")
+
+
+PathOrObject = Any  # a path (checked when read) or the object read from it (Run mapping, Qrels)
+_TIE_HELP = "order of equal scores before any measure runs (default: hash of seed+user+item)"
+
+
+@dataclass(frozen=True)
+class CompareConfig(CommandConfig):
+    command: ClassVar[str] = "compare"
+    runs: PathOrObject = opt(help="run files or folders", nargs="+", metavar="DIR_OR_FILE")
+    reference: PathOrObject = opt(help="reference labels (e.g. human)", metavar="QRELS")
+    candidate: PathOrObject = opt(help="candidate labels (e.g. LLM); repeat for several", action="append",
+                                  metavar="QRELS")
+    measures: str = opt(DEFAULT_MEASURE_STRING, f"ir-measures strings (default: {DEFAULT_MEASURE_STRING})")
+    queries: str = opt("own", "own: each label set over the users it judges; shared: only users judged by both",
+                       choices=("own", "shared"))
+    tie_policy: str = opt("hash", _TIE_HELP, choices=TIE_POLICIES)
+    seed: int = opt(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)",
+                    check=_args.seed)
+    bootstrap: int = opt(1000, "bootstrap resamples of users for τ CIs (BCa; 0: no CI)", check=_args.count)
+    bootstrap_seed: int | None = opt(None, "seed for the bootstrap alone (default: --seed); varies the CIs, "
+                                     "never the rankings", check=_args.seed)
+    json: str | None = opt(None, "write the result as JSON", metavar="PATH")
+    report: str | None = opt(None, "write report.md with plots into DIR", metavar="DIR")
+
+
+@dataclass(frozen=True)
+class AgreementConfig(CommandConfig):
+    command: ClassVar[str] = "agreement"
+    reference: PathOrObject = opt(metavar="QRELS")
+    candidate: PathOrObject = opt(nargs="+", metavar="QRELS")
+    missing: str = opt("zero", "a pair the candidate lacks: label 0 (zero) or left out (drop)",
+                       choices=("zero", "drop"))
+    clip: str | None = opt(None, "clip candidate labels, e.g. 0..3", metavar="LO..HI")
+    bootstrap: int = opt(1000, "bootstrap resamples of users (0: no CI)", check=_args.count)
+    seed: int = opt(0, "seed for the bootstrap", check=_args.seed)
+    json: str | None = opt(None, metavar="PATH")
+
+
+@dataclass(frozen=True)
+class EvaluateConfig(CommandConfig):
+    command: ClassVar[str] = "evaluate"
+    runs: PathOrObject = opt(nargs="+", metavar="DIR_OR_FILE")
+    qrels: PathOrObject = opt(metavar="QRELS")
+    measures: str = opt(DEFAULT_MEASURE_STRING)
+    tie_policy: str = opt("hash", _TIE_HELP, choices=TIE_POLICIES)
+    seed: int = opt(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)",
+                    check=_args.seed)
+    json: str | None = opt(None, metavar="PATH")
+    report: str | None = opt(None, metavar="DIR")
+
+
+@dataclass(frozen=True)
+class FillConfig(CommandConfig):
+    command: ClassVar[str] = "fill"
+    human: PathOrObject = opt(help="human (reference) qrels", metavar="QRELS")
+    llm: PathOrObject = opt(help="LLM qrels covering the pool", metavar="QRELS")
+    runs: PathOrObject = opt(nargs="+", metavar="DIR_OR_FILE")
+    out: str | None = opt(help="mixed qrels to write (+ .sources.tsv)", metavar="QRELS")
+    k: int = opt(100, "fill the top-k of every run (default 100)", check=_args.positive)
+    min_overlap: int = opt(30, "flag LLM grades with fewer shared pairs", check=_args.count)
+    tie_policy: str = opt("hash", choices=TIE_POLICIES)
+    seed: int = opt(0, check=_args.seed)
+    validate: float | None = opt(None, "also hide a seeded fraction F (0 < F < 1) of human labels, fill them "
+                                 "and check against them", metavar="F",
+                                 check=_args.float_range(0, 1, lo_open=True, hi_open=True, what="a fraction"))
+    json: str | None = opt(None, metavar="PATH")
+
+
+@dataclass(frozen=True)
+class AblateConfig(CommandConfig):
+    command: ClassVar[str] = "ablate"
+    experiment: PathOrObject = opt(metavar="EXPERIMENT.toml", positional=True)
+    dry_run: bool = opt(False, "count calls and estimated input tokens per variant; call nothing",
+                        action="store_true")
+
+
+def _grids() -> list[str]:
+    from ..systems import GRIDS
+
+    return sorted(GRIDS)
+
+
+def _splits() -> list[str]:
+    from ..data.splits import SPLITS
+
+    return sorted(SPLITS)
+
+
+@dataclass(frozen=True)
+class TrainConfig(CommandConfig):
+    command: ClassVar[str] = "train"
+    collection: PathOrObject = opt("ml-100k", "registered name or path (default: ml-100k)")
+    collection_config: str | None = opt(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
+                                        "database-movies.csv", metavar="TOML")
+    grid: str = opt("quick", "system grid (default: quick)", choices=_grids)
+    systems: str | None = opt(None, "comma-separated system names (overrides --grid)")
+    out: str | None = opt(None, "output folder for runs (default: runs/<collection>)")
+    k: int = opt(100, "list length per user (default: 100)", check=_args.positive)
+    device: str = opt("cpu", "cpu, cuda or cuda:N (default: cpu)")
+    split: str = opt("global_time", "split method (default: global_time)", choices=_splits)
+    quantile: float | None = opt(None, "global_time: cut at this quantile of timestamps, in (0, 1) (default 0.8)",
+                                 check=_args.float_range(0, 1, True, True, "a quantile"))
+    cut: int | None = opt(None, "global_time: cut at this exact timestamp",
+                          check=_args.int_range(-_args.MAX_SEED - 1, _args.MAX_SEED, "a timestamp"))
+    ratio: float | None = opt(None, "user_ratio: share of each user's history for training, in (0, 1) "
+                              "(default 0.8)", check=_args.float_range(0, 1, True, True, "a ratio"))
+    tie_policy: str = opt("hash", "order of equal scores (default: hash)", choices=TIE_POLICIES)
+    tie_seed: int = opt(0, "seed of the hash tie policy (default: 0)", check=_args.seed)
+    epochs: int | None = opt(None, "override every neural system's epochs (quick checks)",
+                             check=_args.int_range(1, MAX_EPOCHS, "a number of epochs"))
+    threads: int = opt(1, "torch threads while training (default: 1; more rarely helps on small data)",
+                       check=_args.int_range(1, MAX_THREADS, "a thread count"))
+    force: bool = opt(False, "retrain systems found in the cache", action="store_true")
+    evaluate: bool = opt(False, "also record RecBole's own test NDCG@10/Recall@10", action="store_true")
+    keep_checkpoints: bool = opt(False, "keep RecBole's data and checkpoints in <out>/.work", action="store_true")
+    json: bool = opt(False, "print results as JSON instead of a table", action="store_true")
+
+    # CLI flag → the split function's keyword; which split takes which keyword is the split's own
+    # signature (make_split), not a second table here
+    SPLIT_FLAGS: ClassVar[Mapping[str, str]] = {"quantile": "quantile", "cut": "timestamp", "ratio": "ratio"}
+
+    def split_options(self) -> dict:
+        """The options given for the split; one the split method does not take is refused by flag."""
+        import inspect
+
+        from ..data.splits import SPLITS
+
+        fn = SPLITS[self.split]  # a known method: checked on construction
+        accepted = {p for p, v in inspect.signature(fn).parameters.items() if v.kind is inspect.Parameter.KEYWORD_ONLY}
+        opts = {}
+        for flag, key in self.SPLIT_FLAGS.items():
+            value = getattr(self, flag)
+            if value is None:
+                continue
+            if key not in accepted:
+                raise ConfigError(f"--{flag} does not apply to --split {self.split}")
+            opts[key] = value
+        return opts
+
+    def system_names(self) -> list[str] | None:
+        if self.systems is None:
+            return None
+        names = [s.strip() for s in self.systems.split(",") if s.strip()]
+        if not names:
+            raise ConfigError("--systems names no system; give comma-separated names or leave it out for --grid")
+        return names

@@ -1,0 +1,291 @@
+"""One interface for every verb's result: ``to_json()``, ``to_frame()`` and ``format()``.
+
+Thin adapters over the library's records (metaeval's EvaluationResult and CompareResult, the judge's
+JudgeResult, ties' TieAudit, training's TrainResult list, ablate's rows, fill's parts); each keeps
+the record it wraps as ``.result`` (or its parts as fields), so nothing is lost. The text of
+``format()`` is what the matching command prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["Result", "EvaluateReport", "CompareReport", "AgreementReport", "FillReport", "JudgeReport",
+           "TrainReport", "TiesReport", "AblateReport"]
+
+
+class Result:
+    """What every verb returns."""
+
+    def to_json(self) -> dict | list:
+        raise NotImplementedError
+
+    def to_frame(self) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def format(self) -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+@dataclass(frozen=True, eq=False)
+class EvaluateReport(Result):
+    result: Any  # metaeval.EvaluationResult
+    source: str  # where the qrels came from (path, or their name)
+    report: Path | None = None  # report.md, when one was written
+
+    @property
+    def table(self):
+        return self.result.table
+
+    def to_json(self) -> dict:
+        return self.result.to_json()
+
+    def to_frame(self) -> pd.DataFrame:
+        """Systems × measures, best first under the first measure, with that measure's rank."""
+        scores = self.table.scores_frame()
+        first = scores.columns[0]
+        ranked = scores.sort_values(first, ascending=False)
+        ranked.insert(0, "rank", self.table.ranks(first).reindex(ranked.index))
+        return ranked
+
+    def format(self) -> str:
+        s = self.result.settings
+        frame = self.to_frame()
+        return (f"{len(frame)} systems under {self.source}; ranked by {frame.columns[1]}; "
+                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string())
+
+
+@dataclass(frozen=True, eq=False)
+class CompareReport(Result):
+    result: Any  # metaeval.CompareResult
+    report: Path | None = None  # report.md, when one was written
+
+    @property
+    def agreement(self):
+        return self.result.agreement
+
+    def to_json(self) -> dict:
+        return self.result.to_json()
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per candidate × measure: τ-b with its CI, weighted τ, τ_AP, rank displacement."""
+        rows = []
+        for cand, by_measure in self.result.agreement.items():
+            for m, ra in by_measure.items():
+                rows.append({"candidate": cand, "measure": m, "tau_b": ra.kendall_tau, "p": ra.kendall_tau_p,
+                             "ci_low": ra.kendall_tau_ci[0], "ci_high": ra.kendall_tau_ci[1],
+                             "weighted_tau": ra.weighted_tau, "tau_ap": ra.tau_ap,
+                             "median_abs_rank_displacement": ra.median_abs_rank_displacement,
+                             "max_abs_rank_displacement": ra.max_abs_rank_displacement})
+        return pd.DataFrame(rows)
+
+    def format(self) -> str:
+        result = self.result
+        s = result.settings
+        seeds = f"seed {s['seed']}"
+        if s.get("bootstrap_seed", s["seed"]) != s["seed"]:
+            seeds += f"; bootstrap seed {s['bootstrap_seed']}"
+        lines = [f"{len(result.reference.scores_frame())} systems; reference {s['reference']}; "
+                 f"users: {s['queries']}; tie policy: {s['tie_policy']} ({seeds})"]
+        ci_header = f"95% CI ({s.get('ci_method', 'percentile')})"
+        for cand, by_measure in result.agreement.items():
+            rows = []
+            for m, ra in by_measure.items():
+                rows.append({
+                    "measure": m,
+                    "tau_b": f"{ra.kendall_tau:.3f}",
+                    "p": f"{ra.kendall_tau_p:.2g}",
+                    ci_header: f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                    "weighted_tau": f"{ra.weighted_tau:.3f}",
+                    "tau_ap": f"{ra.tau_ap:.3f}",
+                    "med|Δrank|": f"{ra.median_abs_rank_displacement:g}",
+                    "max|Δrank|": f"{ra.max_abs_rank_displacement:g}",
+                })
+            lines += ["", f"candidate: {cand}", pd.DataFrame(rows).to_string(index=False)]
+        scores = result.reference.scores_frame()
+        lines += ["", "system scores under the reference:", scores.round(4).to_string()]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, eq=False)
+class AgreementReport(Result):
+    """Item-level agreement of each candidate with one reference (``results``: name → AgreementResult)."""
+
+    reference: str
+    results: Mapping[str, Any]
+    sources: Mapping[str, str]
+    settings: Mapping[str, Any]
+
+    def __getitem__(self, candidate: str):
+        return self.results[candidate]
+
+    def to_json(self) -> dict:
+        out = {}
+        for name, res in self.results.items():
+            entry = res.to_json()
+            entry["path"] = self.sources.get(name)
+            entry["settings"]["reference_path"] = self.settings.get("reference_path")
+            out[name] = entry
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.concat([res.to_frame() for res in self.results.values()], ignore_index=True)
+
+    def format(self) -> str:
+        s = self.settings
+        rows = [res.summary_row() for res in self.results.values()]
+        return (f"reference: {self.reference} ({s.get('reference_path')}; missing={s['missing']}, "
+                f"clip={s['clip'] or 'none'})\n" + pd.DataFrame(rows).to_string(index=False))
+
+
+@dataclass(frozen=True, eq=False)
+class FillReport(Result):
+    calibration: Any      # calibration.Calibration
+    filled: Any           # calibration.FillResult
+    scenarios: Any        # calibration.ScenarioReport
+    validation: Any       # calibration.ValidationReport | None
+    settings: Mapping[str, Any]
+    paths: Mapping[str, Path] = field(default_factory=dict)  # qrels and sources, once written
+
+    @property
+    def qrels(self):
+        return self.filled.qrels
+
+    def to_json(self) -> dict:
+        f = self.filled
+        out = {"calibration": self.calibration.to_json(),
+               "filled": {"path": _str(self.paths.get("qrels")), "sources": _str(self.paths.get("sources")),
+                          "n_human": f.n_human, "n_filled": f.n_filled, "n_unfilled": f.n_unfilled},
+               "scenarios": self.scenarios.to_json(), "settings": dict(self.settings)}
+        if self.validation is not None:
+            out["validation"] = self.validation.to_json()
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """The mixed qrels with each label's source (human or llm-calibrated) and LLM grade."""
+        return self.filled.sources
+
+    def format(self) -> str:
+        k, f, rep, val = self.settings["k"], self.filled, self.scenarios, self.validation
+        written = f" → {self.paths['qrels']} (sources: {self.paths['sources']})" if self.paths else ""
+        lines = ["calibration (LLM grade → human scale):", self.calibration.to_frame().to_string(),
+                 f"\n{f.n_human} human labels + {f.n_filled} calibrated LLM labels "
+                 f"({f.n_unfilled} top-{k} items left unjudged by both){written}",
+                 f"\naverage Judged@{k} over systems:", rep.judged.round(4).to_string()]
+        for m, tau in rep.tau.items():
+            lines += [f"\nKendall τ-b between scenario rankings on {m}:", tau.round(3).to_string()]
+        lines += [f"\nwarning: {w}" for w in rep.warnings]
+        if val is not None:
+            lines.append(f"\nvalidation: hid {val.n_hidden} human labels ({self.settings['validate']:.0%}), "
+                         f"LLM covered {val.n_hidden_filled}")
+            if val.agreement:
+                a = val.agreement
+                lines.append(f"  filled vs hidden human: κ {a['cohen_kappa']:.3f}, "
+                             f"α ordinal {a['krippendorff_alpha_ordinal']:.3f}, "
+                             f"pairwise agree {a['pairwise']['agree']:.3f}")
+            lines += [f"  τ vs all human labels on {m}: without fill {val.tau_without_fill[m]:.3f}, "
+                      f"with fill {val.tau_with_fill[m]:.3f}" for m in val.tau_with_fill]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, eq=False)
+class JudgeReport(Result):
+    result: Any  # judge.JudgeResult
+
+    def qrels(self):
+        """Integer labels of the judged pairs (failed pairs absent), or None when none was judged."""
+        return self.result.qrels()
+
+    def write(self, qrels_path, **paths):
+        return self.result.write(qrels_path, **paths)
+
+    def to_json(self) -> dict:
+        return {"summary": self.result.summary.as_dict(), "provenance": dict(self.result.provenance)}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per judged pair: label (None when it failed), status, reason, cache hit."""
+        return pd.DataFrame([{"qid": j.qid, "docid": j.docid, "label": j.label, "status": j.status,
+                              "reason": j.reason, "from_cache": j.from_cache} for j in self.result.judgments],
+                            columns=["qid", "docid", "label", "status", "reason", "from_cache"])
+
+    def format(self) -> str:
+        return self.result.summary.format()
+
+
+@dataclass(frozen=True, eq=False)
+class TrainReport(Result):
+    results: Sequence[Any]  # systems.TrainResult, one per system
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    def runs(self) -> dict:
+        """The trained systems' runs, read back from disk: system name → Run."""
+        from ..data.trec import read_run
+
+        return {r.system: read_run(r.run_path, r.system) for r in self.results if r.ok}
+
+    def to_json(self) -> list:
+        return [{**r.__dict__, "run_path": str(r.run_path) if r.run_path else None} for r in self.results]
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.to_json())
+
+    def format(self) -> str:
+        from ..systems import results_table
+
+        return results_table(list(self.results))
+
+
+@dataclass(frozen=True, eq=False)
+class TiesReport(Result):
+    result: Any  # ties.TieAudit
+
+    def to_json(self) -> dict:
+        return self.result.as_dict()
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per run: its prevalence and measure figures as flat columns."""
+        return pd.json_normalize([{"run": name, **entry} for name, entry in self.to_json()["runs"].items()])
+
+    def format(self) -> str:
+        return self.result.format()
+
+
+@dataclass(frozen=True, eq=False)
+class AblateReport(Result):
+    experiment: Any             # ablate.Experiment
+    rows: Sequence[Any]         # ablate.VariantRow
+    dry_run: bool = False
+    paths: Mapping[str, Path] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"rows": self.to_frame().to_dict(orient="records"), "dry_run": self.dry_run,
+                "paths": {k: str(v) for k, v in self.paths.items()}}
+
+    def to_frame(self) -> pd.DataFrame:
+        from ..experiments.ablate import rows_frame
+
+        return rows_frame(self.rows)
+
+    def format(self) -> str:
+        from ..experiments.ablate import format_rows
+
+        table = format_rows(self.rows)
+        if self.dry_run:
+            table = table[["variant", "K", "judged", "calls", "est. tokens"]].rename(columns={"judged": "pairs"})
+            return "dry run: nothing was called\n" + table.to_string(index=False)
+        return table.to_string(index=False)
+
+
+def _str(path) -> str | None:
+    return None if path is None else str(path)

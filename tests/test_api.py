@@ -1,0 +1,140 @@
+"""The Python API: lazy verbs, one result interface, configs that refuse what the CLI refuses, the README walk."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import recjudge as rj
+from recjudge.cli import main
+from recjudge.data.trec import read_qrels, read_runs
+from recjudge.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / "runs" / "example"
+HUMAN = REPO / "qrels" / "example-human.qrels"
+LLM = REPO / "qrels" / "example-llm.qrels"
+VERBS = ("load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
+         "audit_ties")
+HEAVY = ("torch", "recbole", "matplotlib", "openai", "scipy.stats")
+
+
+def test_import_and_help_stay_light_in_a_fresh_interpreter():
+    code = ("import sys, recjudge\n"
+            "verbs = [getattr(recjudge, v) for v in %r]\n"
+            "from recjudge.cli import build_parser\n"
+            "build_parser().format_help()\n"
+            "print([m for m in %r if m in sys.modules])\n") % (VERBS, HEAVY)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_all_lists_every_verb_and_each_resolves():
+    assert set(VERBS) <= set(rj.__all__)
+    assert len(rj.__all__) == len(set(rj.__all__))
+    for verb in VERBS:
+        assert callable(getattr(rj, verb)), verb
+    with pytest.raises(AttributeError):
+        rj.no_such_verb  # noqa: B018
+
+
+def test_configs_are_frozen_and_refuse_unknown_keys_and_bad_values():
+    cfg = rj.CompareConfig(runs=[str(RUNS)], reference=str(HUMAN), candidate=[str(LLM)])
+    assert cfg.bootstrap == 1000 and cfg.runs == (str(RUNS),)  # list given, tuple kept
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.seed = 3
+    with pytest.raises(ConfigError, match="unknown option.*bootstraps"):
+        rj.compare(runs=RUNS, reference=HUMAN, candidate=LLM, bootstraps=10)
+    with pytest.raises(ConfigError, match="--bootstrap"):
+        rj.CompareConfig(runs=[], reference="h", candidate=["c"], bootstrap=-1)
+    with pytest.raises(ConfigError, match="--seed"):
+        rj.EvaluateConfig(runs=[], qrels="q", seed=True)  # a bool is not a seed
+    with pytest.raises(ConfigError, match="--tie-policy"):
+        rj.EvaluateConfig(runs=[], qrels="q", tie_policy="random-ish")
+    with pytest.raises(ConfigError, match="--validate"):
+        rj.FillConfig(human="h", llm="l", runs=[], out="o", validate=1.0)
+
+
+def test_train_split_options_follow_the_split_functions_signature():
+    assert rj.TrainConfig(cut=6).split_options() == {"timestamp": 6}
+    assert rj.TrainConfig(split="user_ratio", ratio=0.5).split_options() == {"ratio": 0.5}
+    with pytest.raises(ConfigError, match="--cut does not apply to --split user_ratio"):
+        rj.TrainConfig(split="user_ratio", cut=6).split_options()
+
+
+def test_verbs_equal_the_commands_json(tmp_path):
+    # the CLI is a thin layer: each verb's to_json() is what the command writes with --json
+    assert main(["compare", "--runs", str(RUNS), "--reference", str(HUMAN), "--candidate", str(LLM),
+                 "--bootstrap", "50", "--json", str(tmp_path / "c.json")]) == 0
+    res = rj.compare(runs=str(RUNS), reference=str(HUMAN), candidate=str(LLM), bootstrap=50,
+                     json=str(tmp_path / "c2.json"))
+    assert (tmp_path / "c.json").read_text() == (tmp_path / "c2.json").read_text()
+    assert json.loads((tmp_path / "c.json").read_text())["measures"]["nDCG@100"]["kendall_tau"] == \
+        res.agreement["example-llm"]["nDCG@100"].kendall_tau
+    assert main(["agreement", "--reference", str(HUMAN), "--candidate", str(LLM), "--bootstrap", "50",
+                 "--json", str(tmp_path / "a.json")]) == 0
+    ag = rj.agreement(reference=str(HUMAN), candidate=[str(LLM)], bootstrap=50, json=str(tmp_path / "a2.json"))
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "a2.json").read_text()
+    assert json.loads((tmp_path / "a.json").read_text())["example-llm"]["cohen_kappa"] == \
+        ag["example-llm"].cohen_kappa
+
+
+def test_one_result_interface_on_in_memory_inputs(tmp_path):
+    runs, human, llm = read_runs([RUNS]), read_qrels(HUMAN), read_qrels(LLM)
+    from recjudge.evaluation.metaeval import compare as reference_compare
+
+    direct = reference_compare(runs, human, {llm.name: llm}, bootstrap=0)
+    results = {
+        "evaluate": rj.evaluate(runs=runs, qrels=human),
+        "compare": rj.compare(runs=runs, reference=human, candidate=llm, bootstrap=0),
+        "agreement": rj.agreement(reference=human, candidate=llm, bootstrap=0),
+        "fill": rj.fill(human=human, llm=llm, runs=runs, out=str(tmp_path / "f.qrels")),
+        "ties": rj.audit_ties(runs, human, measures="nDCG@10", seeds=3, permutations=2),
+    }
+    for name, r in results.items():
+        assert isinstance(r.to_json(), (dict, list)), name
+        assert len(r.to_frame()) > 0, name
+        assert r.format().strip(), name
+    # the same numbers as the library function the verb wraps
+    frame = results["compare"].to_frame().set_index("measure")
+    for m, ra in direct.agreement[llm.name].items():
+        assert frame.loc[m, "tau_b"] == pytest.approx(ra.kendall_tau, nan_ok=True)
+    assert results["evaluate"].to_frame()["rank"].min() == 1
+    assert (tmp_path / "f.qrels").is_file() and (tmp_path / "f.qrels.sources.tsv").is_file()
+
+
+def test_agreement_verb_on_the_papers_hand_case():
+    human = read_qrels("u 0 a 0\nu 0 b 0\nu 0 c 3\nu 0 d 6\n", name="human")
+    llm = read_qrels("u 0 a 5\nu 0 b 4\nu 0 c 6\nu 0 d 6\n", name="llm")
+    res = rj.agreement(reference=human, candidate=llm, bootstrap=0)
+    frame = res.to_frame().set_index("pairs")
+    assert frame.loc["relevant_vs_not", "agree"] == 1.0   # 4 of 4 pairs: 6 > 5, 6 > 4, 6 > 5, 6 > 4
+    assert frame.loc["binary", "tie"] == 1.0              # binarised, every LLM label is relevant
+    assert "1.000/0.000" in res.format()
+
+
+def _readme_block() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Python API"):]
+    section = section[: section.index("\n## ", 1)]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_python_walkthrough_runs(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("recbole", reason="the README walk trains EASE: needs the 'train' extra")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(_readme_block(), "README.md (Python API)", "exec"), namespace)
+    assert set(namespace["runs"]) == {"Pop", "EASE"}
+    assert (tmp_path / "qrels" / "ml-100k-overlap.qrels").is_file()
+    assert (tmp_path / "qrels" / "ml-100k-filled.qrels").is_file()
+    assert namespace["filled"].to_json()["filled"]["n_filled"] > 0
+    assert "rel>non agree/tie" in capsys.readouterr().out
+    assert os.listdir(tmp_path / "runs" / "ml-100k")
