@@ -128,7 +128,7 @@ class MeasureClock:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
-        self._saved = dict(measures_module._FAST)
+        self._saved = dict(measures_module.MEASURE_FUNCTIONS)
 
     def __enter__(self):
         def timed(name, fn):
@@ -140,11 +140,11 @@ class MeasureClock:
                 return out
             return wrapper
         for name, fn in self._saved.items():
-            measures_module._FAST[name] = timed(name, fn)
+            measures_module.MEASURE_FUNCTIONS[name] = timed(name, fn)
         return self
 
     def __exit__(self, *exc):
-        measures_module._FAST.update(self._saved)
+        measures_module.MEASURE_FUNCTIONS.update(self._saved)
 
 
 def main(argv=None) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from recjudge.evaluation import ties
+from recjudge.evaluation.ties import ranked, treatments
 from recjudge.data.trec import Qrels, Run, resolve_ties
 from recjudge.evaluation.measures import per_query_matrix
 
@@ -65,12 +66,12 @@ def main() -> None:
     specs = ties.parse_tie_measures(MEASURES)
     rows = []
 
-    t_rank, r = median_time(lambda: ties._Ranked(run, qrels), args.repeats)
+    t_rank, r = median_time(lambda: ranked._Ranked(run, qrels), args.repeats)
     rows.append(("sort, split into tie blocks, join qrels (once per run)", t_rank, None, None, None))
 
-    ev = ties._Evaluator(r, specs)
+    ev = treatments._Evaluator(r, specs)
     t_ours, ours = median_time(
-        lambda: ties._per_user(r, specs, ev, [r.treatment(r.sub_rows, "hash", seed=0)])[0], args.repeats)
+        lambda: treatments._per_user(r, specs, ev, [r.treatment(r.sub_rows, "hash", seed=0)])[0], args.repeats)
 
     def reference():
         with warnings.catch_warnings():
@@ -83,10 +84,10 @@ def main() -> None:
     rows.append(("one hash order, 3 measures: ours vs ir-measures", t_ours, t_ref, t_ref / t_ours,
                  float(np.abs(ours - ref).max())))
 
-    t_exp, exact = median_time(lambda: np.vstack([ties._expected_closed(r, s) for s in specs]), args.repeats)
+    t_exp, exact = median_time(lambda: np.vstack([treatments._expected_closed(r, s) for s in specs]), args.repeats)
 
     def seeds_ours():
-        return np.stack([ties._per_user(r, specs, ev, [r.treatment(r.sub_rows, "hash", seed=s)])[0]
+        return np.stack([treatments._per_user(r, specs, ev, [r.treatment(r.sub_rows, "hash", seed=s)])[0]
                          for s in range(args.seeds)]).mean(axis=0)
 
     t_seeds, seed_mean = median_time(seeds_ours, 1)

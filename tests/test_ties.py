@@ -17,18 +17,16 @@ from recjudge import cli
 from recjudge.data.trec import Qrels, Run, hash_keys, read_qrels, read_run, resolve_ties
 from recjudge.errors import ConfigError
 from recjudge.evaluation.ties import (
-    _Ranked,
-    attribute_overlap_scorer,
     audit_ties,
     expected_metrics,
     parse_tie_measures,
     permutation_test,
     policy_metrics,
-    popularity_scorer,
-    sampled_candidate_run,
     shuffle_rows,
     tie_prevalence,
 )
+from recjudge.evaluation.ties.ranked import _Ranked
+from recjudge.systems.sampled import attribute_overlap_scorer, popularity_scorer, sampled_candidate_run
 
 CLOSED = ["Hit@5", "P@5", "R@5", "nDCG@5", "nDCG@10", "nDCG", "RR", "RR@3", "P(rel=2)@5", "Hit(rel=2)@3"]
 

@@ -1,10 +1,10 @@
 """TREC runs and qrels: one strict reader and one writer per format, plus the tie policy.
 
-A run leaves :func:`resolve_ties` tie-free, and :func:`ensure_tie_free` is the one place every
-consumer makes a run tie-free (it checks the scores instead of trusting ``Run.tie_policy``): each ranking is ordered by score and then by the
+A run leaves :func:`resolve_ties` tie-free: each ranking is ordered by score and then by the
 declared policy, and its scores are rewritten as strictly decreasing positive integers
-(``n, n-1, …, 1``). trec_eval compares scores as float32 and breaks ties by docid descending,
-ir-measures' Python providers break them by docid ascending; after the rewrite both see one order.
+(``n, n-1, …, 1``). :func:`ensure_tie_free` is how every consumer gets a tie-free run: it checks
+the scores (float32, as trec_eval compares them) instead of trusting ``Run.tie_policy``. trec_eval breaks ties by docid descending, ir-measures'
+Python providers by docid ascending; after the rewrite both see one order.
 """
 
 from __future__ import annotations

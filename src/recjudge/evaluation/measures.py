@@ -40,6 +40,13 @@ __all__ = [
     "measure_key",
     "fast_supported",
     "per_query_matrix",
+    "split_top_level",
+    "Judgments",
+    "judgments",
+    "Rows",
+    "Context",
+    "MEASURE_FUNCTIONS",
+    "safe_ratio",
 ]
 
 DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
@@ -50,7 +57,7 @@ FAST_MEASURES = ("Judged", "Compat", "nDCG", "Bpref", "P", "R", "Success", "RR",
 
 # ------------------------------------------------------------------------------------- measures
 
-def _split_top_level(spec: str) -> list[str]:
+def split_top_level(spec: str) -> list[str]:
     """Split on commas outside parentheses: ``Compat(p=0.9,normalize=False),nDCG@10``."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(spec):
@@ -75,7 +82,7 @@ def parse_measures(spec: str | Sequence | None = None) -> tuple:
 
     if spec is None:
         spec = DEFAULT_MEASURES
-    items = _split_top_level(spec) if isinstance(spec, str) else list(spec)
+    items = split_top_level(spec) if isinstance(spec, str) else list(spec)
     if not items:
         raise ConfigError('no measures given; example: --measures "nDCG@100,Bpref"')
     out, seen = [], {}
@@ -185,7 +192,7 @@ def _within_group_position(codes: np.ndarray, *more: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class _Judgments:
+class Judgments:
     """The qrels of the evaluated queries as integer codes, sorted by (query, document) key.
 
     ``qrow`` is the original qrels row (Compat's ideal list breaks full ties by qrels order);
@@ -205,6 +212,27 @@ class _Judgments:
     @property
     def nq(self) -> int:
         return len(self.queries)
+
+    def query_codes(self, qids: np.ndarray) -> np.ndarray:
+        """Code of each query id (-1 when not evaluated)."""
+        return _lookup_codes(np.asarray(qids, dtype=object), self.qlookup)
+
+    def doc_codes(self, docids: np.ndarray) -> np.ndarray:
+        """Code of each document id (-1 when no evaluated query judges it)."""
+        return _lookup_codes(np.asarray(docids, dtype=object), self.dlookup)
+
+    def find(self, qcode: np.ndarray, dcode: np.ndarray, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Row of each (query code, document code) in the judgments arrays, -1 when not judged.
+
+        ``dcode`` is -1 for a document no query judges; ``lo:hi`` narrows the search to the rows
+        of a block of queries (a small, cache-resident table).
+        """
+        keys = self.keys[lo:hi]
+        key = np.where(dcode >= 0, qcode * self.ndoc + dcode, -1)
+        at = np.searchsorted(keys, key)  # keys are sorted and unique
+        ok = at < len(keys)
+        ok[ok] = keys[at[ok]] == key[ok]
+        return np.where(ok, at + lo, -1)
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         """Per query, how many judged documents satisfy ``mask``."""
@@ -249,7 +277,8 @@ def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
     return out
 
 
-def _judgments(qrels: Qrels, queries: list[str]) -> _Judgments:
+def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
+    """The judgments of ``queries`` (sorted query ids; query code = index) coded for lookups."""
     qlookup = _Lookup(np.array(queries, dtype=object))
     f = qrels.frame
     qcode = _lookup_codes(f.qid.to_numpy(dtype=object), qlookup)
@@ -262,7 +291,7 @@ def _judgments(qrels: Qrels, queries: list[str]) -> _Judgments:
     order = np.argsort(keys, kind="stable")
     keys, qcode, label, qrow = keys[order], qcode[order], label[order], keep[order]
     above = _labels_above(qcode, label, len(queries))
-    return _Judgments(queries, qlookup, _Lookup(docs), ndoc, keys, qcode, label, qrow, above)
+    return Judgments(queries, qlookup, _Lookup(docs), ndoc, keys, qcode, label, qrow, above)
 
 
 class _Sorted(NamedTuple):
@@ -275,7 +304,7 @@ class _Sorted(NamedTuple):
     blen: np.ndarray    # rows in each block
 
 
-def _sort_run(run: Run, jd: _Judgments) -> _Sorted:
+def _sort_run(run: Run, jd: Judgments) -> _Sorted:
     """``run`` (tie-free: :func:`~recjudge.data.trec.ensure_tie_free`) grouped and ranked."""
     f = run.frame
     q = f.qid.to_numpy(dtype=object)
@@ -296,10 +325,13 @@ def _sort_run(run: Run, jd: _Judgments) -> _Sorted:
     return _Sorted(dcode, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
 
 
-class _Rows(NamedTuple):
-    """The rows of a block of queries for all runs, query-major: group g = (query - q0) * n_runs + run.
+class Rows(NamedTuple):
+    """Ranked rows with their judgments: what every measure in :data:`MEASURE_FUNCTIONS` reads.
 
-    Query-major order keeps each query's qrels and documents in cache while every run is looked up.
+    Rows of one group (one query of one run) are contiguous and in rank order. In
+    :func:`per_query_matrix` they are a block of queries for all runs, query-major: group g =
+    (query - q0) * n_runs + run, which keeps each query's qrels and documents in cache while every
+    run is looked up. The tie audit builds them for one tie order of one run.
     """
 
     group: np.ndarray   # per row; groups are contiguous, rows in rank order inside
@@ -317,7 +349,7 @@ class _Rows(NamedTuple):
         return len(self.gq)
 
 
-def _rows(runs: list[_Sorted], jd: _Judgments, q0: int, q1: int) -> _Rows:
+def _rows(runs: list[_Sorted], jd: Judgments, q0: int, q1: int) -> Rows:
     n_runs, nqc = len(runs), q1 - q0
     length = np.zeros((nqc, n_runs), dtype=np.int64)
     spans = []
@@ -342,30 +374,25 @@ def _rows(runs: list[_Sorted], jd: _Judgments, q0: int, q1: int) -> _Rows:
     group = np.repeat(np.arange(nqc * n_runs, dtype=np.int64), length)
     pos = np.arange(n, dtype=np.int64) - np.repeat(gstart, length)
     lo, hi = jd.segment(q0)[0], jd.segment(q1 - 1)[1]
-    keys = jd.keys[lo:hi]  # this block's queries only: a small, cache-resident table
-    key = np.where(dcode >= 0, gq[group] * jd.ndoc + dcode, -1)
-    at = np.searchsorted(keys, key)  # keys are sorted and unique
-    ok = at < len(keys)
-    ok[ok] = keys[at[ok]] == key[ok]
-    at = np.where(ok, at, -1)
-    j = np.where(at >= 0, at + lo, -1)
+    j = jd.find(gq[group], dcode, lo, hi)  # this block's queries only
     judged = j >= 0
     label = np.where(judged, jd.label[np.maximum(j, 0)], np.iinfo(np.int64).min)
-    return _Rows(group, pos, score, j, judged, label, gq, length, gstart)
+    return Rows(group, pos, score, j, judged, label, gq, length, gstart)
 
 
 # ----------------------------------------------------------------------------- numpy measures
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den``, 0.0 where ``den`` is 0 (a query without relevant documents scores 0)."""
     out = np.zeros(len(num), dtype=np.float64)
     np.divide(num, den, out=out, where=den > 0)
     return out
 
 
-class _Context:
-    """Per-call caches of per-query quantities, shared by every run and measure."""
+class Context:
+    """Per-call caches of per-query quantities (ideal DCG, relevant counts), shared by every run and measure."""
 
-    def __init__(self, jd: _Judgments):
+    def __init__(self, jd: Judgments):
         self.jd = jd
         self._cache: dict = {}
 
@@ -378,6 +405,9 @@ class _Context:
         jd = self.jd
         return self.cached(("R", rel), lambda: jd.count(jd.label >= rel))
 
+    def ideal_dcg(self, cutoff: int | None) -> np.ndarray:
+        return self.cached(("idcg", cutoff), lambda: self.jd.ideal_dcg(cutoff))
+
     def rbo_tables(self, p: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
         tables = self._cache.get(("rbo", p))
         if tables is None or len(tables[0]) <= depth:
@@ -385,25 +415,24 @@ class _Context:
         return tables
 
 
-def _judged(m, rows: _Rows, ctx) -> np.ndarray:
+def _judged(m, rows: Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
     hit = rows.judged if cutoff is None else rows.judged & (rows.pos < cutoff)
     count = np.bincount(rows.group[hit], minlength=rows.ng)
     den = rows.length if cutoff is None else np.minimum(rows.length, cutoff)
-    return _ratio(count.astype(np.float64), den.astype(np.float64))
+    return safe_ratio(count.astype(np.float64), den.astype(np.float64))
 
 
-def _ndcg(m, rows: _Rows, ctx) -> np.ndarray:
+def _ndcg(m, rows: Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
     hit = rows.label > 0
     if cutoff is not None:
         hit &= rows.pos < cutoff
     dcg = np.bincount(rows.group[hit], weights=rows.label[hit] / np.log2(rows.pos[hit] + 2.0), minlength=rows.ng)
-    idcg = ctx.cached(("idcg", cutoff), lambda: ctx.jd.ideal_dcg(cutoff))
-    return _ratio(dcg, idcg[rows.gq])
+    return safe_ratio(dcg, ctx.ideal_dcg(cutoff)[rows.gq])
 
 
-def _bpref(m, rows: _Rows, ctx) -> np.ndarray:
+def _bpref(m, rows: Rows, ctx) -> np.ndarray:
     rel = int(m["rel"])
     jd = ctx.jd
     big_r = ctx.relevant(rel)[rows.gq]
@@ -417,10 +446,10 @@ def _bpref(m, rows: _Rows, ctx) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(nr > 0, 1.0 - np.minimum(nr, rr) / np.minimum(nn, rr), 1.0)
     total = np.bincount(g, weights=frac, minlength=rows.ng)
-    return _ratio(total, big_r.astype(np.float64))
+    return safe_ratio(total, big_r.astype(np.float64))
 
 
-def _precision_family(m, rows: _Rows, ctx) -> np.ndarray:
+def _precision_family(m, rows: Rows, ctx) -> np.ndarray:
     rel = int(m["rel"])
     cutoff = m.params.get("cutoff")
     hit = rows.label >= rel
@@ -431,11 +460,15 @@ def _precision_family(m, rows: _Rows, ctx) -> np.ndarray:
         return count / cutoff
     if m.NAME == "Success":
         return (count > 0).astype(np.float64)
-    return _ratio(count, ctx.relevant(rel)[rows.gq].astype(np.float64))  # R@k
+    return safe_ratio(count, ctx.relevant(rel)[rows.gq].astype(np.float64))  # R@k
 
 
-def _rr(m, rows: _Rows, ctx) -> np.ndarray:
-    hit = np.flatnonzero(rows.label >= int(m["rel"]))
+def _rr(m, rows: Rows, ctx) -> np.ndarray:
+    hit = rows.label >= int(m["rel"])
+    cutoff = m.params.get("cutoff")  # RR@k: the tie audit's closed form (pytrec_eval has no RR@k)
+    if cutoff is not None:
+        hit &= rows.pos < cutoff
+    hit = np.flatnonzero(hit)
     out = np.zeros(rows.ng)
     g = rows.group[hit]
     first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
@@ -443,7 +476,7 @@ def _rr(m, rows: _Rows, ctx) -> np.ndarray:
     return out
 
 
-def _ap(m, rows: _Rows, ctx) -> np.ndarray:
+def _ap(m, rows: Rows, ctx) -> np.ndarray:
     rel = int(m["rel"])
     cutoff = m.params.get("cutoff")
     hit = rows.label >= rel
@@ -452,7 +485,7 @@ def _ap(m, rows: _Rows, ctx) -> np.ndarray:
     g = rows.group[hit]
     seen = _within_group_position(g) + 1.0  # relevant documents up to and including this one
     total = np.bincount(g, weights=seen / (rows.pos[hit] + 1.0), minlength=rows.ng)
-    return _ratio(total, ctx.relevant(rel)[rows.gq].astype(np.float64))
+    return safe_ratio(total, ctx.relevant(rel)[rows.gq].astype(np.float64))
 
 
 def _rbo_tables(p: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -461,7 +494,7 @@ def _rbo_tables(p: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[0.0, np.cumsum(w / np.arange(1, depth + 1))], np.r_[0.0, np.cumsum(w)]
 
 
-def _compat(m, rows: _Rows, ctx) -> np.ndarray:
+def _compat(m, rows: Rows, ctx) -> np.ndarray:
     """RBO(ranking, ideal) / RBO(ideal, ideal), in closed form.
 
     The overlap at depth d counts the documents in both lists whose later position is < d, so
@@ -485,8 +518,8 @@ def _compat(m, rows: _Rows, ctx) -> np.ndarray:
     later = np.maximum(rows.pos[hit], ideal)
     num = np.bincount(g, weights=c_tab[depth[g]] - c_tab[later], minlength=rows.ng)
     if not m["normalize"]:
-        return _ratio(num, w_tab[depth])
-    return _ratio(num, _best_rbo(c_tab, n_ideal, depth, ctx, p))
+        return safe_ratio(num, w_tab[depth])
+    return safe_ratio(num, _best_rbo(c_tab, n_ideal, depth, ctx, p))
 
 
 def _best_rbo(c_tab, n_ideal, depth, ctx, p) -> np.ndarray:
@@ -502,7 +535,7 @@ def _best_rbo(c_tab, n_ideal, depth, ctx, p) -> np.ndarray:
     return vals[inverse.ravel()]
 
 
-def _unretrieved_ahead(rows: _Rows, jd: _Judgments, hit: np.ndarray, s: np.ndarray) -> np.ndarray:
+def _unretrieved_ahead(rows: Rows, jd: Judgments, hit: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Unretrieved same-label documents (score 0.0) ranked ahead of a retrieved one scoring <= 0."""
     extra = np.zeros(len(hit), dtype=np.int64)
     for i in np.flatnonzero(s <= 0):
@@ -518,7 +551,7 @@ def _unretrieved_ahead(rows: _Rows, jd: _Judgments, hit: np.ndarray, s: np.ndarr
     return extra
 
 
-_FAST = {
+MEASURE_FUNCTIONS = {
     "Judged": _judged, "nDCG": _ndcg, "Bpref": _bpref, "Compat": _compat,
     "P": _precision_family, "R": _precision_family, "Success": _precision_family,
     "RR": _rr, "AP": _ap,
@@ -596,8 +629,8 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     slow = [m for m in parsed if m not in fast]
     index = _query_index(qrels, queries)
     names = list(runs)
-    jd = _judgments(qrels, index)
-    ctx = _Context(jd)
+    jd = judgments(qrels, index)
+    ctx = Context(jd)
     values = {measure_key(m): np.zeros((len(index), len(names))) for m in parsed}
     tie_free: dict[str, Run] = {}
     ranked: list[_Sorted] = []
@@ -615,7 +648,7 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
             if rows.label.size == 0:
                 continue  # no run ranks these queries: every measure stays 0 (trec_eval -c)
             for m in fast:
-                values[measure_key(m)][q0:q1, :] = _FAST[m.NAME](m, rows, ctx).reshape(q1 - q0, len(names))
+                values[measure_key(m)][q0:q1, :] = MEASURE_FUNCTIONS[m.NAME](m, rows, ctx).reshape(q1 - q0, len(names))
             del rows
     if slow:
         _reference(tie_free, qrels, slow, index, names, values)

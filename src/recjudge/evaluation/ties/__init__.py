@@ -1,0 +1,71 @@
+"""Tie handling as part of the evaluation protocol: prevalence, treatments, exact expectations.
+
+When several candidates share a score, the tie-breaking rule becomes part of the ranking. A
+candidate list written relevant-first and sorted stably hands the relevant item every tie. This
+package makes that measurable, one module per job:
+
+- :mod:`.specs`: the measures to audit and which closed form serves each.
+- :mod:`.ranked`: a run sorted once into tie blocks, joined to qrels by the measure engine; every
+  tie treatment (input order, the disclosed hash of :func:`recjudge.data.trec.hash_keys`,
+  random) is a position array over it.
+- :mod:`.prevalence` (:func:`tie_prevalence`): the share of a run's users with any exact (float64)
+  tie, with a tie block touching, crossing or lying inside the top k, and holding a relevant item.
+- :mod:`.treatments` (:func:`policy_metrics`, :func:`expected_metrics`): each measure under one
+  treatment, and its **exact expectation under a uniformly random order within each tie block**
+  (closed forms for Hit@k, P@k, R@k, nDCG@k and RR; seeded Monte Carlo with a confidence
+  interval for Compat, Bpref, AP, …).
+- :mod:`.permutation` (:func:`permutation_test`): shuffle each user's rows, rank with a policy,
+  and report the largest change of each metric: 0 for a row-order-invariant evaluator (hash),
+  large for input order on tie-heavy runs.
+- :mod:`.audit` (:func:`audit_ties`) runs all of it per run; :mod:`.formatting` prints it.
+
+The sampled-candidate protocol (one held-out positive + N sampled negatives, written
+relevant-first) lives with the systems: :mod:`recjudge.systems.sampled`.
+
+Which users count: the qrels' users, as trec_eval and ir-measures do; a user the run lacks scores 0
+and a user only the run has is ignored. Prevalence shares are over the run's own users.
+"""
+
+from __future__ import annotations
+
+from .audit import MeasureTies, RunTies, TieAudit, TieSettings, audit_run, audit_ties
+from .formatting import format_audit
+from .permutation import PermutationResult, permutation_test, shuffle_rows
+from .prevalence import DEFAULT_CUTOFFS, TiePrevalence, tie_prevalence
+from .ranked import TREATMENTS
+from .specs import DEFAULT_TIE_MEASURES, MeasureSpec, parse_tie_measures
+from .treatments import expected_metrics, mc_interval, policy_metrics
+
+__all__ = [
+    "DEFAULT_TIE_MEASURES",
+    "DEFAULT_CUTOFFS",
+    "TREATMENTS",
+    "MeasureSpec",
+    "parse_tie_measures",
+    "TiePrevalence",
+    "MeasureTies",
+    "RunTies",
+    "TieSettings",
+    "TieAudit",
+    "PermutationResult",
+    "tie_prevalence",
+    "policy_metrics",
+    "expected_metrics",
+    "permutation_test",
+    "shuffle_rows",
+    "audit_run",
+    "audit_ties",
+    "format_audit",
+    "mc_interval",
+]
+
+_MOVED = {"sampled_candidate_run", "popularity_scorer", "attribute_overlap_scorer", "SampledCandidates"}
+
+
+def __getattr__(name: str):
+    # the sampled-candidate protocol moved to recjudge.systems.sampled; old imports keep working
+    if name in _MOVED:
+        from ...systems import sampled
+
+        return getattr(sampled, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,214 @@
+"""The tie audit of a set of runs: prevalence, every measure under every treatment, permutation test."""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ...data.trec import Qrels, Run
+from ...errors import ConfigError, InputError
+from .permutation import _permutation
+from .prevalence import DEFAULT_CUTOFFS, TiePrevalence, _check_cutoffs, _prevalence
+from .ranked import _Ranked
+from .specs import DEFAULT_TIE_MEASURES, _specs
+from .treatments import _Evaluator, _expected, _per_user, mc_interval
+
+log = logging.getLogger(__name__)
+
+
+class MeasureTies(NamedTuple):
+    """One measure's mean over the qrels' users under each tie treatment."""
+
+    measure: str
+    input_order: float
+    hash: float
+    expected: float
+    hash_seeds_mean: float
+    hash_seeds_sd: float
+    expected_method: str  # "exact" or "monte_carlo"
+    expected_ci: tuple[float, float] | None  # Monte Carlo only
+    permutation: float  # largest |change| of the mean, input-order tie-breaking
+    permutation_hash: float  # the same with the hash policy (0 for an invariant evaluator)
+    permutation_users: float  # share of users whose value moved under input order
+
+    def as_dict(self) -> dict:
+        return {
+            "input_order": self.input_order,
+            "hash": self.hash,
+            "expected": self.expected,
+            "hash_seeds_mean": self.hash_seeds_mean,
+            "hash_seeds_sd": self.hash_seeds_sd,
+            "expected_method": self.expected_method,
+            "expected_ci": list(self.expected_ci) if self.expected_ci is not None else None,
+            "input_minus_expected": self.input_order - self.expected,
+        }
+
+
+class RunTies(NamedTuple):
+    name: str
+    prevalence: TiePrevalence
+    measures: tuple[MeasureTies, ...]
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return {
+            "prevalence": self.prevalence.as_dict(),
+            "measures": {m.measure: m.as_dict() for m in self.measures},
+            "permutation": {m.measure: m.permutation for m in self.measures},
+            "permutation_hash": {m.measure: m.permutation_hash for m in self.measures},
+            "permutation_users_changed": {m.measure: m.permutation_users for m in self.measures},
+        }
+
+
+@dataclass(frozen=True)
+class TieSettings:
+    measures: tuple[str, ...]
+    cutoffs: tuple[int, ...]
+    seed: int = 0
+    seeds: int = 100
+    permutations: int = 20
+    mc_samples: int = 100
+    confidence: float = 0.95
+
+    def __post_init__(self):
+        if self.seeds < 2:
+            raise ConfigError(f"--seeds must be at least 2 (a spread needs two seeds), got {self.seeds}")
+        if self.permutations < 1:
+            raise ConfigError(f"--permutations must be at least 1, got {self.permutations}")
+        if self.mc_samples < 2:
+            raise ConfigError(f"--mc-samples must be at least 2, got {self.mc_samples}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ConfigError(f"confidence must lie in (0, 1), got {self.confidence}")
+
+
+@dataclass(frozen=True, eq=False)
+class TieAudit:
+    runs: tuple[RunTies, ...]
+    settings: TieSettings
+    qrels: str | None
+    counted_users: int | None
+    notes: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict:
+        s = self.settings
+        return {
+            "runs": {r.name: r.as_dict() for r in self.runs},
+            "settings": {
+                "qrels": self.qrels,
+                "measures": list(s.measures),
+                "k": list(s.cutoffs),
+                "users": ("mean over the qrels' users; a user the run lacks scores 0"
+                          if self.qrels is not None else None),
+                "counted_users": self.counted_users,
+                "prevalence_users": "shares of each run's own users; exact float64 ties",
+                "relevant": "label >= 1",
+                "input_order": "stable sort by score: equal scores keep the run file's line order",
+                "hash": f"recjudge.data.trec.hash_keys(user, item, seed={s.seed}), item id as fallback",
+                "hash_seeds": {"first": s.seed, "count": s.seeds},
+                "expected": "uniformly random order within tie blocks: exact closed form, or Monte "
+                            f"Carlo over {s.mc_samples} seeded orders with a {s.confidence:.0%} CI",
+                "permutations": s.permutations,
+                "mc_samples": s.mc_samples,
+                "seed": s.seed,
+            },
+            "notes": list(self.notes),
+        }
+
+    def format(self) -> str:
+        from .formatting import format_audit
+
+        return format_audit(self)
+
+
+def audit_run(run: Run, qrels: Qrels | None = None, measures=DEFAULT_TIE_MEASURES,
+              settings: TieSettings | None = None) -> RunTies:
+    """Prevalence and, with qrels, every measure under every tie treatment, plus the permutation test."""
+    t0 = time.perf_counter()
+    specs = _specs(measures) if qrels is not None else ()
+    if settings is None:
+        settings = TieSettings(tuple(s.name for s in specs), DEFAULT_CUTOFFS)
+    r = _Ranked(run, qrels)
+    prevalence = _prevalence(r, _check_cutoffs(settings.cutoffs))
+    if not specs:
+        return RunTies(run.name, prevalence, (), time.perf_counter() - t0)
+    ev = _Evaluator(r, specs)
+    rows = r.tied_rows if ev.specs else r.sub_rows
+    seed = settings.seed
+    if ev.specs and len(r.tied_rows):
+        log.info("%s: %s have no closed form; up to %d evaluations of the run (Monte Carlo, hash seeds, "
+                 "shuffles)", run.name, ", ".join(s.name for s in ev.specs),
+                 2 + settings.seeds + settings.mc_samples + settings.permutations)
+    inp, hsh = _per_user(r, specs, ev, [r.treatment(rows, "input"), r.treatment(rows, "hash", seed=seed)])
+    seed_means = np.stack([
+        _per_user(r, specs, ev, [r.treatment(rows, "hash", seed=seed + i)])[0].mean(axis=1)
+        for i in range(settings.seeds)
+    ])
+    expected, draws = _expected(r, specs, ev, settings.mc_samples, seed)
+    perm = _permutation(r, specs, ev, rows, {"input": inp, "hash": hsh}, settings.permutations, seed)
+    perm_in, perm_hash = perm["input"], perm["hash"]
+    out, gi = [], 0
+    for i, s in enumerate(specs):
+        ci = None
+        if s.family == "general":
+            d = draws[:, gi]
+            gi += 1
+            ci = mc_interval(d, settings.confidence)
+        out.append(MeasureTies(
+            measure=s.name,
+            input_order=float(inp[i].mean()),
+            hash=float(hsh[i].mean()),
+            expected=float(expected[i].mean()),
+            hash_seeds_mean=float(seed_means[:, i].mean()),
+            hash_seeds_sd=float((seed_means[:, i] - seed_means[0, i]).std(ddof=1)),
+            expected_method="exact" if s.family != "general" else "monte_carlo",
+            expected_ci=ci,
+            permutation=perm_in.max_abs_change[s.name],
+            permutation_hash=perm_hash.max_abs_change[s.name],
+            permutation_users=perm_in.users_changed[s.name],
+        ))
+    return RunTies(run.name, prevalence, tuple(out), time.perf_counter() - t0)
+
+
+def audit_ties(runs: Mapping[str, Run] | Iterable[Run], qrels: Qrels | None = None,
+               measures=None, cutoffs: Iterable[int] = DEFAULT_CUTOFFS, seeds: int = 100,
+               permutations: int = 20, seed: int = 0, mc_samples: int = 100,
+               confidence: float = 0.95) -> TieAudit:
+    """Audit every run. ``runs`` may be a lazy iterable so that only one run is in memory at a time.
+
+    ``measures`` defaults to Hit@10, nDCG@10 and nDCG@100 when qrels are given; without qrels only
+    prevalence is computed.
+    """
+    if measures is not None and qrels is None:
+        raise ConfigError("measures need relevance labels: pass qrels (--qrels QRELS)")
+    specs = _specs(measures if measures is not None else DEFAULT_TIE_MEASURES) if qrels is not None else ()
+    settings = TieSettings(tuple(s.name for s in specs), _check_cutoffs(cutoffs), seed, seeds,
+                           permutations, mc_samples, confidence)
+    if isinstance(runs, Mapping):  # the mapping's keys name the runs
+        items: Iterable[Run] = (v if v.name == k else Run(k, v.frame, v.tie_policy, v.seed)
+                                for k, v in runs.items())
+    else:
+        items = runs
+    out: list[RunTies] = []
+    seen: set[str] = set()
+    notes: list[str] = []
+    for run in items:
+        if run.name in seen:
+            raise InputError(run.name, f"run name {run.name!r} appears twice", "give each run a unique name")
+        seen.add(run.name)
+        if qrels is not None and not set(run.frame.qid.unique()) & set(qrels.frame.qid.unique()):
+            note = f"run {run.name!r} ranks none of the {qrels.name!r} qrels' users: every measure is 0"
+            warnings.warn(note, stacklevel=2)
+            notes.append(note)
+        res = audit_run(run, qrels, specs, settings)
+        log.info("%s audited in %.1f s", run.name, res.seconds)
+        out.append(res)
+    if not out:
+        raise ConfigError("no runs given; pass run files or a folder of runs")
+    counted = int(qrels.frame.qid.nunique()) if qrels is not None else None
+    return TieAudit(tuple(out), settings, qrels.name if qrels is not None else None, counted, tuple(notes))
