@@ -572,3 +572,53 @@ def test_large_block_matches_exact_rational_arithmetic():
     assert exp["Hit@100"] == pytest.approx(float(hit), rel=1e-13)
     assert exp["RR"] == pytest.approx(float(sum(rr)), rel=1e-12)
     assert exp["RR@50"] == pytest.approx(float(sum(rr[:50])), rel=1e-12)
+
+
+# ------------------------------------------------------------------------ sampled-candidate CLI
+
+def test_cli_sampled_candidates_scored_by_a_run_by_hand(ties_cli, tmp_path, capsys):
+    """Catalogue a..e (the items the run and the qrels name), N = 4: every other item is a negative.
+
+    u1 (held out a): the run scores c 3, d 2; a, b, e are unranked and tie below its lowest score
+    (1), at 0. Relevant-first input order puts a at rank 3 (RR 1/3, P@3 1/3); random order puts it
+    at rank 3, 4 or 5 (E[RR] = (1/3 + 1/4 + 1/5) / 3, E[P@3] = 1/3 · 1/3).
+    u2 (held out b): the run scores b 5 above everything: RR 1 and P@3 1/3 whatever the order.
+    """
+    (tmp_path / "sys.run").write_text("u1 Q0 c 1 3 s\nu1 Q0 d 2 2 s\nu2 Q0 b 1 5 s\nu2 Q0 e 2 1 s\n")
+    (tmp_path / "held.qrels").write_text("u1 0 a 1\nu2 0 b 1\n")
+    out = tmp_path / "s.json"
+    code = ties_cli(["ties", str(tmp_path / "sys.run"), "--qrels", str(tmp_path / "held.qrels"),
+                     "--sampled-candidates", "4", "--seed", "3", "--measures", "RR,P@3", "--seeds", "3",
+                     "--permutations", "2", "--json", str(out)])
+    assert code == 0
+    assert "Sampled-candidate protocol" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["sampled_candidates"]["negatives"] == 4 and data["sampled_candidates"]["scorers"] == ["sys"]
+    rr, p3 = data["runs"]["sys"]["measures"]["RR"], data["runs"]["sys"]["measures"]["P@3"]
+    assert rr["input_order"] == pytest.approx((1 / 3 + 1) / 2, rel=1e-12)
+    assert rr["expected"] == pytest.approx(((1 / 3 + 1 / 4 + 1 / 5) / 3 + 1) / 2, rel=1e-12)
+    assert p3["input_order"] == pytest.approx((1 / 3 + 1 / 3) / 2, rel=1e-12)
+    assert p3["expected"] == pytest.approx((1 / 9 + 1 / 3) / 2, rel=1e-12)
+
+
+def test_cli_sampled_candidates_without_runs_is_one_tie_the_relevant_item_wins(ties_cli, tmp_path, capsys):
+    """No run: every candidate scores 0, so with N = 4 the held-out item is first under input order
+    (RR 1) and uniformly at ranks 1..5 otherwise (E[RR] = (1 + 1/2 + 1/3 + 1/4 + 1/5) / 5)."""
+    (tmp_path / "held.qrels").write_text("u1 0 a 1\nu2 0 b 1\nu3 0 c 0\n")  # u3 has no positive: skipped
+    (tmp_path / "items.txt").write_text("a\nb\nc\nd\ne\n")
+    out = tmp_path / "s.json"
+    assert ties_cli(["ties", "--qrels", str(tmp_path / "held.qrels"), "--sampled-candidates", "4",
+                     "--catalogue", str(tmp_path / "items.txt"), "--measures", "RR", "--seeds", "2",
+                     "--permutations", "1", "--json", str(out)]) == 0
+    rr = json.loads(out.read_text())["runs"]["constant"]["measures"]["RR"]
+    assert rr["input_order"] == 1.0
+    assert rr["expected"] == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 5, rel=1e-12)
+    capsys.readouterr()
+    (tmp_path / "two.qrels").write_text("u1 0 a 1\nu1 0 b 2\n")
+    assert ties_cli(["ties", "--qrels", str(tmp_path / "two.qrels"), "--sampled-candidates", "4",
+                     "--catalogue", str(tmp_path / "items.txt")]) == 2
+    assert "'u1' has 2 positives" in capsys.readouterr().err
+    assert ties_cli(["ties", "--sampled-candidates", "4"]) == 2
+    assert "needs --qrels" in capsys.readouterr().err
+    assert ties_cli(["ties", "--qrels", str(tmp_path / "held.qrels")]) == 2
+    assert "no runs given" in capsys.readouterr().err

@@ -20,8 +20,8 @@ import pandas as pd
 from ..data.trec import Qrels, Run
 from ..errors import ConfigError, InputError
 
-__all__ = ["Scorer", "SampledCandidates", "sampled_candidate_run", "popularity_scorer",
-           "attribute_overlap_scorer", "constant_scorer"]
+__all__ = ["Scorer", "SampledCandidates", "sampled_candidate_run", "held_out_from_qrels", "popularity_scorer",
+           "attribute_overlap_scorer", "constant_scorer", "run_scorer"]
 
 
 Scorer = Callable[[str, np.ndarray], Union[Sequence[float], np.ndarray]]
@@ -184,4 +184,36 @@ def attribute_overlap_scorer(history: pd.DataFrame, items: pd.DataFrame, fields:
 def constant_scorer(user: str, items: np.ndarray) -> np.ndarray:
     """Every candidate scores 0: the whole list is one tie, so the tie policy alone ranks it."""
     return np.zeros(len(items), dtype=np.float64)
+
+
+def run_scorer(run: Run) -> Scorer:
+    """Score = the run's score for (user, item); every item the run does not rank for the user
+    scores one value below all of the run's scores, so those items tie with one another."""
+    f = run.frame
+    score = f.score.to_numpy(dtype=np.float64)
+    unranked = math.floor(float(score.min())) - 1.0
+    table = dict(zip(zip(f.qid.tolist(), f.docid.tolist()), score.tolist()))
+
+    def score_of(user: str, items: np.ndarray) -> np.ndarray:
+        return np.fromiter((table.get((user, i), unranked) for i in items), dtype=np.float64, count=len(items))
+
+    return score_of
+
+
+def held_out_from_qrels(qrels: Qrels) -> pd.DataFrame:
+    """Each user's one held-out positive (label >= 1) as columns user, item; users without one are skipped.
+
+    The protocol ranks exactly one positive per user: a user with several is refused, naming them.
+    """
+    f = qrels.frame[qrels.frame.label >= 1]
+    if f.empty:
+        raise InputError(qrels.name, "no item is labelled >= 1", "give each user's held-out positive with label 1")
+    counts = f.qid.value_counts()
+    several = counts[counts > 1]
+    if len(several):
+        user = str(several.index[0])
+        raise InputError(qrels.name, f"user {user!r} has {int(several.iloc[0])} positives (label >= 1); the "
+                         "sampled-candidate protocol takes exactly one per user",
+                         "keep one held-out positive per user (a leave-one-out split)")
+    return pd.DataFrame({"user": f.qid.to_numpy(dtype=object), "item": f.docid.to_numpy(dtype=object)})
 
