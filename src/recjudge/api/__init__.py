@@ -29,7 +29,7 @@ from .config import (
     FillConfig,
     TrainConfig,
 )
-from .config import _options as _config
+from .config import resolve_config as _config
 from .results import (
     AblateReport,
     AgreementReport,
@@ -305,8 +305,8 @@ def fill(config: FillConfig | None = None, /, **options) -> FillReport:
     paths = {}
     if cfg.out is not None:
         paths["qrels"], paths["sources"] = write_filled(result, cfg.out)
-    report = FillReport(cal, result, rep, val, {"k": cfg.k, "tie_policy": cfg.tie_policy, "seed": cfg.seed,
-                                                "validate": cfg.validate}, paths)
+    report = FillReport(cal, result, rep, val, {"k": cfg.k, "tie_policy": cfg.tie_policy, "seed": cfg.seed},
+                        paths, cfg.validate)
     if cfg.json:
         write_json(cfg.json, report.to_json())
     return report

@@ -20,7 +20,7 @@ from ..data.trec import TIE_POLICIES
 from ..errors import ConfigError
 from ..evaluation.measures import DEFAULT_MEASURES
 
-__all__ = ["opt", "CommandConfig", "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig",
+__all__ = ["opt", "resolve_config", "CommandConfig", "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig",
            "AblateConfig", "TrainConfig", "DEFAULT_MEASURE_STRING", "MAX_THREADS", "MAX_EPOCHS"]
 
 DEFAULT_MEASURE_STRING = ",".join(DEFAULT_MEASURES)
@@ -125,7 +125,7 @@ class CommandConfig:
         return dataclasses.replace(self, **changes)
 
 
-def _options(config_cls: type[CommandConfig], config: CommandConfig | None, options: Mapping[str, Any]):
+def resolve_config(config_cls: type[CommandConfig], config: CommandConfig | None, options: Mapping[str, Any]):
     """The config a verb runs with: ``config`` as given, or built (and checked) from keyword options."""
     if config is not None and options:
         return config.replace(**options)

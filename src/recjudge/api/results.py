@@ -154,6 +154,7 @@ class FillReport(Result):
     validation: Any       # calibration.ValidationReport | None
     settings: Mapping[str, Any]
     paths: Mapping[str, Path] = field(default_factory=dict)  # qrels and sources, once written
+    validate: float | None = None  # the share of human labels hidden for the validation, if any
 
     @property
     def qrels(self):
@@ -184,7 +185,7 @@ class FillReport(Result):
             lines += [f"\nKendall τ-b between scenario rankings on {m}:", tau.round(3).to_string()]
         lines += [f"\nwarning: {w}" for w in rep.warnings]
         if val is not None:
-            lines.append(f"\nvalidation: hid {val.n_hidden} human labels ({self.settings['validate']:.0%}), "
+            lines.append(f"\nvalidation: hid {val.n_hidden} human labels ({self.validate:.0%}), "
                          f"LLM covered {val.n_hidden_filled}")
             if val.agreement:
                 a = val.agreement
