@@ -139,3 +139,30 @@ def test_readme_python_walkthrough_runs(tmp_path, monkeypatch, capsys):
     assert namespace["filled"].to_json()["filled"]["n_filled"] > 0
     assert "rel>non agree/tie" in capsys.readouterr().out
     assert os.listdir(tmp_path / "runs" / "ml-100k")
+
+
+@pytest.mark.parametrize("argv, config", [
+    (["compare", "--runs", "r", "--reference", "h", "--candidate", "c"],
+     rj.CompareConfig(runs=["r"], reference="h", candidate=["c"])),
+    (["agreement", "--reference", "h", "--candidate", "c"], rj.AgreementConfig(reference="h", candidate=["c"])),
+    (["evaluate", "--runs", "r", "--qrels", "q"], rj.EvaluateConfig(runs=["r"], qrels="q")),
+    (["fill", "--human", "h", "--llm", "l", "--runs", "r", "--out", "o"],
+     rj.FillConfig(human="h", llm="l", runs=["r"], out="o")),
+    (["ablate", "x.toml"], rj.AblateConfig(experiment="x.toml")),
+    (["train"], rj.TrainConfig()),
+])
+def test_the_cli_defaults_are_the_configs(argv, config):
+    from recjudge.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert type(config).from_args(args) == config
+
+
+def test_the_demo_flags_default_to_demo_settings():
+    from recjudge.cli import build_parser
+    from recjudge.cli.demo import _FLAGS
+    from recjudge.experiments.demo import DemoSettings
+
+    args = build_parser().parse_args(["demo"])
+    defaults = DemoSettings()
+    assert {name: getattr(args, name) for name in _FLAGS} == {name: getattr(defaults, name) for name in _FLAGS}
