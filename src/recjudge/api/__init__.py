@@ -174,12 +174,13 @@ def train(config: TrainConfig | None = None, /, progress=None, verbose: bool = F
 # ----------------------------------------------------------------------------------------- judge
 
 def judge(pairs: Iterable | None = None, collection=None, config=None, *, runs=None, depth: int | None = None,
-          per_user: int | None = None, reference=None, seed: int = 0, tie_policy: str = "hash",
+          per_user: int | None = None, reference=None, tie_policy: str = "hash",
           history=None, cache_path=None, name: str = "judge", progress=None, **options) -> JudgeReport:
     """Judge (user, item) pairs, or the depth-D pool of ``runs`` (plus ``per_user`` items of ``reference``).
 
     ``config`` is a ``JudgeConfig``; keyword ``options`` are its fields (``judge="overlap"``,
-    ``profile_size=50`` …). ``history`` is the interactions shown as profiles (a split's ``train``).
+    ``profile_size=50``, ``seed`` …); the judge's seed also seeds the choice of pairs, as in the
+    demo. ``history`` is the interactions shown as profiles (a split's ``train``).
     """
     from ..judge import JudgeConfig, judge_pairs, select_pairs
 
@@ -187,6 +188,7 @@ def judge(pairs: Iterable | None = None, collection=None, config=None, *, runs=N
         config = JudgeConfig.from_dict(options)
     elif options:
         config = config.replace(**options)
+    seed = config.seed
     if pairs is None:
         chosen: set = set()
         if runs is not None:
