@@ -15,7 +15,9 @@ times, each in a fresh interpreter (start-up and file reading included):
 
 Prints wall time (median over ``--repeats``), peak RSS of the child process, the speed ratio, read
 throughput (run lines per second of the recjudge command) and the largest difference between the
-two tools' system means.
+two tools' system means; then the per-stage split of the same work, timed stage by stage in one
+fresh interpreter (import, reading runs and qrels, tie share, ensure_tie_free, the per-user ×
+per-system matrices for each label set, τ with the bootstrap).
 """
 
 from __future__ import annotations
@@ -66,6 +68,37 @@ for label_name, path in (("reference", ref_path), ("candidate", cand_path)):
         result[label_name][f.stem] = means
 Path(out).write_text(json.dumps(result))
 """
+
+
+STAGES_SCRIPT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from recjudge.data.trec import ensure_tie_free, read_qrels, read_runs, tied_user_share
+from recjudge.evaluation import metaeval
+from recjudge.evaluation.measures import per_query_matrix
+runs_dir, ref_path, cand_path, measures, n_boot = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), int(sys.argv[5])
+out = {"import": time.perf_counter() - t0}
+def stage(name, fn):
+    t = time.perf_counter()
+    value = fn()
+    out[name] = time.perf_counter() - t
+    return value
+runs = stage("read runs", lambda: read_runs(runs_dir))
+ref, cand = stage("read qrels", lambda: (read_qrels(ref_path), read_qrels(cand_path)))
+stage("tie share", lambda: [tied_user_share(r, 100) for r in runs.values()])
+runs = stage("ensure_tie_free", lambda: {k: ensure_tie_free(r, "hash", 0) for k, r in runs.items()})
+ref_m = stage("matrices, reference", lambda: per_query_matrix(runs, ref, measures))
+cand_m = stage("matrices, candidate", lambda: per_query_matrix(runs, cand, measures))
+stage("tau + bootstrap", lambda: [metaeval._agreement(k, ref_m[k], cand_m[k], n_boot, 0) for k in ref_m])
+print(json.dumps(out))
+"""
+
+
+def stages(run_dir: Path, ref_path: Path, cand_path: Path, n_boot: int) -> dict[str, float]:
+    """Seconds per stage of the compare work, in one fresh interpreter."""
+    cmd = [sys.executable, "-c", STAGES_SCRIPT, str(run_dir), str(ref_path), str(cand_path), json.dumps(MEASURES),
+           str(n_boot)]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
 def write_files(folder: Path, users: int, systems: int, depth: int, judged: int) -> tuple[Path, Path, Path, int]:
@@ -138,6 +171,11 @@ def main() -> None:
     print(f"\nread throughput of recjudge compare (whole command): {n_lines / rows[0][1]:,.0f} run lines/s")
     if len(rows) == 2:
         print(f"speed-up: {rows[1][1] / rows[0][1]:.1f}×; max |Δ system mean| = {diff:.2e}")
+    split = stages(run_dir, ref_path, cand_path, args.bootstrap)
+    total = sum(split.values())
+    print(f"\nper-stage split (one fresh interpreter, {total:.2f} s in all):")
+    for name, sec in split.items():
+        print(f"  {name:<22} {sec:>8.2f} s {100 * sec / total:>5.1f}%")
     print(f"machine load (1 min): {os.getloadavg()[0]:.2f}")
 
 
