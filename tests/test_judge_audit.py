@@ -22,7 +22,7 @@ from recjudge.judge.audit import (
     scan_injections,
     self_consistency,
 )
-from recjudge.judge.runner import repeat_agreement
+from recjudge.judge.results import repeat_agreement
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0, model="fake-model")
 USERS = ("u0", "u1", "u2")

@@ -15,7 +15,7 @@ from fake_openai import FakeOpenAI, Reply
 from recjudge.cli import main
 from recjudge.judge.cache import Usage
 from recjudge.judge.parse import SINGLE, parse_answer
-from recjudge.judge.runner import _cost
+from recjudge.judge.budget import cost
 
 N_USERS, N_ITEMS, PER_USER = 3, 30, 4
 
@@ -215,9 +215,9 @@ def test_cached_prompt_tokens_are_priced_at_the_cached_rate():
     price = {"input": 0.15, "cached_input": 0.075, "output": 0.60}
     # 1,000 prompt tokens of which 400 cached, 200 completion tokens:
     # (600 * 0.15 + 400 * 0.075 + 200 * 0.60) / 1e6 = (90 + 30 + 120) / 1e6
-    assert _cost(Usage(1000, 400, 200, 0), price) == pytest.approx(240e-6, rel=1e-12)
+    assert cost(Usage(1000, 400, 200, 0), price) == pytest.approx(240e-6, rel=1e-12)
     # no cached_input price: cached tokens cost the input price
-    assert _cost(Usage(1000, 400, 200, 0), {"input": 0.15, "output": 0.60}) == pytest.approx(270e-6, rel=1e-12)
+    assert cost(Usage(1000, 400, 200, 0), {"input": 0.15, "output": 0.60}) == pytest.approx(270e-6, rel=1e-12)
 
 
 def test_cached_input_price_end_to_end(ws, capsys):

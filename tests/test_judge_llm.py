@@ -17,7 +17,7 @@ from fake_openai import Reply
 from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError
 from recjudge.judge import JudgeConfig, judge_pairs
-from recjudge.judge.runner import estimate_messages_tokens
+from recjudge.judge.budget import estimate_messages_tokens
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0)
 

@@ -26,7 +26,7 @@ from recjudge.judge.baselines import overlap_score, popularity_labels
 from recjudge.judge.parse import SINGLE, parse_answer
 from recjudge.judge.profile import HistoryProfiles, QueryProfiles
 from recjudge.judge.prompts import parse_template
-from recjudge.judge.runner import JudgeSpec, estimate_tokens, register_judge
+from recjudge.judge import JudgeSpec, estimate_tokens, register_judge
 
 
 def tiny_collection() -> Collection:
@@ -383,7 +383,7 @@ def test_config_and_registry_refuse_mistakes():
         with pytest.raises(ConfigError, match="extra_body must be a JSON object"):
             JudgeConfig(params={"extra_body": bad})
     assert JudgeConfig(params={"extra_body": {"top_k": 20}}).params == {"extra_body": {"top_k": 20}}
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(ConfigError, match="already registered"):
         register_judge(JudgeSpec("overlap", "baseline", "dup", lambda ctx: None))
     with pytest.raises(ConfigError, match="unknown judge 'gpt'"):
         judge_pairs([("u1", "i1")], tiny_collection(), JudgeConfig(judge="gpt"))

@@ -7,6 +7,11 @@ import argparse
 import sys
 
 from . import _args
+from .judge import add_config_options, config_from_args
+
+# the JudgeConfig fields the position and injection audits expose (built from its declarations)
+AUDIT_OPTIONS = ("seed", "model", "base_url", "api_key_env", "prompt", "fields", "profile_size", "items_per_call",
+                 "concurrency", "timeout", "max_attempts")
 
 _ABOUT = ("LLM errors that correlate with system characteristics (overrating popular items, favouring "
           "the first candidate of a call, obeying instructions in item metadata) can distort system "
@@ -49,19 +54,7 @@ def register(sub) -> None:
         _collection(a)
         a.add_argument("--depth", type=_args.positive, default=10, metavar="D", help="top-D of every run (10)")
         a.add_argument("--per-user", type=_args.positive, metavar="K", help="K pairs per user, sampled with --seed")
-        a.add_argument("--seed", type=_args.seed, default=0)
-        a.add_argument("--model", default="gpt-4o-mini")
-        a.add_argument("--base-url", action="append", metavar="URL",
-                       help="OpenAI-compatible endpoint; repeatable (no user:password@ in the URL)")
-        a.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR")
-        a.add_argument("--prompt", default="baseline", metavar="NAME_OR_PATH")
-        a.add_argument("--fields", default="title+genres", metavar="SET")
-        a.add_argument("--profile-size", type=_args.positive, default=50, metavar="N")
-        a.add_argument("--items-per-call", type=_args.int_range(1, 1000, "a number of items"),
-                       default=10 if name == "position" else 1, metavar="M")
-        a.add_argument("--concurrency", type=_args.int_range(1, 4096, "a number of requests"), default=8)
-        a.add_argument("--timeout", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=60.0)
-        a.add_argument("--retries", type=_args.int_range(1, 100, "a number of attempts"), default=6)
+        add_config_options(a, AUDIT_OPTIONS, defaults={"items_per_call": 10 if name == "position" else 1})
         a.add_argument("--cache", default=".recjudge-cache/judge.sqlite", metavar="SQLITE")
         if name == "injection":
             a.add_argument("--fraction", type=_args.float_range(0, 1, lo_open=True, what="a fraction"),
@@ -152,14 +145,11 @@ def run_scan(args: argparse.Namespace) -> int:
 def _llm_setup(args):
     from ..data.trec import read_runs
     from ..errors import ConfigError
-    from ..judge import JudgeConfig, select_pairs
+    from ..judge import select_pairs
     from ..judge.client import quiet_http_loggers
 
     quiet_http_loggers()
-    config = JudgeConfig(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-                         prompt=args.prompt, fields=args.fields, profile_size=args.profile_size, seed=args.seed,
-                         items_per_call=args.items_per_call, concurrency=args.concurrency, timeout=args.timeout,
-                         max_attempts=args.retries)
+    config = config_from_args(args, AUDIT_OPTIONS)
     from .._io import check_outputs
 
     check_outputs({"--json": args.json, "--cache": args.cache},

@@ -27,9 +27,67 @@ def _sample(ids, n: int = 3) -> str:
     return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
 
 
-def register(sub) -> None:
-    from ..judge.profile import FIELD_SETS, SAMPLINGS
+# the JudgeConfig fields `recjudge judge` exposes, by option group; names, types, defaults, ranges and
+# help come from JudgeConfig's declarations (recjudge.judge.config)
+JUDGE_OPTIONS = ("judge", "model", "base_url", "api_key_env", "prompt", "fields", "profile_size", "sampling",
+                 "repeats", "aggregate", "items_per_call", "seed")
+CALL_OPTIONS = ("concurrency", "timeout", "max_attempts", "structured")
+BATCH_OPTIONS = ("transport", "batch", "batch_poll")
+BUDGET_OPTIONS = ("dry_run", "max_calls", "max_cost", "prices")
 
+
+def add_config_options(group, names, defaults: dict | None = None) -> None:
+    """One option per JudgeConfig field in ``names``, built from the field's declared Setting;
+    ``defaults`` overrides a command's defaults (e.g. the position audit's items per call)."""
+    import math
+
+    from ..errors import ConfigError
+    from ..judge.config import JudgeConfig
+    from ..judge.profile import FIELD_SETS
+
+    settings = JudgeConfig.settings()
+    for name in names:
+        s, default = settings[name]
+        if not s.cli:
+            raise ConfigError(f"JudgeConfig.{name} is not a command-line option (declared cli=False)")
+        default = (defaults or {}).get(name, default)
+        flag = s.flag or "--" + name.replace("_", "-")
+        helptext = s.help
+        kw: dict = {"dest": name, "metavar": s.metavar}
+        if name == "judge":
+            from ..judge import get_judge, judge_names
+
+            kw["choices"] = judge_names()
+            helptext = "; ".join(f"{n}: {get_judge(n).description}" for n in judge_names())
+        elif name == "fields":
+            helptext = f"item fields shown: {', '.join(FIELD_SETS)}, or fields joined by '+'"
+        if s.kind == "bool":
+            group.add_argument(flag, action="store_true", dest=name, help=helptext)
+            continue
+        if s.kind == "urls":
+            group.add_argument(flag, action="append", help=helptext, **kw)
+            continue
+        if s.choices is not None:
+            kw["choices"] = s.choices
+            kw.pop("metavar")
+        if s.kind == "int":
+            kw["type"] = _args.int_range(int(s.lo), _args.MAX_COUNT if s.hi is None else int(s.hi), s.what)
+        elif s.kind == "float":
+            kw["type"] = _args.float_range(s.lo, math.inf if s.hi is None else s.hi, lo_open=s.lo_open,
+                                           hi_open=s.hi is None, what=s.what)
+        if default is not None:
+            helptext += f" (default {default})"
+        group.add_argument(flag, default=default, help=helptext, **kw)
+
+
+def config_from_args(args: argparse.Namespace, names, **values):
+    """The JudgeConfig of the options ``names`` (see :func:`add_config_options`) and ``values``."""
+    from ..judge import JudgeConfig
+
+    return JudgeConfig(**{n: getattr(args, n) for n in names}, **values)
+
+
+def register(sub) -> None:
     p = sub.add_parser(
         "judge", help="judge runs' (user, item) pairs with an LLM or an offline baseline into qrels",
         description="Ask an LLM (any OpenAI-compatible endpoint) or an offline baseline judge how interested "
@@ -59,54 +117,17 @@ def register(sub) -> None:
                      help="orders tied scores before the depth cut (default hash)")
 
     j = p.add_argument_group("judge")
-    from ..judge.runner import judge_names
-    j.add_argument("--judge", default="openai", choices=judge_names(),
-                   help="openai (LLM) or a non-LLM baseline: overlap, popularity")
-    j.add_argument("--model", default="gpt-4o-mini")
-    j.add_argument("--base-url", metavar="URL", action="append",
-                   help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, ...); repeat it for several servers "
-                        "of the same model: requests go to the healthy one with the fewest in flight, a failing "
-                        "one rests and is retried, answers share one cache. No user:password@ in the URL: the "
-                        "key comes from --api-key-env")
-    j.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="environment variable holding the API key (default OPENAI_API_KEY)")
-    j.add_argument("--prompt", default="baseline", metavar="NAME_OR_PATH",
-                   help="baseline, defined-scale, criteria, relevance, or a template file")
-    j.add_argument("--fields", default="title+genres", metavar="SET",
-                   help=f"item fields shown: {', '.join(FIELD_SETS)}, or fields joined by '+'")
-    j.add_argument("--profile-size", type=_args.positive, default=50, metavar="N", help="rated items per profile (50)")
-    j.add_argument("--sampling", choices=SAMPLINGS, default="random",
-                   help="which history items: seeded random sample or most recent (random)")
-    j.add_argument("--repeats", type=_args.int_range(1, 1000, "a number of repeats"), default=1, metavar="R", help="ask each pair R times (paper: 3)")
-    j.add_argument("--aggregate", choices=("mean", "mode"), default="mean",
-                   help="combine repeats: mean rounded half up, or mode (default mean)")
-    j.add_argument("--items-per-call", type=_args.int_range(1, 1000, "a number of items"), default=1, metavar="M", help="candidates per request (1)")
-    j.add_argument("--seed", type=_args.seed, default=0)
-
+    add_config_options(j, JUDGE_OPTIONS)
     c = p.add_argument_group("calling the model")
-    c.add_argument("--concurrency", type=_args.int_range(1, 4096, "a number of requests"), default=8, metavar="C", help="requests in flight (8)")
-    c.add_argument("--timeout", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=60.0, metavar="S", help="per-request timeout in s (60)")
-    c.add_argument("--retries", type=_args.int_range(1, 100, "a number of attempts"), default=6, metavar="N", help="attempts per request (6)")
-    c.add_argument("--structured", choices=("auto", "on", "off"), default="auto",
-                   help="JSON-schema structured output: auto falls back to parsing text when refused")
+    add_config_options(c, CALL_OPTIONS)
     c.add_argument("--temperature", type=_args.float_range(0, 2, what="a temperature"))
     c.add_argument("--reasoning-effort", choices=("minimal", "low", "medium", "high"))
     c.add_argument("--max-tokens", type=_args.positive, metavar="N", help="sent as max_completion_tokens")
     c.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE",
                    help="another generation parameter (JSON value), e.g. top_p=0.9")
-    c.add_argument("--transport", choices=("sdk", "lean", "auto"), default="sdk",
-                   help="HTTP client of chat requests: sdk (the openai package's client, default), lean "
-                        "(built-in keep-alive HTTP/1.1 with the least CPU per request, for concurrency of "
-                        "~100 and more against your own servers), auto: lean unless a proxy is set")
-    c.add_argument("--batch", action="store_true", help="use the Batch API (upload, create, poll, download)")
-    c.add_argument("--batch-poll", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=30.0, metavar="S", help="seconds between polls (30)")
-
+    add_config_options(c, BATCH_OPTIONS)
     b = p.add_argument_group("budget")
-    b.add_argument("--dry-run", action="store_true",
-                   help="count calls and estimate input tokens and cost; no network, nothing written")
-    b.add_argument("--max-calls", type=_args.count, metavar="N", help="start at most N new calls")
-    b.add_argument("--max-cost", type=_args.float_range(0, 1e9, what="USD"), metavar="USD", help="stop before the estimated cost exceeds USD")
-    b.add_argument("--prices", metavar="JSON", help="price table: {MODEL: {input, cached_input, output}} USD/Mtok")
+    add_config_options(b, BUDGET_OPTIONS)
 
     o = p.add_argument_group("output")
     o.add_argument("--out", required=True, metavar="QRELS", help="qrels to write, e.g. qrels/NAME.qrels")
@@ -123,9 +144,8 @@ def run_judge(args: argparse.Namespace) -> int:
     from ..data.collections import load_collection, read_collection_config
     from ..data.trec import read_qrels, read_runs
     from ..errors import ConfigError
-    from ..judge import JudgeConfig, judge_pairs, read_topics, select_pairs
+    from ..judge import judge_pairs, output_paths, read_topics, select_pairs
     from ..judge.client import quiet_http_loggers
-    from ..judge.runner import output_paths
 
     quiet_http_loggers()
 
@@ -136,14 +156,7 @@ def run_judge(args: argparse.Namespace) -> int:
         params["reasoning_effort"] = args.reasoning_effort
     if args.max_tokens is not None:
         params["max_completion_tokens"] = args.max_tokens
-    config = JudgeConfig(
-        judge=args.judge, model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-        prompt=args.prompt, fields=args.fields, profile_size=args.profile_size, sampling=args.sampling,
-        seed=args.seed, repeats=args.repeats, aggregate=args.aggregate, items_per_call=args.items_per_call,
-        concurrency=args.concurrency, timeout=args.timeout, max_attempts=args.retries,
-        structured=args.structured, params=params, max_calls=args.max_calls, max_cost=args.max_cost,
-        prices=args.prices, batch=args.batch, batch_poll=args.batch_poll, dry_run=args.dry_run,
-        transport=args.transport)
+    config = config_from_args(args, JUDGE_OPTIONS + CALL_OPTIONS + BATCH_OPTIONS + BUDGET_OPTIONS, params=params)
     if args.depth is not None and args.reference is not None:
         raise ConfigError("--depth selects from runs and --reference from qrels: give one of them")
     if not args.runs and args.reference is None:

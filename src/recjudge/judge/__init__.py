@@ -1,5 +1,5 @@
 """The judge: profiles, prompt templates, an OpenAI-compatible client with a resumable cache, pair
-selection, offline baseline judges, and the runner that turns pairs into qrels.
+selection, offline baseline judges, the judge registry and the run loop that turns pairs into qrels.
 
     from recjudge.judge import JudgeConfig, judge_pairs, select_pairs
     pairs = select_pairs(runs, depth=10)
@@ -9,23 +9,10 @@ selection, offline baseline judges, and the runner that turns pairs into qrels.
 
 from .profile import FIELD_SETS, HistoryProfiles, QueryProfiles, parse_fields, read_topics
 from .prompts import Template, load_template, template_names
-from .runner import (
-    AGGREGATIONS,
-    Agreement,
-    JudgeConfig,
-    JudgeResult,
-    JudgeSpec,
-    Judgment,
-    Summary,
-    aggregate_labels,
-    estimate_tokens,
-    get_judge,
-    judge_names,
-    judge_pairs,
-    load_prices,
-    register_judge,
-    repeat_agreement,
-)
+from .budget import estimate_tokens, load_prices
+from .config import AGGREGATIONS, JudgeConfig
+from .registry import JudgeContext, JudgeSpec, get_judge, judge_names, judge_pairs, register_judge
+from .results import Agreement, JudgeResult, Judgment, Summary, aggregate_labels, output_paths, repeat_agreement
 from .select import Pair, select_pairs
 
 __all__ = [
@@ -33,5 +20,5 @@ __all__ = [
     "Template", "load_template", "template_names",
     "AGGREGATIONS", "Agreement", "JudgeConfig", "JudgeResult", "JudgeSpec", "Judgment", "Summary",
     "aggregate_labels", "estimate_tokens", "get_judge", "judge_names", "judge_pairs", "load_prices",
-    "register_judge", "repeat_agreement", "Pair", "select_pairs",
+    "register_judge", "repeat_agreement", "Pair", "select_pairs", "JudgeContext", "output_paths",
 ]

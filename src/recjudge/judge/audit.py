@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..data.trec import Qrels
 from ..errors import ConfigError
+from .results import alpha_interval
 from .select import Pair
 
 __all__ = ["PopularityBias", "popularity_bias", "item_popularity", "PositionBias", "position_bias",
@@ -126,7 +127,7 @@ def _by_user(pairs: Sequence[Pair]) -> dict[str, list[str]]:
 def position_bias(pairs, collection, config, *, seed: int = 0, cache_path=None, history=None) -> PositionBias:
     """Judge ``pairs`` three times: ``config.items_per_call`` candidates per call in the given order,
     the same calls with their candidates in a seeded shuffled order, and one candidate per call."""
-    from .runner import judge_pairs
+    from .registry import judge_pairs
 
     m = config.items_per_call
     if m < 2:
@@ -195,17 +196,7 @@ def self_consistency(label_sets: Sequence[Qrels]) -> Consistency:
     cols = [merged[f"l{i}"].to_numpy() for i in range(len(label_sets))]
     kappa = {(names[i], names[j]): float(cohen_kappa(cols[i], cols[j], weights="linear"))
              for i in range(len(cols)) for j in range(i + 1, len(cols))}
-    return Consistency(names, len(merged), kappa, _alpha_interval(np.vstack(cols).T.astype(float)))
-
-
-def _alpha_interval(units: np.ndarray) -> float:
-    """Krippendorff's α, interval metric, every unit rated by every coder (rows = units)."""
-    m = units.shape[1]
-    values = units.ravel()
-    n = len(values)
-    d_o = sum(2 * (m * np.sum(u ** 2) - np.sum(u) ** 2) / (m - 1) for u in units) / n
-    d_e = 2 * (n * np.sum(values ** 2) - np.sum(values) ** 2) / (n * (n - 1))
-    return float(1.0 - d_o / d_e) if d_e > 0 else (1.0 if d_o == 0 else float("nan"))
+    return Consistency(names, len(merged), kappa, alpha_interval(np.vstack(cols).T.astype(float)))
 
 
 # ---------------------------------------------------------------------------------------- injection
@@ -253,7 +244,7 @@ def injection_inflation(pairs, collection, config, *, fraction: float = 0.2, see
                         cache_path=None, history=None) -> Injection:
     """Judge ``pairs`` on the collection and on a copy where a seeded ``fraction`` of the candidate
     items carry :data:`INJECTION`; the label inflation of the injected items is the bias."""
-    from .runner import judge_pairs
+    from .registry import judge_pairs
 
     if not 0 < fraction <= 1:
         raise ConfigError(f"fraction must lie in (0, 1], not {fraction}")

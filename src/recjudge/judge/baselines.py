@@ -25,7 +25,8 @@ import pandas as pd
 from ..errors import ConfigError
 from .cache import Usage
 from .profile import HistoryProfiles
-from .runner import JudgeContext, JudgeResult, JudgeSpec, Judgment, Summary, register_judge
+from .registry import JudgeContext, JudgeSpec, register_judge
+from .results import JudgeResult, Judgment, Summary
 
 __all__ = ["CATEGORICAL_FIELDS", "overlap_score", "popularity_labels"]
 

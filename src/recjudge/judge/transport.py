@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import urlsplit
 
+from ..errors import ConfigError
+
 __all__ = ["LeanHTTP", "LeanResponse", "LeanTimeout", "LeanConnectionError", "proxy_configured"]
 
 _PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy")
@@ -55,7 +57,7 @@ class LeanHTTP:
     def __init__(self, base_url: str, headers: Mapping[str, str], timeout: float, keep: int = 64):
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {base_url}")
+            raise ConfigError(f"not an http(s) URL: {base_url}; give the endpoint as http://host:port/v1")
         self.tls = parts.scheme == "https"
         self.host = parts.hostname
         self.port = parts.port or (443 if self.tls else 80)

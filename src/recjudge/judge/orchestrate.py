@@ -1,0 +1,296 @@
+"""The LLM judge's run loop: plan the requests per user, answer what the cache holds, hand the rest
+to a backend (chat or batch, see :mod:`recjudge.judge.backend`), and assemble judgments, summary and
+provenance. Registers the ``openai`` judge."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from ..errors import ConfigError
+from ..urls import public_url
+from .backend import make_backend
+from .budget import Budget, cost, estimate_messages_tokens, load_prices, output_estimate
+from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
+from .client import Request
+from .profile import candidates_block
+from .prompts import Template, load_template, template_provenance
+from .registry import JudgeContext, JudgeSpec, register_judge
+from .results import JudgeResult, Judgment, Summary, aggregate_labels, repeat_agreement
+from .select import Pair
+
+__all__ = ["LLMJob", "run_llm"]
+
+
+def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: Sequence[str],
+                       key_params: Mapping) -> Iterator[Request]:
+    m = ctx.config.items_per_call
+    endpoint = ctx.config.endpoint_id()
+    for start in range(0, len(items), m):
+        chunk = tuple(items[start:start + m])
+        keys = None if m == 1 else tuple(f"c{i + 1}" for i in range(len(chunk)))
+        profile = ctx.profiles.profile_text(qid, exclude=chunk)
+        cands = candidates_block([ctx.profiles.render_item(i, qid) for i in chunk], keys)
+        messages = template.render(profile, cands, keys)
+        psha = prompt_hash(messages.system + "\x00" + messages.user)
+        for r in range(ctx.config.repeats):
+            key = cache_key(template.sha256, ctx.config.model, key_params, psha, r, endpoint)
+            yield Request(key, qid, chunk, keys, r, messages, psha)
+
+
+def run_llm(ctx: JudgeContext) -> JudgeResult:
+    """The ``openai`` judge: ``ctx``'s pairs asked of an LLM, resumably through the cache."""
+    config = ctx.config
+    template = load_template(config.prompt)
+    if template.profile_kind != ctx.profiles.kind:
+        need = "--topics (queries as profiles)" if template.profile_kind == "query" else "user histories"
+        raise ConfigError(f"prompt template {template.name!r} expects {template.profile_kind} profiles: "
+                          f"use it with {need}, or choose a template for {ctx.profiles.kind} profiles")
+    try:
+        asyncio.get_running_loop()
+        in_loop = True
+    except RuntimeError:
+        in_loop = False
+    if not in_loop:
+        job = LLMJob(ctx, template)
+        result = asyncio.run(job.run())
+        if job.interrupted is not None:
+            # raised here, outside the event loop, once the calls in flight are cached
+            _reraise_signal(job.interrupted, job.previous_handlers.get(job.interrupted))
+        return result
+    # called from inside an event loop (a notebook): run on a loop of our own in a worker thread
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(LLMJob(ctx, template).run())).result()
+
+
+class LLMJob:
+    """One LLM judging run: the :class:`~recjudge.judge.backend.Job` its backend works for."""
+
+    def __init__(self, ctx: JudgeContext, template: Template):
+        self.ctx = ctx
+        self.config = ctx.config
+        self.template = template
+        self.prices = load_prices(self.config.prices)
+        self.price = self.prices.get(self.config.model)
+        if self.config.max_cost is not None and self.price is None and not self.config.dry_run:
+            raise ConfigError(f"--max-cost needs a price for model {self.config.model!r}; add it to a price table "
+                              "passed with --prices (USD per million tokens: input, cached_input, output)")
+        self.key_params = self.config.key_params()
+        # answers by cache key; requests with the same rendered prompt share one answer, which
+        # _result maps onto each request's own (qid, items) by candidate position
+        self.results: dict[str, CallRecord] = {}
+        self.requests: list[Request] = []
+        self._queued: set[str] = set()
+        self.hits = 0
+        self.planned = 0
+        self.skipped = 0
+        self.est_tokens = 0
+        self.est_cost = 0.0
+        self.calls = 0
+        self.pre_failed: dict[Pair, str] = {}
+        self.budget = Budget(self.config, self.price)
+        self.interrupted: int | None = None  # the signal that stopped the run
+        self.previous_handlers: dict[int, Any] = {}
+        self.progress = ctx.progress
+        self.cache: JudgeCache | None = None  # open while the run lasts
+
+    def _plan(self) -> Iterator[tuple[str, list[str]]]:
+        by_user: dict[str, list[str]] = defaultdict(list)
+        for p in self.ctx.pairs:
+            if not self.ctx.profiles.has(p.qid):
+                self.pre_failed[p] = "no_profile"
+            elif not self.ctx.profiles.knows_item(p.docid):
+                self.pre_failed[p] = "unknown_item"
+            else:
+                by_user[p.qid].append(p.docid)
+        yield from by_user.items()
+
+    def narrow(self, req: Request, items: tuple[str, ...]) -> Request:
+        """``req`` asking only for ``items`` (a retry of a partial answer): the same profile (it leaves
+        out every candidate of the full request) and the same candidate keys, so answers map back."""
+        profiles = self.ctx.profiles
+        keys = tuple(k for k, i in zip(req.keys, req.items) if i in items)
+        items = tuple(i for i in req.items if i in items)
+        cands = candidates_block([profiles.render_item(i, req.qid) for i in items], keys)
+        messages = self.template.render(profiles.profile_text(req.qid, exclude=req.items), cands, keys)
+        return dataclasses.replace(req, items=items, keys=keys, messages=messages)
+
+    def _est(self, req: Request) -> tuple[int, float]:
+        tokens = estimate_messages_tokens(req.messages.system, req.messages.user)
+        out = output_estimate(self.template, len(req.items))
+        return tokens, cost(Usage(tokens, 0, out, 0), self.price) or 0.0
+
+    def reserve(self, req: Request) -> float:
+        """What --max-cost sets aside for a call: the output cap when one is set, else the estimate
+        or the dearest attempt seen, whichever is more."""
+        if self.config.max_cost is None:
+            return 0.0  # nothing to reserve against
+        tokens, est = self._est(req)
+        cap = max((int(self.config.params.get(k) or 0) for k in ("max_tokens", "max_completion_tokens")),
+                  default=0)
+        if cap:
+            est = max(est, cost(Usage(tokens, 0, cap, 0), self.price) or 0.0)
+        return self.budget.reservation(est)
+
+    async def run(self) -> JudgeResult:
+        started = time.perf_counter()
+        path = self.ctx.cache_path
+        if path is None or (self.config.dry_run and not Path(path).exists()):
+            path = ":memory:"  # a dry run reads an existing cache and creates none
+        self.cache = JudgeCache(path)
+        backend = None
+        try:
+            if self.config.dry_run:
+                for _ in self.pending():  # counts calls, hits and estimates; asks nothing
+                    pass
+            else:
+                backend = make_backend(self.config.backend(), self)
+                await backend.run(self)
+        finally:
+            if backend is not None:
+                await backend.close()
+            self.cache.close()
+        return self._result(time.perf_counter() - started, backend.attempts if backend else 0,
+                            backend.endpoint_stats() if backend else {})
+
+    def pending(self) -> Iterator[list[Request]]:
+        """Per user: the requests the cache cannot answer (hits are recorded on the way)."""
+        for qid, items in self._plan():
+            reqs = list(_requests_for_user(self.ctx, self.template, qid, items, self.key_params))
+            self.planned += len(reqs)
+            found = self.cache.get_ok([r.key for r in reqs])
+            self.hits += len(found)
+            self.requests.extend(reqs)
+            self.results.update({k: dataclasses.replace(v, via="cache") for k, v in found.items()})
+            missing = []
+            for r in reqs:
+                if r.key not in found and r.key not in self._queued:  # same prompt asked once
+                    self._queued.add(r.key)
+                    missing.append(r)
+            for r in missing:
+                tokens, est = self._est(r)
+                self.est_tokens += tokens
+                self.est_cost += est
+            yield missing
+
+    def store(self, rec: CallRecord, req: Request) -> None:
+        # the cache merges labels an earlier partial answer gave; keep what it holds
+        stored = self.cache.put(rec, self.template.sha256, self.config.model, self.key_params, req.prompt_sha)
+        self.results[req.key] = rec if stored.status == rec.status and stored.labels == rec.labels else \
+            _for_request(stored, req) or rec
+        self.calls += 1
+
+    def _result(self, elapsed: float, attempts: int, endpoint_stats: Mapping | None = None) -> JudgeResult:
+        config = self.config
+        per_pair: dict[Pair, list[tuple[int, CallRecord | None]]] = defaultdict(list)
+        for req in self.requests:
+            rec = self.results.get(req.key)
+            if rec is None:
+                continue
+            rec = _for_request(rec, req)
+            if rec is not None:
+                for item in req.items:
+                    per_pair[Pair(req.qid, item)].append((req.repeat, rec))
+        judgments = []
+        failures: Counter = Counter()
+        rows_for_agreement = []
+        for p in self.ctx.pairs:
+            if p in self.pre_failed:
+                reason = self.pre_failed[p]
+                failures[reason] += 1
+                judgments.append(Judgment(p.qid, p.docid, None, "failed", reason, (None,) * config.repeats,
+                                          (reason,) * config.repeats))
+                continue
+            by_repeat = {r: rec for r, rec in per_pair.get(p, [])}
+            labels: list[int | None] = []
+            reasons: list[str | None] = []
+            crits: list[Mapping[str, int] | None] = []
+            endpoints: list[str | None] = []
+            usage = Usage()
+            from_cache = 0
+            for r in range(config.repeats):
+                rec = by_repeat.get(r)
+                if rec is None:
+                    labels.append(None)
+                    reasons.append("not_asked" if not config.dry_run else "dry_run")
+                    crits.append(None)
+                    endpoints.append(None)
+                    continue
+                n = len(rec.items)
+                share = rec.usage if n == 1 else Usage(*(round(v / n) for v in rec.usage.as_dict().values()))
+                usage = usage + share
+                from_cache += rec.via == "cache"
+                label = rec.labels.get(p.docid)
+                labels.append(label)
+                reasons.append(None if label is not None else (rec.item_errors.get(p.docid) or rec.reason))
+                crits.append(rec.criteria.get(p.docid))
+                endpoints.append(rec.endpoint)
+            ok = [v for v in labels if v is not None]
+            rows_for_agreement.append(labels)
+            if ok:
+                judgments.append(Judgment(p.qid, p.docid, aggregate_labels(ok, config.aggregate), "ok", None,
+                                          tuple(labels), tuple(reasons), tuple(crits), from_cache, usage,
+                                          endpoints=tuple(endpoints)))
+            else:
+                reason = next((r for r in reasons if r), "unknown")
+                failures[reason] += 1
+                judgments.append(Judgment(p.qid, p.docid, None, "failed", reason, tuple(labels), tuple(reasons),
+                                          tuple(crits), from_cache, usage, endpoints=tuple(endpoints)))
+        asked = [rec.usage for rec in self.results.values() if rec.via != "cache"]
+        usage = Usage(sum(u.prompt for u in asked), sum(u.cached for u in asked), sum(u.completion for u in asked),
+                      sum(u.reasoning for u in asked))
+        summary = Summary(
+            judge=config.judge, kind="llm", pairs=len(self.ctx.pairs),
+            judged=sum(j.label is not None for j in judgments), failures=dict(failures),
+            planned_calls=self.planned, calls=self.calls, attempts=attempts, cache_hits=self.hits,
+            skipped_calls=self.skipped, stopped=self.budget.stopped, usage=usage,
+            cost=cost(usage, self.price), estimated_input_tokens=self.est_tokens,
+            estimated_cost=self.est_cost if self.price is not None else None, dry_run=config.dry_run,
+            elapsed=elapsed,
+            agreement=repeat_agreement(rows_for_agreement) if config.repeats > 1 else None,
+            endpoints=dict(endpoint_stats or {}))
+        prov = {
+            "judge": config.judge, "kind": "llm", "model": config.model, "base_url": (config.public_endpoints() if len(config.endpoints()) > 1
+                                                                 else public_url(config.base_url)),
+            "template": template_provenance(self.template), "params": self.key_params,
+            "profiles": self.ctx.profiles.provenance(), "items_per_call": config.items_per_call,
+            "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
+        }
+        return JudgeResult(self.ctx.name, tuple(judgments), summary, prov)
+
+
+def _reraise_signal(signum: int, previous) -> None:
+    """Raise what the interrupted program expects: the handler it had installed for ``signum`` (the
+    CLI turns SIGTERM into its ``Terminated``), else KeyboardInterrupt."""
+    import signal
+
+    if signum != signal.SIGINT and callable(previous):
+        previous(signum, None)
+    raise KeyboardInterrupt()
+
+
+def _for_request(rec: CallRecord, req: Request) -> CallRecord | None:
+    """``rec`` (an answer to the same rendered prompt) re-keyed to ``req``'s own qid and items.
+
+    Identical prompts show the same candidates in the same order, so the i-th item of the stored
+    call is the i-th item of this request; the stored qid and items are never trusted.
+    """
+    if rec.qid == req.qid and rec.items == req.items:
+        return rec
+    if len(rec.items) != len(req.items):
+        return None
+    to_req = dict(zip(rec.items, req.items))
+    return dataclasses.replace(
+        rec, qid=req.qid, items=req.items,
+        labels={to_req[k]: v for k, v in rec.labels.items() if k in to_req},
+        criteria={to_req[k]: v for k, v in rec.criteria.items() if k in to_req},
+        item_errors={to_req[k]: v for k, v in rec.item_errors.items() if k in to_req})
+
+
+register_judge(JudgeSpec("openai", "llm", "an LLM behind any OpenAI-compatible endpoint", run_llm))

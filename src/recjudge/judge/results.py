@@ -1,0 +1,234 @@
+"""Judging's records and outputs: judgments, the run summary, repeat aggregation and agreement, and
+writing qrels, the judgments log and the summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._io import atomic_write, write_json
+from ..data.trec import Qrels, write_qrels
+from ..errors import ConfigError
+from .cache import Usage
+from .config import AGGREGATIONS
+
+__all__ = ["Judgment", "Agreement", "Summary", "JudgeResult", "output_paths", "aggregate_labels",
+           "repeat_agreement", "alpha_interval"]
+
+log = logging.getLogger("recjudge.judge")
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One (user, item) pair: the aggregated label (None when every repeat failed) and its evidence."""
+
+    qid: str
+    docid: str
+    label: int | None
+    status: str                                  # ok | failed
+    reason: str | None
+    repeat_labels: tuple[int | None, ...]
+    repeat_reasons: tuple[str | None, ...] = ()
+    criteria: tuple[Mapping[str, int] | None, ...] = ()
+    from_cache: int = 0                          # repeats answered from the cache
+    usage: Usage = Usage()                       # this pair's share of its calls' tokens
+    score: float | None = None                   # the offline judges' raw score
+    endpoints: tuple[str | None, ...] = ()       # per repeat: the endpoint (public URL) that answered
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement between repeats over pairs with at least two successful repeats."""
+
+    repeats: int
+    pairs: int
+    all_equal: float
+    pairwise_exact: float
+    alpha_interval: float
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Summary:
+    judge: str
+    kind: str
+    pairs: int
+    judged: int
+    failures: Mapping[str, int]
+    planned_calls: int
+    calls: int
+    attempts: int
+    cache_hits: int
+    skipped_calls: int
+    stopped: str | None
+    usage: Usage
+    cost: float | None
+    estimated_input_tokens: int
+    estimated_cost: float | None
+    dry_run: bool
+    elapsed: float
+    agreement: Agreement | None = None
+    endpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # url -> requests, failures
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["usage"] = self.usage.as_dict()
+        return d
+
+    def format(self) -> str:
+        rows = [("pairs", f"{self.pairs:,}")]
+        failed = self.pairs - self.judged
+        if not self.dry_run:
+            rows.append(("judged", f"{self.judged:,}"))
+            reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(self.failures.items(), key=lambda x: -x[1]))
+            rows.append(("failed", f"{failed:,}" + (f" ({reasons})" if reasons else "")))
+        if self.kind == "llm":
+            rows += [("calls planned", f"{self.planned_calls:,}"), ("cache hits", f"{self.cache_hits:,}")]
+            if self.dry_run:
+                rows += [("calls to make", f"{self.planned_calls - self.cache_hits:,}"),
+                         ("est. input tokens", f"{self.estimated_input_tokens:,} (≈4 characters per token)"),
+                         ("est. cost", _money(self.estimated_cost))]
+            else:
+                rows += [("calls made", f"{self.calls:,} ({self.attempts:,} HTTP requests)"),
+                         ("tokens", f"prompt {self.usage.prompt:,} (cached {self.usage.cached:,}), "
+                                    f"completion {self.usage.completion:,} (reasoning {self.usage.reasoning:,})"),
+                         ("cost", _money(self.cost))]
+            if self.skipped_calls:
+                rows.append(("not asked", f"{self.skipped_calls:,} calls ({self.stopped})"))
+        if len(self.endpoints) > 1:
+            rows += [(f"  {url}", f"{v['requests']:,} requests, {v['failures']:,} server failures")
+                     for url, v in self.endpoints.items()]
+        if self.agreement is not None:
+            a = self.agreement
+            rows.append(("repeat agreement", f"{a.repeats} repeats over {a.pairs:,} pairs: all equal "
+                                             f"{a.all_equal:.3f}, pairwise exact {a.pairwise_exact:.3f}, "
+                                             f"Krippendorff alpha (interval) {a.alpha_interval:.3f}"))
+        rows.append(("time", f"{self.elapsed:.1f} s"))
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _money(x: float | None) -> str:
+    return "unknown (no price for this model; see --prices)" if x is None else f"${x:,.4f}"
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    name: str
+    judgments: tuple[Judgment, ...]
+    summary: Summary
+    provenance: Mapping[str, Any]
+
+    @property
+    def labels(self) -> dict[tuple[str, str], int]:
+        return {(j.qid, j.docid): j.label for j in self.judgments if j.label is not None}
+
+    def qrels(self) -> Qrels | None:
+        """Integer labels of the judged pairs; failed pairs are absent (never 0)."""
+        rows = [(j.qid, j.docid, int(j.label)) for j in self.judgments if j.label is not None]
+        if not rows:
+            return None
+        return Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "label"]), self.name)
+
+    def write(self, qrels_path: str | os.PathLike, judgments_path: str | os.PathLike | None = None,
+              summary_path: str | os.PathLike | None = None) -> dict[str, Path]:
+        """Write qrels, the judgments JSONL and a summary JSON, each atomically."""
+        qrels_path = Path(qrels_path)
+        default_judgments, default_summary = output_paths(qrels_path)
+        judgments_path = Path(judgments_path or default_judgments)
+        summary_path = Path(summary_path or default_summary)
+        out: dict[str, Path] = {}
+        qrels = self.qrels()
+        if qrels is not None:
+            out["qrels"] = write_qrels(qrels, qrels_path)
+        elif qrels_path.exists():
+            # nothing judged: an older qrels file here would pass for this run's labels, and an
+            # empty qrels file is not valid input either
+            qrels_path.unlink()
+            log.warning("no pair was judged: removed the earlier %s", qrels_path)
+            out["removed_qrels"] = qrels_path
+        prov = dict(self.provenance)
+        with atomic_write(judgments_path) as fh:
+            for j in self.judgments:
+                fh.write(json.dumps({
+                    "qid": j.qid, "docid": j.docid, "label": j.label, "status": j.status, "reason": j.reason,
+                    "repeat_labels": list(j.repeat_labels), "repeat_reasons": list(j.repeat_reasons),
+                    **({"criteria": list(j.criteria)} if any(c for c in j.criteria) else {}),
+                    **({"score": j.score} if j.score is not None else {}),
+                    **({"repeat_endpoints": list(j.endpoints)} if any(j.endpoints) else {}),
+                    "from_cache": j.from_cache, "usage": j.usage.as_dict(), "provenance": prov,
+                }, separators=(",", ":")) + "\n")
+        out["judgments"] = judgments_path
+        write_json(summary_path, {"summary": self.summary.as_dict(), "provenance": prov})
+        out["summary"] = summary_path
+        return out
+
+
+def output_paths(qrels_path: str | os.PathLike) -> tuple[Path, Path]:
+    """The judgments log and summary written beside ``qrels_path`` by default (NAME.judgments.jsonl,
+    NAME.summary.json), so that callers can check them before any work."""
+    qrels_path = Path(qrels_path)
+    stem = qrels_path.name[: -len(".qrels")] if qrels_path.name.endswith(".qrels") else qrels_path.stem
+    return qrels_path.with_name(stem + ".judgments.jsonl"), qrels_path.with_name(stem + ".summary.json")
+
+
+def aggregate_labels(labels: Sequence[int], how: str = "mean") -> int:
+    """``mean``: the mean rounded half up (2.5 -> 3). ``mode``: the most frequent label; among tied
+    modes the one closest to the mean, then the lower."""
+    if not labels:
+        raise ConfigError("no labels to aggregate: give at least one label")
+    mean = sum(labels) / len(labels)
+    if how == "mean":
+        return int(math.floor(mean + 0.5))
+    if how == "mode":
+        counts = Counter(labels)
+        top = max(counts.values())
+        return min((v for v, n in counts.items() if n == top), key=lambda v: (abs(v - mean), v))
+    raise ConfigError(f"aggregate must be one of {', '.join(AGGREGATIONS)}")
+
+
+def repeat_agreement(rows: Sequence[Sequence[int | None]]) -> Agreement | None:
+    """Share of pairs whose repeats all agree, mean pairwise exact agreement, Krippendorff's alpha
+    (interval metric) over units with at least two values."""
+    units = [[v for v in r if v is not None] for r in rows]
+    units = [u for u in units if len(u) >= 2]
+    if not units:
+        return None
+    all_equal = float(np.mean([len(set(u)) == 1 for u in units]))
+    exact = []
+    for u in units:
+        m = len(u)
+        same = sum(c * (c - 1) for c in Counter(u).values())
+        exact.append(same / (m * (m - 1)))
+    alpha = alpha_interval(units)
+    return Agreement(max(len(r) for r in rows), len(units), all_equal, float(np.mean(exact)), float(alpha))
+
+
+def alpha_interval(units: Sequence[Sequence[float]]) -> float:
+    """Krippendorff's α, interval metric, for any number of coders: ``units`` holds each unit's values
+    (missing ones left out; units with fewer than two values carry no pairs and are skipped).
+
+    :func:`recjudge.evaluation.agreement.krippendorff_alpha` takes exactly two complete coders;
+    repeats and repeated experiments have more, so this is the m-coder form (equal to it for two
+    coders, which the tests check). No variation at all (every value the same) counts as 1.0."""
+    arrays = [np.asarray(u, dtype=float) for u in units if len(u) >= 2]
+    if not arrays:
+        return float("nan")
+    values = np.concatenate(arrays)
+    n = len(values)
+    # sum over ordered pairs i != j of (a - b)^2 = 2 (m * sum(v^2) - (sum v)^2)
+    d_o = sum(2 * (len(u) * np.sum(np.square(u)) - np.sum(u) ** 2) / (len(u) - 1) for u in arrays) / n
+    d_e = 2 * (n * np.sum(values ** 2) - np.sum(values) ** 2) / (n * (n - 1))
+    return float(1.0 - d_o / d_e) if d_e > 0 else (1.0 if d_o == 0 else float("nan"))
