@@ -76,7 +76,8 @@ t0 = time.perf_counter()
 from recjudge.data.trec import ensure_tie_free, read_qrels, read_runs, tied_user_share
 from recjudge.evaluation import metaeval
 from recjudge.evaluation.measures import per_query_matrix
-runs_dir, ref_path, cand_path, measures, n_boot = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), int(sys.argv[5])
+runs_dir, ref_path, cand_path = sys.argv[1:4]
+measures, n_boot = json.loads(sys.argv[4]), int(sys.argv[5])
 out = {"import": time.perf_counter() - t0}
 def stage(name, fn):
     t = time.perf_counter()

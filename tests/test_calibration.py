@@ -204,3 +204,13 @@ def test_validate_fill_tau_with_fill_differs_from_tau_without_by_hand():
     assert (val.n_hidden, val.n_hidden_filled) == (2, 2)
     assert val.tau_without_fill["nDCG@2"] == pytest.approx((1 - 2) / 3)
     assert val.tau_with_fill["nDCG@2"] == pytest.approx((0 - 3) / 3)
+
+
+def test_fill_pools_the_top_k_by_score_whatever_the_rank_column_or_the_claimed_policy_says():
+    human = read_qrels("u 0 a 1\n")
+    llm = read_qrels("u 0 a 2\nu 0 x 2\n")
+    frame = pd.DataFrame({"qid": ["u", "u"], "docid": ["a", "x"], "rank": [1, 2], "score": [1.0, 3.0],
+                          "tag": ["t", "t"]})  # x scores higher but the rank column says a first
+    run = Run("r", frame, tie_policy="hash", seed=0)
+    res = fill_gaps(human, llm, {"r": run}, calibrate(human, llm, 1), k=1)
+    assert (res.n_filled, res.n_unfilled) == (1, 0)  # the pool is x alone (not a): filled from the LLM grade

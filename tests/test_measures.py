@@ -366,3 +366,15 @@ def test_measure_variants_asked_together_keep_their_own_settings():
         gains_key = next(k for k in got if "gains" in k)
         assert got[gains_key] == pytest.approx([exp["u"], exp["v"]], abs=1e-12), seed
         assert got["nDCG(judged_only=True)@10"] == pytest.approx([linear["u"], linear["v"]], abs=1e-12), seed
+
+
+def test_a_tie_free_run_without_a_policy_is_used_as_is_and_a_false_claim_is_not_trusted():
+    qrels = read_qrels("q 0 a 1\nq 0 b 2\n")
+    raw = read_run("q Q0 a 1 0.5 t\nq Q0 b 2 -0.5 t\n")  # distinct scores: nothing to resolve, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = per_query_matrix({"r": raw}, qrels, ["nDCG@10"], backend="numpy")["nDCG@10"].loc["q", "r"]
+    assert got == pytest.approx((1 / 1 + 2 / math.log2(3)) / (2 / 1 + 1 / math.log2(3)), rel=1e-12)
+    tied = Run("r", raw.frame.assign(score=1.0), tie_policy="hash", seed=0)  # claims a policy, ties anyway
+    with pytest.warns(UserWarning, match="equal scores"):
+        per_query_matrix({"r": tied}, qrels, ["nDCG@10"], backend="numpy")
