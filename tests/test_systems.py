@@ -284,3 +284,23 @@ def test_grid_files_are_data(tmp_path):
         bad.write_text(body)
         with pytest.raises(InputError, match=why):
             load_grid_file(bad)
+
+
+def test_cli_train_from_a_grid_file(tmp_path):
+    import json
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    with open(folder / "tiny.inter", "w") as fh:
+        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
+        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
+            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    grid = tmp_path / "appendix.toml"
+    grid.write_text('[[system]]\nname = "Pop-pooled"\nmodel = "Pop"\ngroup = "pooled"\n\n'
+                    '[[system]]\nname = "Random-7"\nmodel = "Random"\nseed = 7\ngroup = "non-pooled"\n')
+    out = tmp_path / "runs"
+    assert main(["train", "--collection", str(folder), "--grid", str(grid), "--out", str(out), "--k", "2",
+                 "--cut", "6"]) == 0
+    assert sorted(p.name for p in out.glob("*.run")) == ["Pop-pooled.run", "Random-7.run"]
+    side = json.loads((out / "Random-7.json").read_text())
+    assert (side["seed"], side["group"]) == (7, "non-pooled")

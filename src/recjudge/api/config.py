@@ -211,10 +211,14 @@ class AblateConfig(CommandConfig):
                         action="store_true")
 
 
-def _grids() -> list[str]:
-    from ..systems import GRIDS
+def _grid(text: str) -> str:
+    """A registered grid, a grid file shipped with recjudge, or the path of a grid file (TOML)."""
+    from ..systems.registry import grid_names
 
-    return sorted(GRIDS)
+    names = grid_names()
+    if text in names or text.endswith(".toml"):
+        return text
+    raise argparse.ArgumentTypeError(f"must be one of {', '.join(names)} or a grid file (.toml), not {text!r}")
 
 
 def _splits() -> list[str]:
@@ -229,7 +233,8 @@ class TrainConfig(CommandConfig):
     collection: PathOrObject = opt("ml-100k", "registered name or path (default: ml-100k)")
     collection_config: str | None = opt(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
                                         "database-movies.csv", metavar="TOML")
-    grid: str = opt("quick", "system grid (default: quick)", choices=_grids)
+    grid: str = opt("quick", "system grid: quick, all18, paper52, penha2025-defaults or a grid file (TOML with "
+                    "[[system]] tables; default: quick)", check=_grid, metavar="GRID")
     systems: str | None = opt(None, "comma-separated system names (overrides --grid)")
     out: str | None = opt(None, "output folder for runs (default: runs/<collection>)")
     k: int = opt(100, "list length per user (default: 100)", check=_args.positive)

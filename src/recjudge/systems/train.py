@@ -272,6 +272,7 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
             seconds = time.perf_counter() - t0
             record = {
                 "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
+                "group": cfg.group,
                 "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs, "threads": threads,
                 "device": device, "collection": sp.collection.name, "split": dict(sp.info),
                 "split_fingerprint": fingerprint, "run_sha256": run_hash, "users": int(run.frame.qid.nunique()),
