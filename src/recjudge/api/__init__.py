@@ -29,6 +29,7 @@ from .config import (
     FillConfig,
     TrainConfig,
 )
+from . import results as _results
 from .config import resolve_config as _config
 from .results import (
     AblateReport,
@@ -87,6 +88,29 @@ def _qrels(value):
     if _is_path(value):
         return read_qrels(value)
     raise ConfigError(f"qrels are a path or a Qrels, not {type(value).__name__}")
+
+
+def _groups(value, runs) -> dict[str, str] | None:
+    """System → group from a file or mapping, else from the sidecars `recjudge train` wrote."""
+    from ..data.groups import groups_from_sidecars, read_groups
+
+    if isinstance(value, Mapping):
+        return dict(value)
+    if value is not None:
+        return read_groups(value)
+    if isinstance(runs, Mapping):
+        return None
+    from ..data.trec import iter_run_files
+
+    return groups_from_sidecars(iter_run_files(_paths(runs))) or None
+
+
+def _group_table(scores, groups, source):
+    from ..data.groups import group_means
+
+    if not groups:
+        return None
+    return group_means(scores, groups, os.fspath(source) if _is_path(source) else "groups recorded by train")
 
 
 def _path_inputs(*values) -> list:
@@ -214,23 +238,25 @@ def evaluate(config: EvaluateConfig | None = None, /, **options) -> EvaluateRepo
     from ..evaluation.metaeval import export_tie_info
 
     cfg = _config(EvaluateConfig, config, options)
-    inputs = _path_inputs(cfg.runs, cfg.qrels)
+    inputs = _path_inputs(cfg.runs, cfg.qrels, cfg.groups)
     check_outputs({"--json": cfg.json}, inputs=inputs)
     check_output_dir(cfg.report, "--report", inputs)
     parse_measures(cfg.measures)  # bad measure strings fail before any file is read
+    groups = _groups(cfg.groups, cfg.runs)
     runs = _runs(cfg.runs)
     ties = export_tie_info(_paths(cfg.runs)) if not isinstance(cfg.runs, Mapping) else {}
     result = score(runs, _qrels(cfg.qrels), cfg.measures, tie_policy=cfg.tie_policy, seed=cfg.seed,
                    export_ties=ties)
+    by_group = _group_table(result.table.scores_frame(), groups, cfg.groups)
     report_path = None
     if cfg.json:
-        write_json(cfg.json, result.to_json())
+        write_json(cfg.json, _results._with_groups(result.to_json(), by_group))
     if cfg.report:
         from ..report.evaluation import write_evaluation_report
 
         report_path = write_evaluation_report(result, cfg.report)
     return EvaluateReport(result, os.fspath(cfg.qrels) if _is_path(cfg.qrels) else result.settings["qrels"],
-                          report_path)
+                          report_path, by_group)
 
 
 def compare(config: CompareConfig | None = None, /, **options) -> CompareReport:
@@ -243,24 +269,32 @@ def compare(config: CompareConfig | None = None, /, **options) -> CompareReport:
     cfg = _config(CompareConfig, config, options)
     candidates = list(cfg.candidate.values()) if isinstance(cfg.candidate, Mapping) else _label_sets(cfg.candidate)
     _distinct(candidates)
-    inputs = _path_inputs(cfg.runs, cfg.reference, candidates)
+    inputs = _path_inputs(cfg.runs, cfg.reference, candidates, cfg.groups)
     check_outputs({"--json": cfg.json}, inputs=inputs)
     check_output_dir(cfg.report, "--report", inputs)
     parse_measures(cfg.measures)  # bad measure strings fail before any file is read
+    groups = _groups(cfg.groups, cfg.runs)
     runs = _runs(cfg.runs)
     reference, named, sources = _named(cfg.reference, candidates)
     ties = export_tie_info(_paths(cfg.runs)) if not isinstance(cfg.runs, Mapping) else {}
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=cfg.measures,
                             queries=cfg.queries, tie_policy=cfg.tie_policy, seed=cfg.seed, bootstrap=cfg.bootstrap,
                             export_ties=ties, bootstrap_seed=cfg.bootstrap_seed, sources=sources)
+    by_group = None
+    if groups:
+        import pandas as pd
+
+        tables = {"reference": result.reference, **result.candidates}
+        by_group = pd.concat({name: _group_table(t.scores_frame(), groups, cfg.groups)
+                              for name, t in tables.items()}, names=["labels", "group"])
     report_path = None
     if cfg.json:
-        write_json(cfg.json, result.to_json())
+        write_json(cfg.json, _results._with_groups(result.to_json(), by_group))
     if cfg.report:
         from ..report.evaluation import write_compare_report
 
         report_path = write_compare_report(result, cfg.report)
-    return CompareReport(result, report_path)
+    return CompareReport(result, report_path, by_group)
 
 
 def agreement(config: AgreementConfig | None = None, /, **options) -> AgreementReport:

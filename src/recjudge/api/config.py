@@ -140,6 +140,10 @@ PathOrObject = Any  # a path (checked when read) or the object read from it (Run
 _TIE_HELP = "order of equal scores before any measure runs (default: hash of seed+user+item)"
 
 
+_GROUPS_HELP = ("'system group' per line (e.g. pooled / non-pooled): every measure averaged per group "
+                "(default: the groups `recjudge train` recorded beside the runs, if any)")
+
+
 @dataclass(frozen=True)
 class CompareConfig(CommandConfig):
     command: ClassVar[str] = "compare"
@@ -156,6 +160,7 @@ class CompareConfig(CommandConfig):
     bootstrap: int = opt(1000, "bootstrap resamples of users for τ CIs (BCa; 0: no CI)", check=_args.count)
     bootstrap_seed: int | None = opt(None, "seed for the bootstrap alone (default: --seed); varies the CIs, "
                                      "never the rankings", check=_args.seed)
+    groups: PathOrObject | None = opt(None, _GROUPS_HELP, metavar="FILE")
     json: str | None = opt(None, "write the result as JSON", metavar="PATH")
     report: str | None = opt(None, "write report.md with plots into DIR", metavar="DIR")
 
@@ -182,6 +187,7 @@ class EvaluateConfig(CommandConfig):
     tie_policy: str = opt("hash", _TIE_HELP, choices=TIE_POLICIES)
     seed: int = opt(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)",
                     check=_args.seed)
+    groups: PathOrObject | None = opt(None, _GROUPS_HELP, metavar="FILE")
     json: str | None = opt(None, metavar="PATH")
     report: str | None = opt(None, metavar="DIR")
 

@@ -40,13 +40,14 @@ class EvaluateReport(Result):
     result: Any  # metaeval.EvaluationResult
     source: str  # where the qrels came from (path, or their name)
     report: Path | None = None  # report.md, when one was written
+    groups: pd.DataFrame | None = None  # per system group: number of systems and mean of each measure
 
     @property
     def table(self):
         return self.result.table
 
     def to_json(self) -> dict:
-        return self.result.to_json()
+        return _with_groups(self.result.to_json(), self.groups)
 
     def to_frame(self) -> pd.DataFrame:
         """Systems × measures, best first under the first measure, with that measure's rank."""
@@ -60,20 +61,33 @@ class EvaluateReport(Result):
         s = self.result.settings
         frame = self.to_frame()
         return (f"{len(frame)} systems under {self.source}; ranked by {frame.columns[1]}; "
-                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string())
+                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + _groups_text(self.groups))
+
+
+def _with_groups(data: dict, groups: pd.DataFrame | None) -> dict:
+    if groups is None:
+        return data
+    return {**data, "groups": groups.reset_index().to_dict(orient="records")}
+
+
+def _groups_text(groups: pd.DataFrame | None) -> str:
+    if groups is None:
+        return ""
+    return "\n\nmeans per system group:\n" + groups.round(4).to_string()
 
 
 @dataclass(frozen=True, eq=False)
 class CompareReport(Result):
     result: Any  # metaeval.CompareResult
     report: Path | None = None  # report.md, when one was written
+    groups: pd.DataFrame | None = None  # per label set and system group: systems and mean of each measure
 
     @property
     def agreement(self):
         return self.result.agreement
 
     def to_json(self) -> dict:
-        return self.result.to_json()
+        return _with_groups(self.result.to_json(), self.groups)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per candidate × measure: τ-b with its CI, weighted τ, τ_AP, rank displacement."""
@@ -112,7 +126,7 @@ class CompareReport(Result):
             lines += ["", f"candidate: {cand}", pd.DataFrame(rows).to_string(index=False)]
         scores = result.reference.scores_frame()
         lines += ["", "system scores under the reference:", scores.round(4).to_string()]
-        return "\n".join(lines)
+        return "\n".join(lines) + _groups_text(self.groups)
 
 
 @dataclass(frozen=True, eq=False)
