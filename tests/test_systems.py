@@ -304,3 +304,33 @@ def test_cli_train_from_a_grid_file(tmp_path):
     assert sorted(p.name for p in out.glob("*.run")) == ["Pop-pooled.run", "Random-7.run"]
     side = json.loads((out / "Random-7.json").read_text())
     assert (side["seed"], side["group"]) == (7, "non-pooled")
+
+
+@pytest.mark.parametrize("mapping, labels", [("rating", ["5", "2", "4"]), ("half_stars", ["10", "4", "8"]),
+                                             ("threshold:4", ["1", "0", "1"])])
+def test_cli_train_writes_historical_qrels_of_its_own_split(tmp_path, mapping, labels):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    with open(folder / "tiny.inter", "w") as fh:
+        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
+        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
+            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    hist = tmp_path / "hist.qrels"
+    assert main(["train", "--collection", str(folder), "--systems", "Pop", "--out", str(tmp_path / "runs"),
+                 "--k", "2", "--cut", "6", "--historical-qrels", str(hist), "--historical-mapping", mapping]) == 0
+    # cut 6: held out are u1 c (5 stars, t=6), u2 b (2 stars, t=7), u3 d (4 stars, t=8)
+    assert [line.split() for line in hist.read_text().splitlines()] == [
+        ["u1", "0", "c", labels[0]], ["u2", "0", "b", labels[1]], ["u3", "0", "d", labels[2]]]
+
+
+def test_cli_train_refuses_a_bad_mapping_before_training(tmp_path, capsys):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    with open(folder / "tiny.inter", "w") as fh:
+        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
+        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
+            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    assert main(["train", "--collection", str(folder), "--systems", "Pop", "--out", str(tmp_path / "runs"),
+                 "--cut", "6", "--historical-qrels", str(tmp_path / "h.qrels"), "--historical-mapping", "stars"]) == 2
+    assert "unknown rating mapping 'stars'" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "h.qrels").exists()

@@ -182,16 +182,30 @@ def train(config: TrainConfig | None = None, /, progress=None, verbose: bool = F
     # the output folder is checked before loading and training: neither is cheap
     if cfg.out is not None:
         check_output_dir(cfg.out, "--out", inputs)
+    if cfg.historical_qrels is not None:
+        from .._io import check_outputs
+
+        check_outputs({"--historical-qrels": cfg.historical_qrels}, inputs)
     data = given if in_memory else load_collection(given, cfg.collection_config)
     name = data.collection.name if isinstance(data, Split) else data.name
     out = cfg.out if cfg.out is not None else os.path.join("runs", name)
     if cfg.out is None:
         check_output_dir(out, "--out (default runs/<collection>)", inputs)
+    if cfg.historical_qrels is not None:
+        from ..data.splits import historical_qrels, make_split
+        from ..data.trec import write_qrels
+
+        # one split for the systems and the qrels, made (and checked) before any training
+        if not isinstance(data, Split):
+            data, split_options = make_split(data, cfg.split, **split_options), None
+        qrels = historical_qrels(data, cfg.historical_mapping)
     results = train_systems(
         data, grid=cfg.grid, out_dir=out, k=cfg.k, device=cfg.device, systems=systems, split=cfg.split,
         split_options=split_options, tie_policy=cfg.tie_policy, tie_seed=cfg.tie_seed, epochs=cfg.epochs,
         threads=cfg.threads, force=cfg.force, evaluate=cfg.evaluate, keep_checkpoints=cfg.keep_checkpoints,
         verbose=verbose, progress=progress)
+    if cfg.historical_qrels is not None:
+        write_qrels(qrels, cfg.historical_qrels)
     return TrainReport(tuple(results))
 
 

@@ -261,6 +261,11 @@ class TrainConfig(CommandConfig):
     force: bool = opt(False, "retrain systems found in the cache", action="store_true")
     evaluate: bool = opt(False, "also record RecBole's own test NDCG@10/Recall@10", action="store_true")
     keep_checkpoints: bool = opt(False, "keep RecBole's data and checkpoints in <out>/.work", action="store_true")
+    historical_qrels: str | None = opt(None, "also write qrels from the split's held-out ratings here (the "
+                                       "historical setting of Penha et al. 2025, Table 1)", metavar="QRELS")
+    historical_mapping: str = opt("rating", "rating → label for --historical-qrels: rating (whole stars), "
+                                  "half_stars (2 × rating), binary, or threshold:T (default: rating)",
+                                  metavar="MAPPING")
     json: bool = opt(False, "print results as JSON instead of a table", action="store_true")
 
     # CLI flag → the split function's keyword; which split takes which keyword is the split's own
