@@ -85,7 +85,45 @@ def test_judge_choices_come_from_the_registry():
 
 def test_backends_register_themselves_and_duplicates_are_refused():
     assert backend_names() == ("chat", "batch")
-    assert JudgeConfig().backend() == "chat" and JudgeConfig(batch=True).backend() == "batch"
+    assert JudgeConfig().backend_name() == "chat" and JudgeConfig(batch=True).backend_name() == "batch"
+    with pytest.raises(ConfigError, match="batch backend"):
+        JudgeConfig(batch=True, backend="chat")
+
+
+def test_a_new_backend_is_one_registration(tmp_path):
+    """A backend registered under a new name gets every request of the run and stores the answers."""
+    from recjudge.judge import judge_pairs
+    from recjudge.judge.cache import CallRecord
+
+    seen = []
+
+    class Echo:
+        attempts = 0
+
+        def __init__(self, job):
+            pass
+
+        async def run(self, job):
+            for missing in job.pending():
+                for req in missing:
+                    seen.append(req.items)
+                    self.attempts += 1
+                    job.store(CallRecord(req.key, req.qid, req.items, req.repeat, "ok", None, None,
+                                         labels={i: 3 for i in req.items}), req)
+
+        async def close(self):
+            pass
+
+        def endpoint_stats(self):
+            return {}
+
+    register_backend("echo-test", Echo)
+    from test_judge_units import tiny_collection
+
+    result = judge_pairs([("u1", "i3"), ("u1", "i4")], tiny_collection(),
+                         JudgeConfig(backend="echo-test", base_url="http://127.0.0.1:9/v1"))
+    assert sorted(seen) == [("i3",), ("i4",)]
+    assert result.labels == {("u1", "i3"): 3, ("u1", "i4"): 3} and result.summary.attempts == 2
     with pytest.raises(ConfigError, match="already registered"):
         register_backend("chat", lambda job: None)
 

@@ -140,6 +140,9 @@ class JudgeConfig:
                                   lo=0, cli=False)
     # first rest of a failing endpoint, doubling per failure (to 60 s)
     endpoint_cooldown: float = _setting(1.0, "float", "first rest of a failing endpoint in s", lo=0, cli=False)
+    # None: chat, or batch with batch=True; another registered backend (a provider SDK, a local engine) by name
+    backend: str | None = _setting(None, "str", "the registered backend that makes the calls", optional=True,
+                                   cli=False)
     transport: str = _setting("sdk", "str", "HTTP client of chat requests: sdk (the openai package's client), "
                               "lean (built-in keep-alive HTTP/1.1 with the least CPU per request, for "
                               "concurrency of ~100 and more against your own servers), auto: lean unless a proxy "
@@ -151,6 +154,8 @@ class JudgeConfig:
             object.__setattr__(self, f.name, value)
         self._check_urls()
         self._check_params()
+        if self.batch and self.backend not in (None, "batch"):
+            raise ConfigError(f"batch=True asks for the batch backend, but backend is {self.backend!r}; give one")
         if self.batch and len(self.endpoints()) > 1:
             raise ConfigError("the Batch API takes one endpoint: give one --base-url with --batch")
 
@@ -230,7 +235,7 @@ class JudgeConfig:
         """The generation parameters that enter the cache key."""
         return {"structured": self.structured, **self.params}
 
-    def backend(self) -> str:
+    def backend_name(self) -> str:
         """The registered backend that makes the calls (see :mod:`recjudge.judge.backend`)."""
-        return "batch" if self.batch else "chat"
+        return self.backend or ("batch" if self.batch else "chat")
 

@@ -150,7 +150,7 @@ class LLMJob:
                 for _ in self.pending():  # counts calls, hits and estimates; asks nothing
                     pass
             else:
-                backend = make_backend(self.config.backend(), self)
+                backend = make_backend(self.config.backend_name(), self)
                 await backend.run(self)
         finally:
             if backend is not None:
