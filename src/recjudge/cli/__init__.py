@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "recjudge.cli.ties",
     "recjudge.cli.train",
     "recjudge.cli.audit",
+    "recjudge.cli.settings",
 )
 
 
