@@ -334,3 +334,50 @@ def test_cli_train_refuses_a_bad_mapping_before_training(tmp_path, capsys):
                  "--cut", "6", "--historical-qrels", str(tmp_path / "h.qrels"), "--historical-mapping", "stars"]) == 2
     assert "unknown rating mapping 'stars'" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "h.qrels").exists()
+
+
+def test_min_interactions_is_iterated_to_a_fixed_point():
+    # n = 2. Users u1 ab, u2 ab, u3 ae, u5 db, u4 f; items a 3, b 3, e 1, d 1, f 1.
+    # Round 1 drops u3-e, u5-d, u4-f; then u3 (a) and u5 (b) hold one rating each, so round 2 drops
+    # them; round 3 finds u1, u2, a, b all at 2. One pass alone would have kept u3-a and u5-b.
+    rows = [("u1", "a"), ("u1", "b"), ("u2", "a"), ("u2", "b"), ("u3", "a"), ("u3", "e"), ("u5", "d"),
+            ("u5", "b"), ("u4", "f")]
+    inter = pd.DataFrame([(u, i, 4.0, t) for t, (u, i) in enumerate(rows)],
+                         columns=["user", "item", "rating", "timestamp"])
+    c = Collection("t", inter, pd.DataFrame(index=pd.Index(sorted(set(inter.item)), name="item")))
+    out = c.min_interactions(2)
+    assert sorted(map(tuple, out.interactions[["user", "item"]].to_numpy())) == [
+        ("u1", "a"), ("u1", "b"), ("u2", "a"), ("u2", "b")]
+    assert out.info["min_interactions"] == {"n": 2, "iterated": True, "rounds": 3, "dropped_interactions": 5}
+    assert sorted(out.items.index) == ["a", "b"]
+
+
+def test_sample_users_keeps_every_judged_user():
+    from recjudge.data.trec import read_qrels
+
+    inter = pd.DataFrame([(f"u{i}", "a", 4.0, i) for i in range(50)], columns=["user", "item", "rating", "timestamp"])
+    c = Collection("t", inter, pd.DataFrame(index=pd.Index(["a"], name="item")),
+                   qrels=read_qrels("u7 0 a 1\nu42 0 a 0\n"))
+    out = c.sample_users(5, seed=3)
+    users = set(out.interactions.user)
+    assert {"u7", "u42"} <= users and len(users) == 5 + 2
+    assert out.info["sample_users"] == {"n": 5, "seed": 3, "kept_judged": 2}
+    assert set(out.qrels.frame.qid) == {"u7", "u42"}
+
+
+def test_cli_train_records_the_training_sample_in_the_sidecar(tmp_path):
+    import json
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    with open(folder / "tiny.inter", "w") as fh:
+        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
+        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
+            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    out = tmp_path / "runs"
+    assert main(["train", "--collection", str(folder), "--systems", "Pop", "--out", str(out), "--k", "2",
+                 "--split", "user_ratio", "--sample-users", "2", "--sample-seed", "1", "--min-interactions", "1"]) == 0
+    side = json.loads((out / "Pop.json").read_text())
+    assert side["collection_filters"]["sample_users"] == {"n": 2, "seed": 1, "kept_judged": 0}
+    assert side["collection_filters"]["min_interactions"]["n"] == 1
+    assert side["collection_filters"]["min_interactions"]["iterated"] is True

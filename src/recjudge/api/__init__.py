@@ -187,6 +187,13 @@ def train(config: TrainConfig | None = None, /, progress=None, verbose: bool = F
 
         check_outputs({"--historical-qrels": cfg.historical_qrels}, inputs)
     data = given if in_memory else load_collection(given, cfg.collection_config)
+    if cfg.sample_users is not None or cfg.min_interactions is not None:
+        if isinstance(data, Split):
+            raise ConfigError("--sample-users and --min-interactions apply to a collection, not a ready split")
+        if cfg.sample_users is not None:
+            data = data.sample_users(cfg.sample_users, cfg.sample_seed)
+        if cfg.min_interactions is not None:
+            data = data.min_interactions(cfg.min_interactions)
     name = data.collection.name if isinstance(data, Split) else data.name
     out = cfg.out if cfg.out is not None else os.path.join("runs", name)
     if cfg.out is None:

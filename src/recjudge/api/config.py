@@ -261,6 +261,13 @@ class TrainConfig(CommandConfig):
     force: bool = opt(False, "retrain systems found in the cache", action="store_true")
     evaluate: bool = opt(False, "also record RecBole's own test NDCG@10/Recall@10", action="store_true")
     keep_checkpoints: bool = opt(False, "keep RecBole's data and checkpoints in <out>/.work", action="store_true")
+    sample_users: int | None = opt(None, "train on N users drawn by a seeded hash, plus every user the human "
+                                   "qrels judge (Penha et al. 2025: 10,000 + the 51 participants)",
+                                   check=_args.positive, metavar="N")
+    sample_seed: int = opt(0, "seed of --sample-users (default: 0)", check=_args.seed)
+    min_interactions: int | None = opt(None, "keep users and items with at least N interactions, iterated to a "
+                                       "fixed point (the paper: 20), after --sample-users",
+                                       check=_args.positive, metavar="N")
     historical_qrels: str | None = opt(None, "also write qrels from the split's held-out ratings here (the "
                                        "historical setting of Penha et al. 2025, Table 1)", metavar="QRELS")
     historical_mapping: str = opt("rating", "rating → label for --historical-qrels: rating (whole stars), "

@@ -275,6 +275,8 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                 "group": cfg.group,
                 "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs, "threads": threads,
                 "device": device, "collection": sp.collection.name, "split": dict(sp.info),
+                "collection_filters": {k: sp.collection.info[k] for k in ("sample_users", "min_interactions")
+                                       if k in sp.collection.info},
                 "split_fingerprint": fingerprint, "run_sha256": run_hash, "users": int(run.frame.qid.nunique()),
                 "catalogue_items": int(len(model.items)), "tied_user_share": share,
                 "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),

@@ -179,25 +179,51 @@ class Collection:
         return (f"Collection({self.name!r}: {i.user.nunique()} users, {len(self.items)} items, "
                 f"{len(i)} interactions, fields={list(self.fields)})")
 
-    def sample_users(self, n: int, seed: int = 0) -> Collection:
+    def sample_users(self, n: int, seed: int = 0, keep_judged: bool = True) -> Collection:
         """A smaller collection of ``n`` users drawn by a seeded hash (stable across runs and machines).
 
-        Items keep only those the sampled users rated; human qrels keep only the sampled users.
+        With ``keep_judged`` the users the human qrels judge are always kept, on top of the ``n``
+        drawn (Penha et al. 2025: 10,000 sampled ML-32M users plus the 51 participants). Items keep
+        only those the kept users rated; human qrels keep only the kept users.
         """
         from ..trec import hash_keys
 
         users = np.array(self.users, dtype=object)
-        if n >= len(users):
+        judged = set(self.qrels.frame.qid) if keep_judged and self.qrels is not None else set()
+        others = np.array([u for u in users if u not in judged], dtype=object)
+        if n >= len(others):
             return self
-        keys = hash_keys(users, np.full(len(users), "", dtype=object), seed)
-        chosen = set(users[np.argsort(keys, kind="stable")[:n]])
-        inter = self.interactions[self.interactions.user.isin(chosen)].reset_index(drop=True)
+        keys = hash_keys(others, np.full(len(others), "", dtype=object), seed)
+        chosen = set(others[np.argsort(keys, kind="stable")[:n]]) | (judged & set(users))
+        info = {**self.info, "sample_users": {"n": n, "seed": seed, "kept_judged": len(judged & set(users))}}
+        return self._restricted(self.interactions.user.isin(chosen), info)
+
+    def min_interactions(self, n: int) -> Collection:
+        """Users and items with at least ``n`` interactions, iterated to a fixed point (an n-core):
+        dropping a rare item can leave a user below ``n``, and the other way round."""
+        inter = self.interactions
+        keep = np.ones(len(inter), dtype=bool)
+        rounds = 0
+        while True:
+            rounds += 1
+            sub = inter[keep]
+            ucount = sub.user.map(sub.user.value_counts())
+            icount = sub.item.map(sub.item.value_counts())
+            drop = (ucount < n) | (icount < n)
+            if not drop.any():
+                break
+            keep[np.flatnonzero(keep)[drop.to_numpy()]] = False
+        info = {**self.info, "min_interactions": {"n": n, "iterated": True, "rounds": rounds,
+                                                   "dropped_interactions": int((~keep).sum())}}
+        return self._restricted(pd.Series(keep, index=inter.index), info)
+
+    def _restricted(self, mask: pd.Series, info: Mapping[str, object]) -> Collection:
+        inter = self.interactions[mask.to_numpy()].reset_index(drop=True)
         items = self.items[self.items.index.isin(inter.item.unique())]
         qrels = None
         if self.qrels is not None:
-            qf = self.qrels.frame[self.qrels.frame.qid.isin(chosen)]
+            qf = self.qrels.frame[self.qrels.frame.qid.isin(set(inter.user))]
             qrels = Qrels(self.qrels.name, qf.reset_index(drop=True)) if len(qf) else None
-        info = {**self.info, "sample_users": {"n": n, "seed": seed}}
         return Collection(self.name, inter, items, qrels, info, self.rating_scale)
 
 
