@@ -372,12 +372,14 @@ def test_cli_train_records_the_training_sample_in_the_sidecar(tmp_path):
     folder.mkdir()
     with open(folder / "tiny.inter", "w") as fh:
         fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
-        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
-            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+        for u in range(20):  # each user rates 5 of 12 items
+            for k in range(5):
+                fh.write(f"u{u}\ti{(u + 2 * k) % 12}\t4\t{100 * u + k}\n")
     out = tmp_path / "runs"
     assert main(["train", "--collection", str(folder), "--systems", "Pop", "--out", str(out), "--k", "2",
-                 "--split", "user_ratio", "--sample-users", "2", "--sample-seed", "1", "--min-interactions", "1"]) == 0
+                 "--split", "user_ratio", "--sample-users", "8", "--sample-seed", "1", "--min-interactions", "3"]) == 0
     side = json.loads((out / "Pop.json").read_text())
-    assert side["collection_filters"]["sample_users"] == {"n": 2, "seed": 1, "kept_judged": 0}
-    assert side["collection_filters"]["min_interactions"]["n"] == 1
+    assert side["collection_filters"]["sample_users"] == {"n": 8, "seed": 1, "kept_judged": 0}
+    assert side["collection_filters"]["min_interactions"]["n"] == 3
+    assert side["users"] <= 8
     assert side["collection_filters"]["min_interactions"]["iterated"] is True
