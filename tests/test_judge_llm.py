@@ -595,3 +595,15 @@ def test_partial_labels_survive_a_failed_retry_within_a_run(fake_openai):
     fake_openai.rule = rule
     res = run(fake_openai, pairs_for([10, 12], ["u0"]), items_per_call=2, max_attempts=2, concurrency=1)
     assert res.labels == {("u0", "10"): 2} and res.summary.failures == {"server_error": 1}
+
+
+def test_requests_state_the_collections_rating_scale(fake_openai, monkeypatch):
+    # half-star ratings (0.5 … 5): the prompt must not claim "1 to 5"; whole stars keep it
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unit-key-for-the-fake")
+    half = movies()
+    half = Collection("half", half.interactions.assign(rating=[0.5, 4.5, 3.0, 5.0, 1.5, 2.0] * 3), half.items)
+    run(fake_openai, pairs_for([10], ["u0"]), coll=half)
+    run(fake_openai, pairs_for([11], ["u0"]), coll=movies())
+    first, second = (r.json["messages"][-1]["content"] for r in fake_openai.chat_log())
+    assert "(ratings from 0.5 to 5):" in first and "ratings from 1 to 5" not in first
+    assert "(ratings from 1 to 5):" in second

@@ -243,7 +243,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
 def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: str, judge_name: str,
                         systems: list[str]) -> None:
     """Every file the demo writes can be written (not a folder, parent not a file, folder writable)."""
-    from ..judge.runner import output_paths
+    from ..judge import output_paths
 
     check_output_dir(runs_dir, "--runs-dir")
     judge_qrels = qrels_dir / f"{collection}-{judge_name}.qrels"

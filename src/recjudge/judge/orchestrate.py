@@ -35,7 +35,7 @@ def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: S
         keys = None if m == 1 else tuple(f"c{i + 1}" for i in range(len(chunk)))
         profile = ctx.profiles.profile_text(qid, exclude=chunk)
         cands = candidates_block([ctx.profiles.render_item(i, qid) for i in chunk], keys)
-        messages = template.render(profile, cands, keys)
+        messages = template.render(profile, cands, keys, getattr(ctx.profiles, "rating_scale", None))
         psha = prompt_hash(messages.system + "\x00" + messages.user)
         for r in range(ctx.config.repeats):
             key = cache_key(template.sha256, ctx.config.model, key_params, psha, r, endpoint)
@@ -118,7 +118,8 @@ class LLMJob:
         keys = tuple(k for k, i in zip(req.keys, req.items) if i in items)
         items = tuple(i for i in req.items if i in items)
         cands = candidates_block([profiles.render_item(i, req.qid) for i in items], keys)
-        messages = self.template.render(profiles.profile_text(req.qid, exclude=req.items), cands, keys)
+        messages = self.template.render(profiles.profile_text(req.qid, exclude=req.items), cands, keys,
+                                        getattr(profiles, "rating_scale", None))
         return dataclasses.replace(req, items=items, keys=keys, messages=messages)
 
     def _est(self, req: Request) -> tuple[int, float]:
