@@ -227,3 +227,29 @@ def test_cli_popularity_and_injection(cli, ws, capsys, fake_openai, monkeypatch)
     # 3 of the 6 candidates (10..15) injected; each is labelled 7 instead of k % 8 by every user
     assert len(res["items"]) == 3 and res["pairs"] == 9 and res["others_change"] == 0.0
     assert res["inflation"] == pytest.approx(sum(7 - int(d) % 8 for d in res["items"]) / 3)
+
+
+def test_popularity_rank_effect_names_the_systems_the_bias_lifts():
+    from recjudge.data.trec import read_qrels, read_run
+    from recjudge.judge.audit import popularity_bias, popularity_rank_effect
+
+    # popular P1..P4 (100 ratings), unpopular U1..U4 (1 rating). Human / LLM labels:
+    # P1 P2 1/2, P3 P4 0/1 (overrated), U1 U2 2/2, U3 U4 1/1. Calibration (mean human label per
+    # grade, half up): grade 2 -> (1+1+2+2)/4 = 1.5 -> 2, grade 1 -> (0+0+1+1)/4 = 0.5 -> 1.
+    # Residuals: popular +1 each, unpopular 0; so debiased labels are P1 P2 1, P3 P4 0, U 2 2 1 1.
+    human = read_qrels("".join(f"u 0 {d} {lab}\n" for d, lab in
+                               [("P1", 1), ("P2", 1), ("P3", 0), ("P4", 0), ("U1", 2), ("U2", 2), ("U3", 1),
+                                ("U4", 1)]))
+    llm = read_qrels("".join(f"u 0 {d} {lab}\n" for d, lab in
+                             [("P1", 2), ("P2", 2), ("P3", 1), ("P4", 1), ("U1", 2), ("U2", 2), ("U3", 1), ("U4", 1)]))
+    popularity = {**{f"P{i}": 100 for i in range(1, 5)}, **{f"U{i}": 1 for i in range(1, 5)}}
+    bias = popularity_bias(llm, human, popularity, bins=2)
+    assert bias.deciles.mean_residual.tolist() == [0.0, 1.0]
+    # A: [P1, P2]; B: [U3, U1]. With the bias (P1 P2 at 2) A's nDCG@2 is 1 and B's below it;
+    # without it A = (1 + 1/log2 3) / (2 + 2/log2 3) < B = (1 + 2/log2 3) / (2 + 2/log2 3)
+    runs = {"A": read_run("u Q0 P1 1 2 t\nu Q0 P2 2 1 t\n"), "B": read_run("u Q0 U3 1 2 t\nu Q0 U1 2 1 t\n")}
+    effect = popularity_rank_effect(bias, llm, popularity, runs, "nDCG@2")
+    assert effect.loc["A", "score_with_bias"] == pytest.approx(1.0)
+    assert effect.loc["A", ["rank_with_bias", "rank_without_bias", "shift"]].tolist() == [1.0, 2.0, 1.0]
+    assert effect.loc["B", ["rank_with_bias", "rank_without_bias", "shift"]].tolist() == [2.0, 1.0, -1.0]
+    assert list(effect.index) == ["A", "B"]  # the systems the bias lifted come first

@@ -31,6 +31,9 @@ def register(sub) -> None:
     _collection(pop)
     pop.add_argument("--bins", type=_args.int_range(1, 1000, "a number of bins"), default=10,
                      help="popularity bins of equal item counts (10: deciles)")
+    pop.add_argument("--runs", nargs="+", metavar="DIR_OR_FILE",
+                     help="also rank these systems with and without the bias: which gain or lose rank")
+    pop.add_argument("--measure", default="nDCG@100", help="measure of that ranking (default nDCG@100)")
     _json(pop)
     pop.set_defaults(func=run_popularity)
 
@@ -105,15 +108,31 @@ def run_popularity(args: argparse.Namespace) -> int:
     from ..data.trec import read_qrels
     from ..judge.audit import item_popularity, popularity_bias
 
-    _check(args, [args.llm, args.human, args.collection_config])
+    from ..evaluation.measures import parse_measures
+    from ..judge.audit import popularity_rank_effect
+
+    _check(args, [args.llm, args.human, args.collection_config, *(args.runs or [])])
+    if args.runs:
+        parse_measures(args.measure)
     llm, human = read_qrels(args.llm), read_qrels(args.human)
     collection, history = _load(args)
-    res = popularity_bias(llm, human, item_popularity(collection.interactions if history is None else history),
-                          bins=args.bins)
+    popularity = item_popularity(collection.interactions if history is None else history)
+    res = popularity_bias(llm, human, popularity, bins=args.bins)
     print(res.format())
-    _write(args, {"audit": "popularity", "pairs": res.pairs, "spearman": res.spearman,
-                  "calibration": {str(k): v for k, v in res.mapping.items()},
-                  "bins": res.deciles.to_dict(orient="records")})
+    out = {"audit": "popularity", "pairs": res.pairs, "spearman": res.spearman,
+           "calibration": {str(k): v for k, v in res.mapping.items()},
+           "bins": res.deciles.to_dict(orient="records")}
+    if args.runs:
+        from ..data.trec import read_runs
+
+        effect = popularity_rank_effect(res, llm, popularity, read_runs(args.runs), args.measure)
+        print(f"\nsystems ranked on {effect.attrs['measure']} with and without the popularity bias "
+              "(shift > 0: the bias lifted the system)")
+        print(effect.round(4).to_string())
+        out["systems"] = effect.reset_index().rename(columns={"run": "system", "index": "system"}).to_dict(
+            orient="records")
+        out["measure"] = effect.attrs["measure"]
+    _write(args, out)
     return 0
 
 

@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from .results import alpha_interval
 from .select import Pair
 
-__all__ = ["PopularityBias", "popularity_bias", "item_popularity", "PositionBias", "position_bias",
+__all__ = ["PopularityBias", "popularity_bias", "popularity_rank_effect", "item_popularity", "PositionBias", "position_bias",
            "Consistency", "self_consistency", "scan_injections", "inject", "Injection", "injection_inflation",
            "INJECTION"]
 
@@ -85,6 +85,42 @@ def popularity_bias(llm: Qrels, human: Qrels, popularity: Mapping[str, int], bin
                                        mean_residual=("residual", "mean")).reset_index()
     rho = _spearman(both.popularity.to_numpy(float), both.residual.to_numpy(float))
     return PopularityBias(table, rho, len(both), mapping)
+
+
+def popularity_rank_effect(bias: PopularityBias, llm: Qrels, popularity: Mapping[str, int], runs,
+                           measure: str = "nDCG@100", tie_policy: str = "hash", seed: int = 0) -> pd.DataFrame:
+    """Which systems gain or lose rank because of the judge's popularity bias.
+
+    Systems are ranked twice on ``measure``: under the calibrated LLM labels, and under the same
+    labels with the mean residual of the item's popularity bin taken off (rounded half up, floored
+    at 0; an item outside the audited pairs falls in the bin its popularity reaches). ``shift`` =
+    rank without the bias − rank with it: a positive shift is a system the bias lifted.
+    """
+    from ..evaluation.metaeval import evaluate, system_ranks
+
+    edges = bias.deciles[["decile", "popularity_max", "mean_residual"]].sort_values("decile")
+
+    def residual(item: str) -> float:
+        pop = popularity.get(str(item), 0)
+        for row in edges.itertuples():
+            if pop <= row.popularity_max:
+                return float(row.mean_residual)
+        return float(edges.mean_residual.iloc[-1])
+
+    f = llm.frame
+    calibrated = np.array([bias.mapping.get(int(g), int(g)) for g in f.label], dtype=float)
+    shift = np.array([residual(d) for d in f.docid])
+    debiased = np.maximum(0, np.floor(calibrated - shift + 0.5)).astype(np.int64)
+    with_bias = Qrels(f"{llm.name}-calibrated", f.assign(label=calibrated.astype(np.int64)))
+    without = Qrels(f"{llm.name}-debiased", f.assign(label=debiased))
+    a = evaluate(runs, with_bias, [measure], tie_policy=tie_policy, seed=seed).table
+    b = evaluate(runs, without, [measure], tie_policy=tie_policy, seed=seed).table
+    key = a.measures[0]
+    out = pd.DataFrame({"score_with_bias": a.means(key), "score_without_bias": b.means(key),
+                        "rank_with_bias": system_ranks(a.means(key)), "rank_without_bias": system_ranks(b.means(key))})
+    out["shift"] = out.rank_without_bias - out.rank_with_bias
+    out.attrs["measure"] = key
+    return out.sort_values(["shift", "rank_with_bias"], ascending=[False, True])
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> float:
