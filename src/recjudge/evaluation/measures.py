@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import Qrels, Run, ensure_tie_free, is_tie_free
+from ..data.trec import Qrels, Run, ensure_tie_free
 from ..errors import ConfigError
 
 __all__ = [
@@ -575,12 +575,12 @@ def _query_index(qrels: Qrels, queries: Sequence[str] | None) -> list[str]:
 
 
 def _tie_free(run: Run) -> Run:
-    if is_tie_free(run):
-        return ensure_tie_free(run)
-    warnings.warn(f"run {run.name!r} has equal scores within a query (compared as float32, as trec_eval "
-                  "does); ordering them with the default 'hash' policy (seed 0) — call "
-                  "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
-    return ensure_tie_free(run, "hash", 0)
+    out = ensure_tie_free(run, "hash", 0)  # the same frame back when the scores are tie-free
+    if out.frame is not run.frame:
+        warnings.warn(f"run {run.name!r} has equal scores within a query (compared as float32, as trec_eval "
+                      "does); ordered them with the default 'hash' policy (seed 0) — call "
+                      "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
+    return out
 
 
 def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEASURES,
