@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .._io import check_output_dir, check_outputs, write_json
-from ..data.trec import Qrels, read_run, resolve_ties, write_qrels
+from ..data.trec import Qrels, ensure_tie_free, read_run, write_qrels
 from ..errors import ConfigError
 from ..urls import public_url
 
@@ -173,9 +173,8 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     if len(ok) < 2:
         raise ConfigError("fewer than two systems trained; see the messages above")
     runs = {r.system: read_run(r.run_path, r.system) for r in ok}
-    # exported runs are tie-free on disk; marking them resolved once (same order) lets every later
-    # step skip the tie policy
-    runs = {name: resolve_ties(run, s.tie_policy, s.seed) for name, run in runs.items()}
+    # exported runs are tie-free on disk: checked (not trusted) once, so no later step re-decides ties
+    runs = {name: ensure_tie_free(run, s.tie_policy, s.seed) for name, run in runs.items()}
 
     steps.start("historical qrels from the held-out ratings (rating − 1 → 0–4)")
     historical = historical_qrels(split, HISTORICAL_MAPPING, name=f"{collection.name}-historical")
@@ -289,7 +288,8 @@ def _profile_sweep(s: DemoSettings, collection, history, aligned, historical) ->
 
 def _tie_audit(s: DemoSettings, collection, split):
     """Sampled-candidate protocol on the held-out data: tie-heavy scorers under every tie treatment."""
-    from ..evaluation.ties import attribute_overlap_scorer, audit_ties, popularity_scorer, sampled_candidate_run
+    from ..evaluation.ties import audit_ties
+    from ..systems.sampled import attribute_overlap_scorer, popularity_scorer, sampled_candidate_run
 
     test = split.test[split.test.rating >= 4]
     # one held-out item per user: the earliest liked test interaction (deterministic)

@@ -7,7 +7,7 @@ from typing import Iterable, Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import Qrels, Run, hash_keys, resolve_ties
+from ..data.trec import Qrels, Run, ensure_tie_free, hash_keys, top_k
 from ..errors import ConfigError
 
 __all__ = ["Pair", "select_pairs"]
@@ -21,11 +21,10 @@ class Pair(NamedTuple):
 def _frames(runs: Mapping[str, Run] | Iterable[Run], depth: int | None, tie_policy: str, seed: int):
     items = runs.values() if isinstance(runs, Mapping) else runs
     for run in items:
-        if run.tie_policy is None or depth is not None:
-            # a depth cut needs one order among tied scores: the declared tie policy decides it
-            run = resolve_ties(run, run.tie_policy or tie_policy, seed if run.seed is None else run.seed,
-                               depth=depth)
-        yield run.frame[["qid", "docid"]]
+        # a depth cut needs one order among tied scores: the declared tie policy decides it
+        run = ensure_tie_free(run, run.tie_policy or tie_policy, seed if run.seed is None else run.seed)
+        frame = top_k(run, depth) if depth is not None else run.frame
+        yield frame[["qid", "docid"]]
 
 
 def select_pairs(runs: Mapping[str, Run] | Iterable[Run] = (), depth: int | None = None,
