@@ -119,10 +119,7 @@ class Run:
 
     @classmethod
     def from_rows(cls, rows: Iterable[RunRow | tuple], name: str = "run") -> Run:
-        rows = list(rows)
-        frame = pd.DataFrame(rows, columns=list(RunRow._fields)) if rows else pd.DataFrame(
-            columns=list(RunRow._fields))
-        return cls.from_frame(frame, name)
+        return cls.from_frame(_rows_frame(rows, RunRow._fields), name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,10 +179,12 @@ class Qrels:
 
     @classmethod
     def from_rows(cls, rows: Iterable[Qrel | tuple], name: str = "qrels") -> Qrels:
-        rows = list(rows)
-        frame = pd.DataFrame(rows, columns=list(Qrel._fields)) if rows else pd.DataFrame(
-            columns=list(Qrel._fields))
-        return cls.from_frame(frame, name)
+        return cls.from_frame(_rows_frame(rows, Qrel._fields), name)
+
+
+def _rows_frame(rows: Iterable[tuple], fields: tuple[str, ...]) -> pd.DataFrame:
+    """Records as a frame with one column per field (an empty frame keeps the columns)."""
+    return pd.DataFrame(list(rows), columns=list(fields))
 
 
 # ---------------------------------------------------------------------------------------- reading
