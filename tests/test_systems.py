@@ -115,6 +115,16 @@ def tiny_collection() -> Collection:
     return Collection("tiny", inter, pd.DataFrame(index=pd.Index(list("abcd"), name="item")))
 
 
+def _atomic_folder(folder):
+    """``tiny_collection()`` written as RecBole atomic files in ``folder``."""
+    folder.mkdir()
+    with open(folder / "tiny.inter", "w") as fh:
+        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
+        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
+            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    return folder
+
+
 def test_native_pop_counts_true_interactions():
     sp = user_ratio_split(tiny_collection(), ratio=0.5)
     # train (first ceil(n/2) per user): u1 a,b; u2 a,c; u3 a → a:3, b:1, c:1, d:0
@@ -193,13 +203,7 @@ def test_clean_argv_hides_our_command_line(monkeypatch):
 
 
 def test_cli_train_native_systems(tmp_path, capsys):
-    folder = tmp_path / "c"
-    folder.mkdir()
-    inter = tiny_collection().interactions
-    with open(folder / "tiny.inter", "w") as fh:
-        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
-        for u, i, r, t in inter.itertuples(index=False):
-            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    folder = _atomic_folder(tmp_path / "c")
     out = tmp_path / "runs"
     code = main(["train", "--collection", str(folder), "--systems", "Pop,Random", "--out", str(out), "--k", "2",
                  "--cut", "6"])
@@ -289,12 +293,7 @@ def test_grid_files_are_data(tmp_path):
 def test_cli_train_from_a_grid_file(tmp_path):
     import json
 
-    folder = tmp_path / "c"
-    folder.mkdir()
-    with open(folder / "tiny.inter", "w") as fh:
-        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
-        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
-            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    folder = _atomic_folder(tmp_path / "c")
     grid = tmp_path / "appendix.toml"
     grid.write_text('[[system]]\nname = "Pop-pooled"\nmodel = "Pop"\ngroup = "pooled"\n\n'
                     '[[system]]\nname = "Random-7"\nmodel = "Random"\nseed = 7\ngroup = "non-pooled"\n')
@@ -309,12 +308,7 @@ def test_cli_train_from_a_grid_file(tmp_path):
 @pytest.mark.parametrize("mapping, labels", [("rating", ["5", "2", "4"]), ("half_stars", ["10", "4", "8"]),
                                              ("threshold:4", ["1", "0", "1"])])
 def test_cli_train_writes_historical_qrels_of_its_own_split(tmp_path, mapping, labels):
-    folder = tmp_path / "c"
-    folder.mkdir()
-    with open(folder / "tiny.inter", "w") as fh:
-        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
-        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
-            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    folder = _atomic_folder(tmp_path / "c")
     hist = tmp_path / "hist.qrels"
     assert main(["train", "--collection", str(folder), "--systems", "Pop", "--out", str(tmp_path / "runs"),
                  "--k", "2", "--cut", "6", "--historical-qrels", str(hist), "--historical-mapping", mapping]) == 0
@@ -324,12 +318,7 @@ def test_cli_train_writes_historical_qrels_of_its_own_split(tmp_path, mapping, l
 
 
 def test_cli_train_refuses_a_bad_mapping_before_training(tmp_path, capsys):
-    folder = tmp_path / "c"
-    folder.mkdir()
-    with open(folder / "tiny.inter", "w") as fh:
-        fh.write("user_id:token\titem_id:token\trating:float\ttimestamp:float\n")
-        for u, i, r, t in tiny_collection().interactions.itertuples(index=False):
-            fh.write(f"{u}\t{i}\t{r}\t{t}\n")
+    folder = _atomic_folder(tmp_path / "c")
     assert main(["train", "--collection", str(folder), "--systems", "Pop", "--out", str(tmp_path / "runs"),
                  "--cut", "6", "--historical-qrels", str(tmp_path / "h.qrels"), "--historical-mapping", "stars"]) == 2
     assert "unknown rating mapping 'stars'" in capsys.readouterr().err
