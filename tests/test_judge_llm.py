@@ -13,6 +13,7 @@ import sqlite3
 import pandas as pd
 import pytest
 from fake_openai import Reply
+from judge_data import movies, pairs_for
 
 from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError
@@ -20,21 +21,6 @@ from recjudge.judge import JudgeConfig, judge_pairs
 from recjudge.judge.budget import estimate_messages_tokens
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0)
-
-
-def movies(n_items: int = 30, n_users: int = 3, history: int = 6) -> Collection:
-    """Items 'Movie k' (the fake labels them k % 8); user u rated items 0..history-1 shifted by u."""
-    items = pd.DataFrame({"title": [f"Movie {k}" for k in range(n_items)],
-                          "genres": [("Drama",) if k % 2 else ("Comedy",) for k in range(n_items)]},
-                         index=[str(k) for k in range(n_items)])
-    rows = [(f"u{u}", str(u + k), float(1 + (u + k) % 5), 100 * u + k)
-            for u in range(n_users) for k in range(history)]
-    inter = pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"])
-    return Collection("movies", inter, items)
-
-
-def pairs_for(items, users=("u0", "u1", "u2")):
-    return [(u, str(i)) for u in users for i in items]
 
 
 def run(server, pairs, tmp_path=None, coll=None, **cfg):

@@ -6,28 +6,20 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import pytest
 from fake_openai import Reply
+from judge_data import movies as _movies
+from judge_data import pairs_for
 
-from recjudge.data.collections import Collection
 from recjudge.judge import JudgeConfig, judge_pairs
 from recjudge.judge.transport import proxy_configured
 
+
+def movies():
+    return _movies(40)  # these tests ask for items up to 39
+
+
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, timeout=5.0, model="fake-model")
-
-
-def movies(n_items: int = 40, n_users: int = 3, history: int = 6) -> Collection:
-    items = pd.DataFrame({"title": [f"Movie {k}" for k in range(n_items)],
-                          "genres": [("Drama",) if k % 2 else ("Comedy",) for k in range(n_items)]},
-                         index=[str(k) for k in range(n_items)])
-    rows = [(f"u{u}", str(u + k), float(1 + (u + k) % 5), 100 * u + k)
-            for u in range(n_users) for k in range(history)]
-    return Collection("movies", pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]), items)
-
-
-def pairs_for(items, users=("u0", "u1", "u2")):
-    return [(u, str(i)) for u in users for i in items]
 
 
 def judge(server, pairs, **cfg):
