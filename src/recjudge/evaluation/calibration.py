@@ -24,6 +24,7 @@ from ..data.trec import Qrels, Run, ensure_tie_free, top_k, write_qrels
 from ..errors import ConfigError
 
 __all__ = [
+    "round_half_up",
     "GradeCalibration",
     "Calibration",
     "FillResult",
@@ -68,8 +69,12 @@ class Calibration:
                 "grades": [dict(g._asdict()) for g in self.grades]}
 
 
-def _round_half_up(x: float) -> int:
-    return int(math.floor(x + 0.5))
+def round_half_up(x):
+    """Half up, the documented rule for every label made from a mean (1.5 -> 2, 2.49 -> 2):
+    an int for a number, an int64 array for an array."""
+    if np.ndim(x) == 0:
+        return int(math.floor(x + 0.5))
+    return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
 
 
 def calibrate(human: Qrels, llm: Qrels, min_overlap: int = 30) -> Calibration:
@@ -89,10 +94,10 @@ def calibrate(human: Qrels, llm: Qrels, min_overlap: int = 30) -> Calibration:
             n, mean = int(stats.loc[g, "size"]), float(stats.loc[g, "mean"])
             flagged = n < min_overlap
             note = f"only {n} overlapping pairs (< {min_overlap})" if flagged else ""
-            out.append(GradeCalibration(g, n, mean, _round_half_up(mean), flagged, note))
+            out.append(GradeCalibration(g, n, mean, round_half_up(mean), flagged, note))
         else:
             nearest = min(have, key=lambda h: (abs(h - g), h))
-            label = _round_half_up(float(stats.loc[nearest, "mean"]))
+            label = round_half_up(float(stats.loc[nearest, "mean"]))
             out.append(GradeCalibration(g, 0, math.nan, label, True, f"no overlap; borrows grade {nearest}"))
     return Calibration(tuple(out), min_overlap)
 

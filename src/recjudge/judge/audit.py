@@ -96,6 +96,7 @@ def popularity_rank_effect(bias: PopularityBias, llm: Qrels, popularity: Mapping
     at 0; an item outside the audited pairs falls in the bin its popularity reaches). ``shift`` =
     rank without the bias − rank with it: a positive shift is a system the bias lifted.
     """
+    from ..evaluation.calibration import round_half_up
     from ..evaluation.metaeval import evaluate, system_ranks
 
     edges = bias.deciles[["decile", "popularity_max", "mean_residual"]].sort_values("decile")
@@ -110,7 +111,7 @@ def popularity_rank_effect(bias: PopularityBias, llm: Qrels, popularity: Mapping
     f = llm.frame
     calibrated = np.array([bias.mapping.get(int(g), int(g)) for g in f.label], dtype=float)
     shift = np.array([residual(d) for d in f.docid])
-    debiased = np.maximum(0, np.floor(calibrated - shift + 0.5)).astype(np.int64)
+    debiased = np.maximum(0, round_half_up(calibrated - shift))
     with_bias = Qrels(f"{llm.name}-calibrated", f.assign(label=calibrated.astype(np.int64)))
     without = Qrels(f"{llm.name}-debiased", f.assign(label=debiased))
     a = evaluate(runs, with_bias, [measure], tie_policy=tie_policy, seed=seed).table

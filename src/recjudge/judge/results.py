@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ import pandas as pd
 from .._io import atomic_write, write_json
 from ..data.trec import Qrels, write_qrels
 from ..errors import ConfigError
+from ..evaluation.calibration import round_half_up
 from .cache import Usage
 from .config import AGGREGATIONS
 
@@ -191,7 +191,7 @@ def aggregate_labels(labels: Sequence[int], how: str = "mean") -> int:
         raise ConfigError("no labels to aggregate: give at least one label")
     mean = sum(labels) / len(labels)
     if how == "mean":
-        return int(math.floor(mean + 0.5))
+        return round_half_up(mean)
     if how == "mode":
         counts = Counter(labels)
         top = max(counts.values())
