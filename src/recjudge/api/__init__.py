@@ -90,7 +90,17 @@ def _qrels(value):
     raise ConfigError(f"qrels are a path or a Qrels, not {type(value).__name__}")
 
 
-def _groups(value, runs) -> dict[str, str] | None:
+def _run_files(value) -> list | None:
+    """The run files behind ``--runs``, folders expanded once (and their skipped entries said once);
+    None for runs given in memory."""
+    if isinstance(value, Mapping):
+        return None
+    from ..data.trec import iter_run_files
+
+    return iter_run_files(_paths(value))
+
+
+def _groups(value, files: list | None) -> dict[str, str] | None:
     """System → group from a file or mapping, else from the sidecars `recjudge train` wrote."""
     from ..data.groups import groups_from_sidecars, read_groups
 
@@ -98,11 +108,9 @@ def _groups(value, runs) -> dict[str, str] | None:
         return dict(value)
     if value is not None:
         return read_groups(value)
-    if isinstance(runs, Mapping):
+    if files is None:
         return None
-    from ..data.trec import iter_run_files
-
-    return groups_from_sidecars(iter_run_files(_paths(runs))) or None
+    return groups_from_sidecars(files) or None
 
 
 def _group_table(scores, groups, source):
@@ -263,9 +271,10 @@ def evaluate(config: EvaluateConfig | None = None, /, **options) -> EvaluateRepo
     check_outputs({"--json": cfg.json}, inputs=inputs)
     check_output_dir(cfg.report, "--report", inputs)
     parse_measures(cfg.measures)  # bad measure strings fail before any file is read
-    groups = _groups(cfg.groups, cfg.runs)
-    runs = _runs(cfg.runs)
-    ties = export_tie_info(_paths(cfg.runs)) if not isinstance(cfg.runs, Mapping) else {}
+    files = _run_files(cfg.runs)
+    groups = _groups(cfg.groups, files)
+    runs = _runs(cfg.runs if files is None else files)
+    ties = export_tie_info(files) if files is not None else {}
     result = score(runs, _qrels(cfg.qrels), cfg.measures, tie_policy=cfg.tie_policy, seed=cfg.seed,
                    export_ties=ties)
     by_group = _group_table(result.table.scores_frame(), groups, cfg.groups)
@@ -294,10 +303,11 @@ def compare(config: CompareConfig | None = None, /, **options) -> CompareReport:
     check_outputs({"--json": cfg.json}, inputs=inputs)
     check_output_dir(cfg.report, "--report", inputs)
     parse_measures(cfg.measures)  # bad measure strings fail before any file is read
-    groups = _groups(cfg.groups, cfg.runs)
-    runs = _runs(cfg.runs)
+    files = _run_files(cfg.runs)
+    groups = _groups(cfg.groups, files)
+    runs = _runs(cfg.runs if files is None else files)
     reference, named, sources = _named(cfg.reference, candidates)
-    ties = export_tie_info(_paths(cfg.runs)) if not isinstance(cfg.runs, Mapping) else {}
+    ties = export_tie_info(files) if files is not None else {}
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=cfg.measures,
                             queries=cfg.queries, tie_policy=cfg.tie_policy, seed=cfg.seed, bootstrap=cfg.bootstrap,
                             export_ties=ties, bootstrap_seed=cfg.bootstrap_seed, sources=sources)
