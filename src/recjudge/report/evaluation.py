@@ -137,7 +137,16 @@ def render_html(markdown: str, title: str) -> str:
 
 
 def write_report(out_dir: str | os.PathLike, markdown: str, title: str) -> Path:
-    """Write ``report.md`` and ``report.html`` into ``out_dir``; returns the Markdown path."""
+    """Write ``report.md`` and ``report.html`` into ``out_dir``; returns the Markdown path.
+
+    Under a protocol, a line after the title names it and every setting that differs from it.
+    """
+    from ..protocol import current
+
+    use = current()
+    if use is not None:
+        head, _, rest = markdown.partition("\n")
+        markdown = f"{head}\n\n{md_text(use.describe())}.\n{rest}"
     out = Path(out_dir)
     page = render_html(markdown, title)  # rendered before anything is written
     path = out / "report.md"
