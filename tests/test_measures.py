@@ -13,7 +13,15 @@ import pytest
 
 from recjudge.data.trec import Qrels, Run, read_qrels, read_run, resolve_ties
 from recjudge.errors import ConfigError
-from recjudge.evaluation.measures import DEFAULT_MEASURES, measure_key, parse_measures, per_query_matrix
+from recjudge.evaluation.measures import (
+    DEFAULT_MEASURES,
+    EXP_GAINS,
+    describe_measure,
+    measure_key,
+    parse_measures,
+    per_query_matrix,
+)
+from recjudge.evaluation.metaeval import system_means
 
 QRELS = read_qrels(
     "q1 0 a 2\n"   # relevant, gain 2
@@ -341,12 +349,13 @@ from recjudge.evaluation.measures import per_query_matrix
 from recjudge.data.trec import read_qrels, read_run, resolve_ties
 qrels = read_qrels("u 0 a 2\nu 0 b 1\nu 0 c 0\nv 0 a 1\nv 0 d 2\n")
 run = resolve_ties(read_run("u Q0 b 1 3 t\nu Q0 a 2 2 t\nu Q0 c 3 1 t\nv Q0 a 1 2 t\nv Q0 d 2 1 t\n"), "docid")
-m = per_query_matrix({"r": run}, qrels, sys.argv[1].split(";"))
+m = per_query_matrix({"r": run}, qrels, sys.argv[1].split(";"), backend=sys.argv[2])
 print(json.dumps({k: v["r"].tolist() for k, v in m.items()}))
 """
 
 
-def test_measure_variants_asked_together_keep_their_own_settings():
+@pytest.mark.parametrize("backend", ["auto", "ir_measures"])
+def test_measure_variants_asked_together_keep_their_own_settings(backend):
     # nDCG@10 (linear gain) and nDCG with exponential gains 2^rel - 1 in one call: each must get its
     # own evaluator whatever Python's hash seed (one shared evaluator mixed their settings).
     import json
@@ -359,7 +368,7 @@ def test_measure_variants_asked_together_keep_their_own_settings():
     linear = {"u": (1 + 2 * d2) / (2 + 1 * d2), "v": (1 + 2 * d2) / (2 + d2)}
     exp = {"u": (1 + 3 * d2) / (3 + 1 * d2), "v": (1 + 3 * d2) / (3 + d2)}
     for seed in range(6):
-        out = subprocess.run([sys.executable, "-c", MIXED_NDCG, spec], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", MIXED_NDCG, spec, backend], capture_output=True, text=True,
                              env={**os.environ, "PYTHONHASHSEED": str(seed)}, check=True)
         got = json.loads(out.stdout)
         assert got["nDCG@10"] == pytest.approx([linear["u"], linear["v"]], abs=1e-12), seed
@@ -378,3 +387,118 @@ def test_a_tie_free_run_without_a_policy_is_used_as_is_and_a_false_claim_is_not_
     tied = Run("r", raw.frame.assign(score=1.0), tie_policy="hash", seed=0)  # claims a policy, ties anyway
     with pytest.warns(UserWarning, match="equal scores"):
         per_query_matrix({"r": tied}, qrels, ["nDCG@10"], backend="numpy")
+
+
+# ------------------------------------------------------------------ the paper's measures (issue 11)
+
+def _one(qrels: str, run: str, measures, backend="auto") -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tied example runs are resolved with the hash policy
+        m = per_query_matrix({"r": read_run(run)}, read_qrels(qrels), measures, backend=backend)
+    return {k: v["r"] for k, v in m.items()}
+
+
+def test_ndcg_exp_alias_is_the_ir_measures_gains_string():
+    (alias,) = parse_measures(["nDCGexp@100"])
+    (written,) = parse_measures(["nDCG(gains={0:0,1:1,2:3,3:7,4:15,5:31,6:63,7:127})@100"])
+    assert alias == written and alias.params["gains"] == {r: 2**r - 1 for r in range(8)} == EXP_GAINS
+    assert parse_measures(["nDCGexp"])[0].params == {"gains": EXP_GAINS}  # no cutoff
+    assert measure_key(parse_measures(["nDCG@100"])[0]) == "nDCG@100"  # linear gain keeps its name
+    with pytest.raises(ConfigError, match="given twice"):
+        parse_measures(["nDCGexp@10", "nDCG(gains={0:0,1:1,2:3,3:7,4:15,5:31,6:63,7:127})@10"])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "ir_measures"])
+def test_ndcg_exp_by_hand(backend):
+    # ranking b (label 1), a (label 3), c (label 0); exponential gains 1, 7, 0; ideal a, b
+    got = _one("u 0 a 3\nu 0 b 1\nu 0 c 0\n", "u Q0 b 1 3 t\nu Q0 a 2 2 t\nu Q0 c 3 1 t\n",
+               ["nDCGexp@10", "nDCG@10"], backend)
+    exp_key = next(k for k in got if "gains" in k)
+    dcg = (2**1 - 1) / math.log2(2) + (2**3 - 1) / math.log2(3)
+    idcg = (2**3 - 1) / math.log2(2) + (2**1 - 1) / math.log2(3)
+    assert got[exp_key]["u"] == pytest.approx(dcg / idcg, abs=1e-12)  # 0.5876...
+    linear = (1 / math.log2(2) + 3 / math.log2(3)) / (3 / math.log2(2) + 1 / math.log2(3))
+    assert got["nDCG@10"]["u"] == pytest.approx(linear, abs=1e-12)
+    # gains (and the cutoff) reach the ideal list: @1 keeps only the top item on each side
+    got1 = _one("u 0 a 3\nu 0 b 1\nu 0 c 0\n", "u Q0 b 1 3 t\nu Q0 a 2 2 t\nu Q0 c 3 1 t\n", ["nDCGexp@1"], backend)
+    assert next(iter(got1.values()))["u"] == pytest.approx(1 / 7, abs=1e-12)
+
+
+def test_ndcg_exp_refuses_labels_above_seven_and_other_gains_follow_trec_eval():
+    with pytest.raises(ConfigError, match="label 8 .*0-7 scale"):
+        _one("u 0 a 8\n", "u Q0 a 1 1 t\n", ["nDCGexp@10"])
+    # an explicit map leaves unlisted labels at their own value (ir-measures' rule): a 9 gains 9
+    spec = "nDCG(gains={0:0,1:1,2:3})@10"
+    qrels, run = "u 0 a 9\nu 0 b 2\nu 0 e 1\n", "u Q0 e 1 3 t\nu Q0 b 2 2 t\nu Q0 a 3 1 t\n"
+    want = (1 + 3 / math.log2(3) + 9 / math.log2(4)) / (9 + 3 / math.log2(3) + 1 / math.log2(4))
+    for backend in ("numpy", "ir_measures"):
+        assert next(iter(_one(qrels, run, [spec], backend).values()))["u"] == pytest.approx(want, abs=1e-12)
+
+
+def test_describe_measure_states_the_gain_function_and_variant():
+    assert describe_measure("nDCG@100") == "nDCG@100, linear gain (trec_eval)"
+    assert describe_measure("nDCGexp@100") == "nDCGexp@100: nDCG@100, exponential gain 2^rel − 1, labels 0–7"
+    assert describe_measure(parse_measures(["nDCG(gains={0:0,1:1,2:3,3:7,4:15,5:31,6:63,7:127})@5"])[0]) \
+        == "nDCGexp@5: nDCG@5, exponential gain 2^rel − 1, labels 0–7"
+    assert describe_measure("Compat(p=0.95)") == "Compat(p=0.95), ir-measures / claclark"
+    assert describe_measure("CompatHM").startswith(
+        "CompatHM(p=0.95), Compatibility as computed by the trec-health-misinfo/Compatibility script")
+    assert "gains {0:0,1:1,2:3}" in describe_measure("nDCG(gains={0:0,1:1,2:3})@10")
+
+
+P95 = 0.95
+S95 = -math.log(1 - P95) / P95  # sum_i p^i / (i + 1) to infinity = 3.1534...; depth 1000 leaves < 1e-20
+
+
+@pytest.mark.parametrize("qrels, run, hm, ir", [
+    # ideal [b]; b at rank 2: RBO loses only the first term of S
+    ("u 0 b 1\n", "u Q0 a 1 2.0 t\nu Q0 b 2 1.0 t\n", (S95 - 1) / S95, 0.322034),
+    # a tie: whatever order it is resolved in, the ideal list follows the run's order
+    ("u 0 b 1\nu 0 a 1\n", "u Q0 a 1 1.0 t\nu Q0 b 2 1.0 t\n", 1.0, None),
+    # ideal [a, c] (c unretrieved, after the retrieved a); ranking [a, b]: overlap 1 at every depth,
+    # the ideal list with itself 1 then 2
+    ("u 0 a 2\nu 0 c 2\n", "u Q0 a 1 -1 t\nu Q0 b 2 -2 t\n", S95 / (2 * S95 - 1), 0.243590),
+])
+@pytest.mark.parametrize("backend", ["numpy", "ir_measures"])
+def test_compat_hm_worked_examples(qrels, run, hm, ir, backend):
+    got = _one(qrels, run, ["CompatHM(p=0.95)", "Compat(p=0.95)"], backend)
+    assert got["CompatHM"]["u"] == pytest.approx(hm, abs=1e-12)
+    if ir is not None:  # ir-measures' Compat differs: depth max(len), unretrieved ideal items at score 0
+        assert got["Compat"]["u"] == pytest.approx(ir, abs=1e-6)
+
+
+def test_compat_hm_graded_by_hand():
+    # labels 0-7: a 7, e 5 (not retrieved), b 3, c 3, d 0; ranking b x a c (x unjudged)
+    # ideal: a (7), e (5), then the 3s by run rank: b (rank 0) before c (rank 3) -> [a, e, b, c]
+    # overlap at depth i+1: i=0 {}, i=1 {}, i=2 {a, b}, i>=3 {a, b, c}; the ideal with itself 1, 2, 3, 4, 4, ...
+    qrels = "u 0 a 7\nu 0 e 5\nu 0 b 3\nu 0 c 3\nu 0 d 0\n"
+    run = "u Q0 b 1 4 t\nu Q0 x 2 3 t\nu Q0 a 3 2 t\nu Q0 c 4 1 t\n"
+    p = 0.9
+
+    def tail(k):  # sum_{k <= i < 1000} p^i / (i + 1)
+        return sum(p**i / (i + 1) for i in range(k, 1000))
+
+    num = 2 * p**2 / 3 + 3 * tail(3)
+    best = tail(0) + tail(1) + tail(2) + tail(3)
+    got = _one(qrels, run, ["CompatHM(p=0.9)"])["CompatHM(p=0.9)"]["u"]
+    assert got == pytest.approx(num / best, abs=1e-12)
+
+
+def test_compat_hm_leaves_out_users_as_the_script_does():
+    # u: relevant item retrieved at rank 1 -> 1.0; v: no label > 0 -> no value; w: the run lacks it -> no value
+    qrels = read_qrels("u 0 a 1\nv 0 a 0\nw 0 a 1\n")
+    run = read_run("u Q0 a 1 2 t\nv Q0 a 1 2 t\n")
+    m = per_query_matrix({"r": run}, qrels, ["CompatHM", "Compat"])
+    assert m["CompatHM"]["r"].to_dict() == pytest.approx({"u": 1.0, "v": math.nan, "w": math.nan}, nan_ok=True)
+    assert system_means(m["CompatHM"])["r"] == 1.0  # the script's mean: u alone
+    assert system_means(m["Compat"])["r"] == pytest.approx(1 / 3)  # ir-measures: 0.0 for v and w
+
+
+def test_compat_hm_depth_is_1000():
+    # the relevant item at rank 1001 is beyond the script's depth: nothing overlaps
+    rows = "".join(f"u Q0 x{i} {i + 1} {2000 - i} t\n" for i in range(1000)) + "u Q0 a 1001 1 t\n"
+    assert _one("u 0 a 1\n", rows, ["CompatHM"])["CompatHM"]["u"] == 0.0
+    with pytest.raises(ConfigError, match="CompatHM takes one parameter"):
+        parse_measures(["CompatHM(q=1)"])
+    with pytest.raises(ConfigError, match="strictly between 0 and 1"):
+        parse_measures(["CompatHM(p=1.5)"])

@@ -15,12 +15,16 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from recjudge.data.trec import Qrels, Run
-from recjudge.evaluation.measures import fast_supported, parse_measures, per_query_matrix
+from recjudge.data.trec import Qrels, Run, ensure_tie_free
+from recjudge.evaluation.measures import (
+    fast_supported,
+    parse_measures,
+    per_query_matrix,
+)
 
 MEASURES = ["Judged@3", "Judged@10", "nDCG", "nDCG@3", "Bpref", "Bpref(rel=2)", "P@3", "P(rel=2)@2", "R@3",
             "Success@2", "RR", "RR(rel=2)", "AP", "AP(rel=2)", "Compat(p=0.8)", "Compat(p=0.95)",
-            "Compat(p=0.9,normalize=False)"]
+            "Compat(p=0.9,normalize=False)", "nDCGexp@3", "nDCGexp", "nDCG(gains={0:1,1:5,2:2})@5"]
 ITEMS = [f"i{n}" for n in range(8)] + ["i10"]  # 'i10' sorts between 'i1' and 'i2' as a string
 USERS = ["u1", "u2", "u3", "u10"]
 LABELS = [-1, 0, 0, 1, 2, 3]
@@ -88,4 +92,54 @@ def test_a_user_without_relevant_items_scores_zero_everywhere_but_judged(label):
     fast = per_query_matrix({"r": run}, qrels, MEASURES, backend="numpy")
     for key, frame in fast.items():
         want = 0.5 if key.startswith("Judged") else 0.0  # 1 judged of 2 ranked
+        if key.startswith("nDCG(gains={0:1") and label == 0:
+            want = 1.0  # this map gives label 0 a gain: a, ranked first, is then the whole ideal list
         assert frame.loc["u", "r"] == want, key
+
+
+def _script_compat(qrels: Qrels, run: Run, p: float) -> dict[str, float]:
+    """Compatibility the way the trec-health-misinfo/Compatibility script defines it, set by set.
+
+    Ideal list: items with label > 0 by label descending, equal labels by run rank (unretrieved last,
+    in qrels order); RBO to depth 1000 by set intersection; the run's RBO over the ideal's; only
+    users the run ranks and that have a label > 0 get a value.
+    """
+    out = {}
+    ranked = run.frame.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+    for user, items in ranked.groupby("qid", sort=False):
+        ranking = list(items.docid)
+        judged = qrels.frame[(qrels.frame.qid == user) & (qrels.frame.label > 0)]
+        if judged.empty:
+            continue
+        rank = {d: i for i, d in enumerate(ranking)}
+        ideal = sorted(judged.itertuples(), key=lambda r: (-r.label, rank.get(r.docid, len(ranking))))
+        ideal = [r.docid for r in ideal]
+
+        def rbo(a, b):
+            total, seen_a, seen_b = 0.0, set(), set()
+            for i in range(1000):
+                if i < len(a):
+                    seen_a.add(a[i])
+                if i < len(b):
+                    seen_b.add(b[i])
+                total += p**i * len(seen_a & seen_b) / (i + 1)
+            return total
+        out[user] = rbo(ranking, ideal) / rbo(ideal, ideal)
+    return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+@example(ZERO_SCORE_TIE)
+def test_compat_hm_equals_the_script_definition(case):
+    qrels, runs = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, run in runs.items():
+            run = ensure_tie_free(run, "hash", 0)  # the order both sides see
+            got = per_query_matrix({name: run}, qrels, ["CompatHM(p=0.8)"], backend="numpy")["CompatHM(p=0.8)"][name]
+            want = _script_compat(qrels, run, 0.8)
+            assert sorted(got.dropna().index) == sorted(u for u in want if u in got.index)
+            for user, value in want.items():
+                if user in got.index:
+                    assert abs(got[user] - value) <= 1e-9, (user, got[user], value)

@@ -17,10 +17,23 @@ search in the block's sorted (query, document) keys, and every measure is a few 
 over that block (bincount per (query, run) cell). Compat uses a closed form: a document in both
 the ranking and the ideal list adds ``sum_{i >= max(rank, ideal rank)} p^i / (i + 1)`` to the
 RBO numerator, so no per-depth set intersection is needed.
+
+Two names are recjudge's own (:func:`describe_measure` states each measure's definition in words):
+
+- ``nDCGexp@k`` (and ``nDCGexp``) is the exponential-gain nDCG of Penha et al. 2025: it expands to
+  the ir-measures string ``nDCG(gains={0:0,1:1,2:3,3:7,4:15,5:31,6:63,7:127})@k``, gain 2^rel − 1
+  over the 0–7 interest scale. The map is fixed (not derived from the data, so the name always
+  means one thing); a label above 7 under it is an error, since trec_eval would give it the linear
+  gain rel, and negative labels carry no gain (as in every trec_eval nDCG). ``nDCG@k`` stays
+  trec_eval's linear gain.
+- ``CompatHM(p)`` is Compatibility as computed by the trec-health-misinfo/Compatibility script, used
+  by Penha et al. 2025 (claclark/Compatibility computes the same). It differs from ir-measures'
+  ``Compat`` (see :func:`_compat_hm`).
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +47,8 @@ from ..errors import ConfigError
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "EXP_GAINS",
+    "describe_measure",
     "BACKENDS",
     "FAST_MEASURES",
     "parse_measures",
@@ -52,7 +67,10 @@ __all__ = [
 DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
 BACKENDS = ("auto", "numpy", "ir_measures")
 _CHUNK_ROWS = 1_000_000  # rows (all runs) per block of queries: bounds memory, keeps lookups in cache
-FAST_MEASURES = ("Judged", "Compat", "nDCG", "Bpref", "P", "R", "Success", "RR", "AP")
+FAST_MEASURES = ("Judged", "Compat", "nDCG", "Bpref", "P", "R", "Success", "RR", "AP", "CompatHM")
+EXP_GAINS = {rel: 2**rel - 1 for rel in range(8)}  # nDCGexp: 2^rel - 1 on the 0-7 interest scale
+_EXP_ALIAS = "nDCGexp"
+_HM_DEPTH = 1000  # the trec-health-misinfo/Compatibility script's fixed RBO depth
 
 
 # ------------------------------------------------------------------------------------- measures
@@ -75,8 +93,10 @@ def split_top_level(spec: str) -> list[str]:
 def parse_measures(spec: str | Sequence | None = None) -> tuple:
     """ir-measures ``Measure`` objects from ``"Judged@100,Compat(p=0.95),nDCG@100,Bpref"`` or a list.
 
-    ``None`` gives :data:`DEFAULT_MEASURES`. Raises ConfigError for a name or parameter ir-measures
-    does not accept, a measure no installed provider computes, or a measure given twice.
+    ``None`` gives :data:`DEFAULT_MEASURES`. ``nDCGexp@k`` becomes ir-measures'
+    ``nDCG(gains={0:0,1:1,2:3,…,7:127})@k``; ``CompatHM(p=…)`` is recjudge's own measure object.
+    Raises ConfigError for a name or parameter ir-measures does not accept, a measure no installed
+    provider computes, or a measure given twice.
     """
     import ir_measures
 
@@ -87,9 +107,12 @@ def parse_measures(spec: str | Sequence | None = None) -> tuple:
         raise ConfigError('no measures given; example: --measures "nDCG@100,Bpref"')
     out, seen = [], {}
     for item in items:
-        if isinstance(item, str):
+        if isinstance(item, str) and item.strip().startswith("CompatHM"):
+            m = _parse_compat_hm(item.strip())
+            _check_params(m, item)
+        elif isinstance(item, str):
             try:
-                m = ir_measures.parse_measure(item.strip())
+                m = ir_measures.parse_measure(_expand_alias(item.strip()))
                 m.validate_params()
             except Exception as exc:  # ir-measures raises ValueError, NameError, AssertionError, ...
                 raise ConfigError(
@@ -99,9 +122,10 @@ def parse_measures(spec: str | Sequence | None = None) -> tuple:
             m = item
         else:
             raise ConfigError(f"measure {item!r} is neither a string nor an ir-measures Measure")
-        _check_params(m, item)
-        if not ir_measures.DefaultPipeline.supports(m):
-            raise ConfigError(f"measure {item!r} is not computed by any installed ir-measures provider")
+        if m.NAME != "CompatHM":  # ours: checked by _parse_compat_hm, no ir-measures provider
+            _check_params(m, item)
+            if not ir_measures.DefaultPipeline.supports(m):
+                raise ConfigError(f"measure {item!r} is not computed by any installed ir-measures provider")
         key = measure_key(m)
         if key in seen:
             raise ConfigError(f"measure {key} is given twice ({seen[key]!r} and {item!r})")
@@ -111,6 +135,48 @@ def parse_measures(spec: str | Sequence | None = None) -> tuple:
 
 
 _MAX_CUTOFF = 2**31 - 1  # trec_eval keeps cutoffs in a C int
+
+
+def _expand_alias(item: str) -> str:
+    """``nDCGexp@k`` / ``nDCGexp`` → the ir-measures string with gains 2^rel − 1 for rel 0–7."""
+    if item != _EXP_ALIAS and not item.startswith(_EXP_ALIAS + "@"):
+        return item
+    gains = ",".join(f"{k}:{v}" for k, v in EXP_GAINS.items())
+    return f"nDCG(gains={{{gains}}})" + item[len(_EXP_ALIAS):]
+
+
+@functools.cache
+def _compat_hm_class():
+    """The ``CompatHM`` measure class, built on first use (ir-measures is imported lazily)."""
+    from ir_measures.measures import Measure, ParamInfo
+
+    class CompatHM(Measure):
+        """Compatibility as the trec-health-misinfo/Compatibility script computes it (Penha et al. 2025)."""
+
+        __name__ = "CompatHM"
+        NAME = "CompatHM"
+        SUPPORTED_PARAMS = {"p": ParamInfo(dtype=float, default=0.95, desc="persistence")}  # noqa: RUF012 - as ir-measures declares it
+
+    return CompatHM
+
+
+def _parse_compat_hm(item: str):
+    """``CompatHM`` or ``CompatHM(p=0.9)``: the one parameter is the persistence p."""
+    import ast
+
+    cls = _compat_hm_class()
+    rest = item[len("CompatHM"):].replace(" ", "")
+    if rest == "":
+        return cls()
+    try:
+        call = ast.parse("f" + rest, mode="eval").body
+        ok = isinstance(call, ast.Call) and not call.args and [k.arg for k in call.keywords] == ["p"]
+        p = ast.literal_eval(call.keywords[0].value) if ok else None
+    except (SyntaxError, ValueError):
+        ok, p = False, None
+    if not ok or isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise ConfigError(f"unknown measure {item!r}; CompatHM takes one parameter, the persistence: CompatHM(p=0.95)")
+    return cls(p=float(p))
 
 
 def _check_params(m, given) -> None:
@@ -134,13 +200,50 @@ def measure_key(measure) -> str:
     return str(measure)
 
 
+def _gains_text(gains: dict) -> str:
+    return "{" + ",".join(f"{k}:{v}" for k, v in sorted(gains.items())) + "}"
+
+
+def describe_measure(measure) -> str:
+    """One line saying what ``measure`` computes, gain function and variant included.
+
+    ``"nDCG@100, linear gain (trec_eval)"``, ``"nDCGexp@100: nDCG@100, exponential gain 2^rel − 1,
+    labels 0–7"``, ``"Compat(p=0.95), ir-measures / claclark"``; for reports, JSON and cards.
+    """
+    m = parse_measures([measure])[0] if isinstance(measure, str) else measure
+    name, params = m.NAME, m.params
+    at = f"@{params['cutoff']}" if "cutoff" in params else ""
+    if name == "nDCG":
+        gains = params.get("gains")
+        extra = ", judged documents only" if params.get("judged_only") else ""
+        extra += f", discount {params['dcg']}" if params.get("dcg", "log2") != "log2" else ""
+        if gains is None:
+            return f"nDCG{at}, linear gain (trec_eval){extra}"
+        if gains == EXP_GAINS:
+            return f"nDCGexp{at}: nDCG{at}, exponential gain 2^rel − 1, labels 0–7{extra}"
+        return (f"nDCG{at}, gains {_gains_text(gains)} (trec_eval; an unlisted label gains its own value)"
+                f"{extra}")
+    if name == "Compat":
+        norm = "" if m["normalize"] else ", not normalised by the ideal list's RBO"
+        return f"Compat(p={m['p']}), ir-measures / claclark{norm}"
+    if name == "CompatHM":
+        return (f"CompatHM(p={m['p']}), Compatibility as computed by the trec-health-misinfo/Compatibility "
+                "script (Penha et al. 2025): depth 1000, ideal ties by run rank, mean over users with a "
+                "relevant item that the run ranks")
+    if name == "Judged":
+        return f"Judged{at}, share of the top{at[1:] and ' ' + at[1:]} that is judged (ir-measures)"
+    return f"{measure_key(m)}, ir-measures ({'trec_eval' if name in FAST_MEASURES else 'its providers'})"
+
+
 def fast_supported(measure) -> bool:
     """Whether the numpy path computes ``measure`` (else ``auto`` asks ir-measures)."""
     name, params = measure.NAME, measure.params
     if name not in FAST_MEASURES or params.get("judged_only", False):
         return False
     if name == "nDCG":
-        return params.get("gains") is None and params.get("dcg", "log2") == "log2"
+        gains = params.get("gains")
+        whole = gains is None or all(isinstance(v, int) and not isinstance(v, bool) for v in gains.values())
+        return whole and params.get("dcg", "log2") == "log2"
     if name == "RR" and "cutoff" in params:  # pytrec_eval has no RR@k; another provider does it
         return False
     if name in ("P", "R", "Success", "RR", "AP", "Bpref"):
@@ -243,16 +346,26 @@ class Judgments:
         lo, hi = np.searchsorted(self.qcode, [q, q + 1])
         return int(lo), int(hi)
 
-    def ideal_dcg(self, cutoff: int | None) -> np.ndarray:
-        """trec_eval's ideal DCG per query: labels > 0 in descending order, log2 discount."""
-        pos_mask = self.label > 0
-        q, lab = self.qcode[pos_mask], self.label[pos_mask]
+    def ideal_dcg(self, cutoff: int | None, gains: Mapping[int, int] | None = None) -> np.ndarray:
+        """trec_eval's ideal DCG per query: gains > 0 in descending order, log2 discount."""
+        gain = self.label if gains is None else _apply_gains(self.label, gains)
+        pos_mask = gain > 0
+        q, lab = self.qcode[pos_mask], gain[pos_mask]
         order = np.lexsort((-lab, q))
         q, lab = q[order], lab[order]
         pos = _within_group_position(q)
         keep = pos < cutoff if cutoff is not None else np.ones(len(q), bool)
         gains = lab[keep] / np.log2(pos[keep] + 2.0)
         return np.bincount(q[keep], weights=gains, minlength=self.nq)
+
+
+def _apply_gains(label: np.ndarray, gains: Mapping[int, int]) -> np.ndarray:
+    """Labels mapped through ``gains`` as ir-measures does before calling trec_eval (an unlisted
+    label keeps its value; a gain <= 0 then counts nothing)."""
+    out = label.copy()
+    for rel, gain in gains.items():
+        out[label == rel] = gain
+    return out
 
 
 def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
@@ -405,8 +518,9 @@ class Context:
         jd = self.jd
         return self.cached(("R", rel), lambda: jd.count(jd.label >= rel))
 
-    def ideal_dcg(self, cutoff: int | None) -> np.ndarray:
-        return self.cached(("idcg", cutoff), lambda: self.jd.ideal_dcg(cutoff))
+    def ideal_dcg(self, cutoff: int | None, gains: Mapping[int, int] | None = None) -> np.ndarray:
+        key = ("idcg", cutoff, None if gains is None else tuple(sorted(gains.items())))
+        return self.cached(key, lambda: self.jd.ideal_dcg(cutoff, gains))
 
     def rbo_tables(self, p: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
         tables = self._cache.get(("rbo", p))
@@ -425,11 +539,13 @@ def _judged(m, rows: Rows, ctx) -> np.ndarray:
 
 def _ndcg(m, rows: Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
-    hit = rows.label > 0
+    gains = m.params.get("gains")
+    gain = rows.label if gains is None else _apply_gains(rows.label, gains)
+    hit = gain > 0
     if cutoff is not None:
         hit &= rows.pos < cutoff
-    dcg = np.bincount(rows.group[hit], weights=rows.label[hit] / np.log2(rows.pos[hit] + 2.0), minlength=rows.ng)
-    return safe_ratio(dcg, ctx.ideal_dcg(cutoff)[rows.gq])
+    dcg = np.bincount(rows.group[hit], weights=gain[hit] / np.log2(rows.pos[hit] + 2.0), minlength=rows.ng)
+    return safe_ratio(dcg, ctx.ideal_dcg(cutoff, gains)[rows.gq])
 
 
 def _bpref(m, rows: Rows, ctx) -> np.ndarray:
@@ -522,6 +638,45 @@ def _compat(m, rows: Rows, ctx) -> np.ndarray:
     return safe_ratio(num, _best_rbo(c_tab, n_ideal, depth, ctx, p))
 
 
+def _compat_hm(m, rows: Rows, ctx) -> np.ndarray:
+    """Compatibility as the trec-health-misinfo/Compatibility script computes it (Penha et al. 2025).
+
+    claclark/Compatibility computes the same. Both lists are scored by RBO and the run's RBO is
+    divided by the ideal list's, as ir-measures' ``Compat`` does, but:
+
+    - depth: a fixed 1000 (the script's ``DEPTH``), not max(len(ranking), len(ideal)); an item at
+      rank >= 1000 in either list adds nothing;
+    - ideal order inside one label: retrieved items by run rank, then the unretrieved ones (their
+      order cannot change the value: they overlap nothing). ir-measures orders them by run score
+      with unretrieved items at score 0.0, so a retrieved item scoring < 0 goes after them;
+    - which users count: the script reports and averages only users the run ranks and that have a
+      label > 0. Such a user's value here is NaN (no value), so a system mean, which skips NaN,
+      averages the same users; ir-measures gives both 0.0 and averages over every judged user;
+    - RBO scale: the script divides RBO by ``sum_{i<1000} p^i``; the ratio of two RBOs cancels it.
+
+    In closed form, as :func:`_compat`: an item in both lists adds ``C[1000] - C[min(later, 1000)]``
+    with ``later`` the larger of its two ranks; RBO(ideal, ideal) over n relevant items is
+    ``sum_{k < min(n, 1000)} (C[1000] - C[k])``.
+    """
+    jd = ctx.jd
+    depth = _HM_DEPTH
+    c_tab, _ = ctx.rbo_tables(float(m["p"]), depth)
+    hit = np.flatnonzero(rows.label > 0)
+    g, lab = rows.group[hit], rows.label[hit]
+    by_label = np.lexsort((-lab, g))  # stable: rank order inside each (group, label)
+    ahead = np.empty(len(g), dtype=np.int64)
+    ahead[by_label] = _within_group_position(g[by_label], lab[by_label])
+    ideal = jd.above[rows.j[hit]] + ahead
+    later = np.minimum(np.maximum(rows.pos[hit], ideal), depth)
+    num = np.bincount(g, weights=c_tab[depth] - c_tab[later], minlength=rows.ng)
+    n_ideal = np.minimum(ctx.cached("n_ideal", lambda: jd.count(jd.label > 0))[rows.gq], depth)
+    best = n_ideal * c_tab[depth] - np.r_[0.0, np.cumsum(c_tab[:depth])][n_ideal]
+    out = np.full(rows.ng, np.nan)
+    ok = (n_ideal > 0) & (rows.length > 0)
+    out[ok] = num[ok] / best[ok]
+    return out
+
+
 def _best_rbo(c_tab, n_ideal, depth, ctx, p) -> np.ndarray:
     """RBO(ideal, ideal) numerators, computed once per distinct (ideal length, depth)."""
     pairs, inverse = np.unique(np.stack([n_ideal, depth]), axis=1, return_inverse=True)
@@ -554,7 +709,7 @@ def _unretrieved_ahead(rows: Rows, jd: Judgments, hit: np.ndarray, s: np.ndarray
 MEASURE_FUNCTIONS = {
     "Judged": _judged, "nDCG": _ndcg, "Bpref": _bpref, "Compat": _compat,
     "P": _precision_family, "R": _precision_family, "Success": _precision_family,
-    "RR": _rr, "AP": _ap,
+    "RR": _rr, "AP": _ap, "CompatHM": _compat_hm,
 }
 
 
@@ -581,6 +736,19 @@ def _tie_free(run: Run) -> Run:
                       "does); ordered them with the default 'hash' policy (seed 0) — call "
                       "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
     return out
+
+
+def _check_exp_labels(measures, jd: Judgments, qrels: Qrels) -> None:
+    """nDCGexp's gains cover labels 0-7; trec_eval would give a higher label the linear gain rel."""
+    if not any(m.NAME == "nDCG" and m.params.get("gains") == EXP_GAINS for m in measures):
+        return
+    high = jd.label > max(EXP_GAINS)
+    if high.any():
+        at = int(np.flatnonzero(high)[0])
+        raise ConfigError(
+            f"qrels {qrels.name!r}: label {int(jd.label[at])} (user {jd.queries[int(jd.qcode[at])]!r}) is outside "
+            "the 0-7 scale of nDCGexp (gain 2^rel - 1); map the labels onto 0-7 or give the gains yourself, "
+            "e.g. nDCG(gains={0:0,1:1,2:3,...,8:255})@100")
 
 
 def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEASURES,
@@ -614,6 +782,11 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
       order, and depth = max(len(ranking), len(ideal)); 0.0 when the ideal list is empty.
     - ``P@k`` divides by k, ``R@k`` and ``AP`` by the query's number of relevant documents,
       ``RR`` is 1 / rank of the first relevant document (0.0 when none is retrieved).
+    - ``nDCG(gains={…})@k`` and its alias ``nDCGexp@k``: each label is mapped through the gains
+      first (an unlisted label keeps its value), then as ``nDCG@k``. nDCGexp refuses labels above 7.
+    - ``CompatHM(p)``: the trec-health-misinfo/Compatibility script's Compatibility
+      (:func:`_compat_hm`); NaN for a query the run does not rank or without a label > 0, as the
+      script leaves them out of its mean. Computed here whatever the backend.
 
     ``backend``: ``auto`` (numpy where :func:`fast_supported`, ir-measures otherwise), ``numpy``
     (ConfigError for a measure it does not cover) or ``ir_measures`` (the reference).
@@ -625,13 +798,16 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
         slow = [measure_key(m) for m in parsed if not fast_supported(m)]
         if slow:
             raise ConfigError(f"the numpy backend does not compute {', '.join(slow)}; use backend='auto'")
-    fast = [m for m in parsed if backend != "ir_measures" and fast_supported(m)]
+    # CompatHM has no ir-measures provider: every backend computes it here
+    fast = [m for m in parsed if (backend != "ir_measures" or m.NAME == "CompatHM") and fast_supported(m)]
     slow = [m for m in parsed if m not in fast]
     index = _query_index(qrels, queries)
     names = list(runs)
     jd = judgments(qrels, index)
+    _check_exp_labels(parsed, jd, qrels)
     ctx = Context(jd)
-    values = {measure_key(m): np.zeros((len(index), len(names))) for m in parsed}
+    values = {measure_key(m): np.full((len(index), len(names)), np.nan if m.NAME == "CompatHM" else 0.0)
+              for m in parsed}
     tie_free: dict[str, Run] = {}
     ranked: list[_Sorted] = []
     for name in names:
