@@ -22,7 +22,7 @@ RUNS = REPO / "runs" / "example"
 HUMAN = REPO / "qrels" / "example-human.qrels"
 LLM = REPO / "qrels" / "example-llm.qrels"
 VERBS = ("load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-         "audit_ties")
+         "audit_ties", "compare_settings")
 HEAVY = ("torch", "recbole", "matplotlib", "openai", "scipy.stats")
 
 
@@ -150,6 +150,9 @@ def test_readme_python_walkthrough_runs(tmp_path, monkeypatch, capsys):
      rj.FillConfig(human="h", llm="l", runs=["r"], out="o")),
     (["ablate", "x.toml"], rj.AblateConfig(experiment="x.toml")),
     (["train"], rj.TrainConfig()),
+    (["ties", "r"], rj.TiesConfig(runs=["r"])),
+    (["compare-settings", "--runs-a", "a", "--qrels-a", "qa", "--runs-b", "b", "--qrels-b", "qb"],
+     rj.CompareSettingsConfig(runs_a=["a"], qrels_a="qa", runs_b=["b"], qrels_b="qb")),
 ])
 def test_the_cli_defaults_are_the_configs(argv, config):
     from recjudge.cli import build_parser
@@ -166,3 +169,34 @@ def test_the_demo_flags_default_to_demo_settings():
     args = build_parser().parse_args(["demo"])
     defaults = DemoSettings()
     assert {name: getattr(args, name) for name in _FLAGS} == {name: getattr(defaults, name) for name in _FLAGS}
+
+
+def test_ties_and_compare_settings_verbs_equal_their_commands_json(tmp_path):
+    assert main(["ties", str(RUNS), "--qrels", str(HUMAN), "--measures", "nDCG@10", "--seeds", "3",
+                 "--permutations", "2", "--k", "10", "--json", str(tmp_path / "t.json")]) == 0
+    cfg = rj.TiesConfig(runs=[str(RUNS)], qrels=str(HUMAN), measures="nDCG@10", seeds=3, permutations=2,
+                        cutoffs="10", json=str(tmp_path / "t2.json"))
+    report = rj.audit_ties(cfg)
+    assert (tmp_path / "t.json").read_text() == (tmp_path / "t2.json").read_text()
+    assert cfg.cutoffs == (10,) and list(report.to_frame().run) == sorted(p.stem for p in RUNS.glob("*.run"))
+    # the short form audit_ties(runs, qrels, ...) is the same config
+    assert rj.audit_ties(str(RUNS), str(HUMAN), measures="nDCG@10", seeds=3, permutations=2,
+                         cutoffs=(10,)).to_json() == json.loads((tmp_path / "t.json").read_text())
+    args = ["--runs-a", str(RUNS), "--qrels-a", str(HUMAN), "--runs-b", str(RUNS), "--qrels-b", str(LLM)]
+    assert main(["compare-settings", *args, "--json", str(tmp_path / "s.json")]) == 0
+    rj.compare_settings(runs_a=[str(RUNS)], qrels_a=str(HUMAN), runs_b=[str(RUNS)], qrels_b=str(LLM),
+                        json=str(tmp_path / "s2.json"))
+    assert (tmp_path / "s.json").read_text() == (tmp_path / "s2.json").read_text()
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"runs": ["r"], "measures": "P@5"}, "--measures needs --qrels"),
+    ({"runs": ["r"], "qrels": "q", "sampled_candidates": 5, "catalogue": "c", "collection": "ml-100k"},
+     "--catalogue or --collection, not both"),
+    ({"runs": ["r"], "catalogue": "c"}, "go with --sampled-candidates"),
+    ({}, "no runs given"),
+    ({"runs": ["r"], "cutoffs": "0,10"}, "--k: expects comma-separated positive integers"),
+])
+def test_ties_config_refuses_what_the_command_refuses(options, words):
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        rj.TiesConfig(**options)

@@ -531,7 +531,9 @@ def test_cli_errors_exit_non_zero_and_write_nothing(ties_cli, tmp_path, capsys):
     good.write_text("u Q0 a 1 1.0 t\n")
     assert ties_cli(["ties", str(good), "--measures", "Hit@10"]) == 2
     assert "--qrels" in capsys.readouterr().err
-    assert ties_cli(["ties", str(good), "--k", "ten"]) == 2
+    with pytest.raises(SystemExit) as bad_k:  # refused by the option's type, as argparse does
+        ties_cli(["ties", str(good), "--k", "ten"])
+    assert bad_k.value.code == 2 and "--k: expects comma-separated positive integers" in capsys.readouterr().err
     assert ties_cli(["ties", str(good)]) == 0  # prevalence only
     assert "Tie prevalence" in capsys.readouterr().out
     import gzip

@@ -16,8 +16,9 @@ __version__ = "0.1.0"
 # the verbs and their configs, served by __getattr__ from recjudge.api on first use
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "audit_ties",
+    "audit_ties", "compare_settings",
     "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig", "AblateConfig", "TrainConfig",
+    "TiesConfig", "CompareSettingsConfig",
 )
 
 __all__ = [

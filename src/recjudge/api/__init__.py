@@ -19,14 +19,16 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from .config import (
     AblateConfig,
     AgreementConfig,
     CommandConfig,
     CompareConfig,
+    CompareSettingsConfig,
     EvaluateConfig,
     FillConfig,
+    TiesConfig,
     TrainConfig,
 )
 from . import results as _results
@@ -45,8 +47,8 @@ from .results import (
 
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "audit_ties",
-    "CommandConfig", "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig", "AblateConfig",
+    "audit_ties", "compare_settings",
+    "CommandConfig", "TiesConfig", "CompareSettingsConfig", "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig", "AblateConfig",
     "TrainConfig",
     "Result", "EvaluateReport", "CompareReport", "AgreementReport", "FillReport", "JudgeReport", "TrainReport",
     "TiesReport", "AblateReport",
@@ -379,20 +381,89 @@ def fill(config: FillConfig | None = None, /, **options) -> FillReport:
     return report
 
 
-def audit_ties(runs, qrels=None, *, json: str | None = None, **options) -> TiesReport:
+def audit_ties(config: TiesConfig | Any = None, qrels=None, /, **options) -> TiesReport:
     """Tie prevalence, every tie treatment and the permutation test (``recjudge ties``).
 
-    ``options`` are ``recjudge.evaluation.ties.audit_ties``'s: measures, cutoffs, seeds, permutations,
-    seed, mc_samples, confidence.
+    Takes a ``TiesConfig`` or its options (``runs``, ``qrels``, ``measures``, ``cutoffs``, ``seeds``,
+    ``permutations``, ``mc_samples``, ``seed``, ``sampled_candidates``, ``catalogue``, ``collection``,
+    ``json``); ``audit_ties(runs, qrels, ...)`` is short for ``runs=``, ``qrels=``.
     """
-    from .._io import check_outputs, write_json
+    from .._io import check_outputs, read_text, write_json
     from ..evaluation.ties import audit_ties as audit
 
-    check_outputs({"--json": json}, inputs=_path_inputs(runs, qrels))
-    result = audit(_runs(runs), _qrels(qrels) if qrels is not None else None, **options)
-    if json:
-        write_json(json, result.as_dict())
-    return TiesReport(result)
+    if config is not None and not isinstance(config, TiesConfig):
+        options = {"runs": config, **options}
+        config = None
+    if qrels is not None:
+        options = {"qrels": qrels, **options}
+    cfg = _config(TiesConfig, config, options)
+    run_files = _run_files(cfg.runs) or []  # checks every path before the long work starts
+    check_outputs({"--json": cfg.json}, inputs=[*_path_inputs(cfg.runs, cfg.qrels), cfg.catalogue])
+    labels = _qrels(cfg.qrels) if cfg.qrels is not None else None
+    record = None
+    if cfg.sampled_candidates is None:
+        runs = _runs(cfg.runs) if not run_files else _lazy_runs(run_files)
+    else:
+        from ..systems.sampled import sampled_candidate_protocol
+
+        catalogue, where = None, None
+        if cfg.catalogue:
+            src, text = read_text(cfg.catalogue, "catalogue")
+            catalogue = list(dict.fromkeys(line.strip() for line in text.splitlines() if line.strip()))
+            if not catalogue:
+                raise InputError(src, "the catalogue is empty", "write one item id per line")
+            where = f"{len(catalogue)} items of {src}"
+        elif cfg.collection is not None:
+            coll = load_collection(cfg.collection) if _is_path(cfg.collection) else cfg.collection
+            catalogue = [str(i) for i in coll.items.index]
+            where = f"{len(catalogue)} items of collection {coll.name}"
+        given = list(_runs(cfg.runs).values()) if cfg.runs else []
+        sampled = sampled_candidate_protocol(labels, given, cfg.sampled_candidates, cfg.seed, catalogue, where)
+        runs, labels, record = sampled.runs, sampled.qrels, sampled.record
+    result = audit(runs, labels, measures=cfg.measures, cutoffs=cfg.cutoffs, seeds=cfg.seeds,
+                   permutations=cfg.permutations, seed=cfg.seed, mc_samples=cfg.mc_samples)
+    report = TiesReport(result, record)
+    if cfg.json:
+        write_json(cfg.json, report.to_json())
+    return report
+
+
+def _lazy_runs(files: list):
+    """Runs read one at a time, so a folder of large runs is audited in bounded memory."""
+    import logging
+
+    from ..data.trec import read_run, run_name
+
+    names: dict[str, Any] = {}
+    for f in files:
+        name = run_name(f)
+        if name in names:
+            raise InputError(str(f), f"run name {name!r} is also used by {names[name]}",
+                             "rename one of the files: a run's name is its file name")
+        names[name] = f
+    log = logging.getLogger("recjudge.evaluation.ties")
+
+    def lazily():
+        for i, f in enumerate(files, start=1):
+            log.info("auditing %s (%d/%d)", f, i, len(files))
+            yield read_run(f)
+
+    return lazily()
+
+
+def compare_settings(config: CompareSettingsConfig | None = None, /, **options):
+    """The same systems ranked in two settings, e.g. historical vs Cranfield (``recjudge compare-settings``)."""
+    from .._io import check_outputs, write_json
+    from ..evaluation.measures import parse_measures
+    from .settings import compare_settings as correlate
+
+    cfg = _config(CompareSettingsConfig, config, options)
+    check_outputs({"--json": cfg.json}, _path_inputs(cfg.runs_a, cfg.qrels_a, cfg.runs_b, cfg.qrels_b))
+    parse_measures(cfg.measures)
+    result = correlate(cfg.runs_a, cfg.qrels_a, cfg.runs_b, cfg.qrels_b, cfg.measures, cfg.tie_policy, cfg.seed)
+    if cfg.json:
+        write_json(cfg.json, result.to_json())
+    return result
 
 
 # ----------------------------------------------------------------------------------- experiments

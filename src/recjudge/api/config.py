@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -21,7 +22,8 @@ from ..errors import ConfigError
 from ..evaluation.measures import DEFAULT_MEASURES
 
 __all__ = ["opt", "resolve_config", "CommandConfig", "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig",
-           "AblateConfig", "TrainConfig", "DEFAULT_MEASURE_STRING", "MAX_THREADS", "MAX_EPOCHS"]
+           "AblateConfig", "TrainConfig", "TiesConfig", "CompareSettingsConfig", "DEFAULT_MEASURE_STRING",
+           "MAX_THREADS", "MAX_EPOCHS"]
 
 DEFAULT_MEASURE_STRING = ",".join(DEFAULT_MEASURES)
 # beyond these a typo, not a plan: torch would spawn the threads, training would never end
@@ -215,6 +217,97 @@ class AblateConfig(CommandConfig):
     experiment: PathOrObject = opt(metavar="EXPERIMENT.toml", positional=True)
     dry_run: bool = opt(False, "count calls and estimated input tokens per variant; call nothing",
                         action="store_true")
+    experiments: int | None = opt(None, "N independent experiments, each with its own sample of judged items and "
+                                  "of history items (seeds derived from the file's seed and recorded), every metric "
+                                  "averaged with a 95 percent t-interval across them; replaces the file's "
+                                  "`experiments` (default: the file's, else 1). Not the judge's `repeats`, which "
+                                  "asks the same prompt R times", check=_args.positive, metavar="N")
+    per_user: int | None = opt(None, "K judged items per user for an experiment file that sets no per_user "
+                               "(a file's own per_user wins; default 20; Penha et al. 2025: 50)",
+                               check=_args.positive, metavar="K")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.experiments is None and self.per_user is None:
+            return
+        # the verb runs the Experiment it is given: apply the options to it here, once, for the CLI and Python alike
+        from ..experiments.ablate import load_experiment, with_options
+
+        exp = self.experiment
+        if isinstance(exp, (str, os.PathLike)):
+            exp = load_experiment(exp)
+        object.__setattr__(self, "experiment", with_options(exp, self.per_user, self.experiments))
+
+
+@dataclass(frozen=True)
+class CompareSettingsConfig(CommandConfig):
+    command: ClassVar[str] = "compare-settings"
+    runs_a: PathOrObject = opt(help="runs of setting A (e.g. trained on a historical split)", nargs="+",
+                               metavar="DIR_OR_FILE")
+    qrels_a: PathOrObject = opt(help="qrels of setting A (e.g. historical qrels)", metavar="QRELS")
+    runs_b: PathOrObject = opt(help="runs of setting B (e.g. Cranfield runs)", nargs="+", metavar="DIR_OR_FILE")
+    qrels_b: PathOrObject = opt(help="qrels of setting B (e.g. human qrels)", metavar="QRELS")
+    measures: str = opt(DEFAULT_MEASURE_STRING, f"ir-measures strings (default: {DEFAULT_MEASURE_STRING})")
+    tie_policy: str = opt("hash", _TIE_HELP, choices=TIE_POLICIES)
+    seed: int = opt(0, "seed for the hash tie policy", check=_args.seed)
+    json: str | None = opt(None, "write the result as JSON", metavar="PATH")
+
+
+def _cutoffs(text: str) -> tuple[int, ...]:
+    """Comma-separated positive cutoffs, e.g. 10,100."""
+    try:
+        ks = tuple(int(x) for x in str(text).split(",") if x.strip())
+    except ValueError:
+        ks = ()
+    if not ks or any(not 1 <= k <= _args.MAX_COUNT for k in ks):
+        raise argparse.ArgumentTypeError(f"expects comma-separated positive integers such as 10,100, not {text!r}")
+    return ks
+
+
+@dataclass(frozen=True)
+class TiesConfig(CommandConfig):
+    command: ClassVar[str] = "ties"
+    runs: PathOrObject = opt((), "run files (.run/.txt/.trec, optionally .gz) or folders", nargs="*",
+                             metavar="RUN", positional=True)
+    qrels: PathOrObject | None = opt(None, "relevance labels; without them only prevalence is shown", metavar="QRELS")
+    measures: str | None = opt(None, 'comma-separated ir-measures names, Hit@k = Success@k (default with --qrels: '
+                               '"Hit@10,nDCG@10,nDCG@100")', metavar="LIST")
+    cutoffs: tuple[int, ...] = opt((10, 100), "cutoffs for prevalence (default 10,100)", check=_cutoffs,
+                                   flag="--k", metavar="LIST")
+    seeds: int = opt(100, "hash seeds for mean and sd (default 100)", check=_args.int_range(2, 100_000))
+    permutations: int = opt(20, "shuffles of each user's rows in the permutation test (default 20)",
+                            check=_args.int_range(0, 100_000))
+    mc_samples: int = opt(100, "random tie orders for measures without a closed form (default 100)",
+                          check=_args.int_range(2, 100_000))
+    seed: int = opt(0, "seed of the hash policy (hash seeds run from it) and of every shuffle (default 0)",
+                    check=_args.seed)
+    sampled_candidates: int | None = opt(None, "audit the sampled-candidate protocol: per user the held-out "
+                                         "positive of --qrels plus N sampled negatives, relevant first",
+                                         check=_args.int_range(1, _args.MAX_COUNT), metavar="N")
+    catalogue: str | None = opt(None, "with --sampled-candidates: the items negatives are drawn from, one id per "
+                                "line (default: every item the runs and the qrels name)", metavar="FILE")
+    collection: PathOrObject | None = opt(None, "with --sampled-candidates: draw negatives from this collection's "
+                                          "items", metavar="NAME_OR_PATH")
+    json: str | None = opt(None, "also write the results as JSON (atomically)", metavar="PATH")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cutoffs, (str, int)):  # "10,100" or 10 given in Python or TOML
+            try:
+                object.__setattr__(self, "cutoffs", _cutoffs(str(self.cutoffs)))
+            except argparse.ArgumentTypeError as exc:
+                raise ConfigError(f"--k: {exc}") from None
+        super().__post_init__()
+        sampled = self.sampled_candidates is not None
+        if self.measures is not None and self.qrels is None:
+            raise ConfigError("--measures needs --qrels (measures need relevance labels)")
+        if sampled and self.qrels is None:
+            raise ConfigError("--sampled-candidates needs --qrels: each user's held-out positive")
+        if self.catalogue is not None and self.collection is not None:
+            raise ConfigError("give --catalogue or --collection, not both: they are two sources of negatives")
+        if not sampled and (self.catalogue or self.collection):
+            raise ConfigError("--catalogue and --collection go with --sampled-candidates N")
+        if not self.runs and not sampled:
+            raise ConfigError("no runs given; pass run files or a folder of runs")
 
 
 def _grid(text: str) -> str:

@@ -264,16 +264,23 @@ class TrainReport(Result):
 @dataclass(frozen=True, eq=False)
 class TiesReport(Result):
     result: Any  # ties.TieAudit
+    sampled_candidates: Mapping[str, Any] | None = None  # the protocol's record, when it was audited
 
     def to_json(self) -> dict:
-        return self.result.as_dict()
+        data = self.result.as_dict()
+        if self.sampled_candidates is not None:
+            data["sampled_candidates"] = dict(self.sampled_candidates)
+        return data
 
     def to_frame(self) -> pd.DataFrame:
         """One row per run: its prevalence and measure figures as flat columns."""
         return pd.json_normalize([{"run": name, **entry} for name, entry in self.to_json()["runs"].items()])
 
     def format(self) -> str:
-        return self.result.format()
+        text = self.result.format()
+        if self.sampled_candidates is not None:
+            text = self.sampled_candidates["description"] + "\n\n" + text
+        return text
 
 
 @dataclass(frozen=True, eq=False)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from . import _args
-
 
 def register(sub) -> None:
-    from ..data.trec import TIE_POLICIES
-    from ..evaluation.measures import DEFAULT_MEASURES
+    from ..api.config import CompareSettingsConfig
 
     p = sub.add_parser(
         "compare-settings", help="rank the same systems in two settings (e.g. historical vs Cranfield) and "
@@ -16,28 +13,17 @@ def register(sub) -> None:
                     "runs trained on a historical split under historical qrels, and Cranfield runs under "
                     "human qrels), match systems by run name and report Kendall's τ-b with its p-value, "
                     "weighted τ, τ_AP and each system's rank shift (Penha et al. 2025, Figure 2).")
-    p.add_argument("--runs-a", nargs="+", required=True, metavar="DIR_OR_FILE")
-    p.add_argument("--qrels-a", required=True, metavar="QRELS")
-    p.add_argument("--runs-b", nargs="+", required=True, metavar="DIR_OR_FILE")
-    p.add_argument("--qrels-b", required=True, metavar="QRELS")
-    p.add_argument("--measures", default=",".join(DEFAULT_MEASURES))
-    p.add_argument("--tie-policy", choices=TIE_POLICIES, default="hash")
-    p.add_argument("--seed", type=_args.seed, default=0)
-    p.add_argument("--json", metavar="PATH")
+    CompareSettingsConfig.add_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from .._io import check_outputs, write_json
-    from ..api.settings import compare_settings
-    from ..evaluation.measures import parse_measures
+    from ..api import compare_settings
+    from ..api.config import CompareSettingsConfig
 
-    check_outputs({"--json": args.json}, [*args.runs_a, args.qrels_a, *args.runs_b, args.qrels_b])
-    parse_measures(args.measures)
-    result = compare_settings(args.runs_a, args.qrels_a, args.runs_b, args.qrels_b, args.measures,
-                              args.tie_policy, args.seed)
+    config = CompareSettingsConfig.from_args(args)
+    result = compare_settings(config)
     print(result.format())
-    if args.json:
-        write_json(args.json, result.to_json())
-        print(f"\nJSON: {args.json}")
+    if config.json:
+        print(f"\nJSON: {config.json}")
     return 0

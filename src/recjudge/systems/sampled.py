@@ -21,7 +21,7 @@ from ..data.trec import Qrels, Run
 from ..errors import ConfigError, InputError
 
 __all__ = ["Scorer", "SampledCandidates", "sampled_candidate_run", "held_out_from_qrels", "popularity_scorer",
-           "attribute_overlap_scorer", "constant_scorer", "run_scorer"]
+           "attribute_overlap_scorer", "constant_scorer", "run_scorer", "SampledProtocol", "sampled_candidate_protocol"]
 
 
 Scorer = Callable[[str, np.ndarray], Union[Sequence[float], np.ndarray]]
@@ -217,3 +217,37 @@ def held_out_from_qrels(qrels: Qrels) -> pd.DataFrame:
                          "keep one held-out positive per user (a leave-one-out split)")
     return pd.DataFrame({"user": f.qid.to_numpy(dtype=object), "item": f.docid.to_numpy(dtype=object)})
 
+
+
+class SampledProtocol(NamedTuple):
+    """One sampled-candidate run per scorer, their shared qrels and a record of the protocol."""
+
+    runs: list[Run]
+    qrels: Qrels
+    record: dict
+
+
+def sampled_candidate_protocol(qrels: Qrels, runs: Sequence[Run], negatives: int, seed: int = 0,
+                               catalogue: Sequence[str] | None = None, catalogue_source: str | None = None,
+                               ) -> SampledProtocol:
+    """The sampled-candidate protocol over held-out positives ``qrels``, scored by each run (or, with
+    no runs, by a constant: every candidate ties). Negatives come from ``catalogue``; by default from
+    every item the runs and the qrels name."""
+    held = held_out_from_qrels(qrels)
+    if catalogue is None:
+        catalogue = sorted({*held.item, *(d for r in runs for d in r.frame.docid.unique())})
+        catalogue_source = f"{len(catalogue)} items named by the runs and the qrels"
+    where = catalogue_source or f"{len(catalogue)} items"
+    scorers = {r.name: run_scorer(r) for r in runs} or {"constant": constant_scorer}
+    out, sampled_qrels = [], None
+    for name, scorer in scorers.items():
+        sc = sampled_candidate_run(held, catalogue, scorer, n_negatives=negatives, seed=seed, name=name)
+        out.append(sc.run)
+        sampled_qrels = sc.qrels
+    description = (f"Sampled-candidate protocol: per user 1 held-out positive of {qrels.name!r} + {negatives} "
+                   f"negatives sampled (seed {seed}) from {where}, written relevant-first; "
+                   + (f"scored by runs {', '.join(scorers)} (items a run does not rank tie below its lowest score)"
+                      if runs else "every candidate scores 0 (one tie)"))
+    record = {"negatives": negatives, "seed": seed, "users": int(len(held)), "catalogue": where,
+              "scorers": list(scorers), "description": description}
+    return SampledProtocol(out, sampled_qrels, record)
