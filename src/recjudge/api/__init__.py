@@ -115,6 +115,16 @@ def _groups(value, files: list | None) -> dict[str, str] | None:
     return groups_from_sidecars(files) or None
 
 
+def _systems(runs, groups):
+    """The runs (a folder expanded once), their groups and the tie records written beside run files."""
+    from ..evaluation.metaeval import export_tie_info
+
+    files = _run_files(runs)
+    by_system = _groups(groups, files)
+    loaded = _runs(runs if files is None else files)
+    return loaded, by_system, export_tie_info(files) if files is not None else {}
+
+
 def _group_table(scores, groups, source):
     from ..data.groups import group_means
 
@@ -266,17 +276,13 @@ def evaluate(config: EvaluateConfig | None = None, /, **options) -> EvaluateRepo
     from .._io import check_output_dir, check_outputs, write_json
     from ..evaluation.metaeval import evaluate as score
     from ..evaluation.measures import parse_measures
-    from ..evaluation.metaeval import export_tie_info
 
     cfg = _config(EvaluateConfig, config, options)
     inputs = _path_inputs(cfg.runs, cfg.qrels, cfg.groups)
     check_outputs({"--json": cfg.json}, inputs=inputs)
     check_output_dir(cfg.report, "--report", inputs)
     parse_measures(cfg.measures)  # bad measure strings fail before any file is read
-    files = _run_files(cfg.runs)
-    groups = _groups(cfg.groups, files)
-    runs = _runs(cfg.runs if files is None else files)
-    ties = export_tie_info(files) if files is not None else {}
+    runs, groups, ties = _systems(cfg.runs, cfg.groups)
     result = score(runs, _qrels(cfg.qrels), cfg.measures, tie_policy=cfg.tie_policy, seed=cfg.seed,
                    export_ties=ties)
     by_group = _group_table(result.table.scores_frame(), groups, cfg.groups)
@@ -296,7 +302,6 @@ def compare(config: CompareConfig | None = None, /, **options) -> CompareReport:
     from .._io import check_output_dir, check_outputs, write_json
     from ..evaluation.metaeval import compare as rank_agreement
     from ..evaluation.measures import parse_measures
-    from ..evaluation.metaeval import export_tie_info
 
     cfg = _config(CompareConfig, config, options)
     candidates = list(cfg.candidate.values()) if isinstance(cfg.candidate, Mapping) else _label_sets(cfg.candidate)
@@ -305,11 +310,8 @@ def compare(config: CompareConfig | None = None, /, **options) -> CompareReport:
     check_outputs({"--json": cfg.json}, inputs=inputs)
     check_output_dir(cfg.report, "--report", inputs)
     parse_measures(cfg.measures)  # bad measure strings fail before any file is read
-    files = _run_files(cfg.runs)
-    groups = _groups(cfg.groups, files)
-    runs = _runs(cfg.runs if files is None else files)
+    runs, groups, ties = _systems(cfg.runs, cfg.groups)
     reference, named, sources = _named(cfg.reference, candidates)
-    ties = export_tie_info(files) if files is not None else {}
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=cfg.measures,
                             queries=cfg.queries, tie_policy=cfg.tie_policy, seed=cfg.seed, bootstrap=cfg.bootstrap,
                             export_ties=ties, bootstrap_seed=cfg.bootstrap_seed, sources=sources)
