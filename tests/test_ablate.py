@@ -118,7 +118,10 @@ profile_size = [3, 20]
     base = rows["base"]
     assert base["judged"] == base["pairs"] > 0
     assert abs(base["agree"] + base["tie"] + base["disagree"] - 1) < 1e-9
-    assert base["agree_ci_lo"] <= base["agree"] <= base["agree_ci_hi"]
+    # one experiment: the pairwise shares carry their user-bootstrap CI; there is no interval across experiments
+    assert base["agree_boot_lo"] <= base["agree"] <= base["agree_boot_hi"]
+    assert base["experiments"] == 1 and base["agree_ci_lo"] is None and base["per_experiment"][0]["pairs_seed"] == 0
+    assert data["experiment"]["tau_reference"] == "complete"
     # users' liked genres decide their 5-star ratings: a genre-aware judge agrees more than a
     # year-only one, whose release years are unrelated to the ratings here
     assert base["agree"] > rows["fields=title+year"]["agree"]
@@ -127,7 +130,7 @@ profile_size = [3, 20]
     assert "fields=title+year" in md and "κ" in md
     # identical prompts are judged once: a second run is answered from the cache (offline judge: no calls)
     again = run_experiment(load_experiment(path))
-    assert [r.agree for r in again] == [rows[v]["agree"] for v in rows]
+    assert [r.agree.mean for r in again] == [rows[v]["agree"] for v in rows]
 
 
 def test_llm_ablation_judges_identical_prompts_once(tmp_path, fake_openai, monkeypatch):

@@ -9,6 +9,7 @@ configuration and a grid of variants::
     runs = "runs/ml-100k"                # for system-ranking τ (optional; a path or a list of paths)
     out = "out/ablate-fields"
     per_user = 20                        # K: judged items per user, sampled from the reference
+    experiments = 3                      # N independent experiments, averaged (default 1)
     mode = "one-at-a-time"               # or "product"
 
     [judge]                              # the base variant (any JudgeConfig setting)
@@ -20,10 +21,19 @@ configuration and a grid of variants::
     profile_size = [10, 50, 100]
 
 Every variant judges the same kind of pairs — K items per user sampled (seeded) from those the
-reference judges, the alignment setting — so agreement isolates the judge. System-ranking τ
-compares rankings under the reference restricted to the sampled pairs with rankings under the
-variant's labels on the same pairs. Identical prompts across variants are judged once (shared
-SQLite cache); ``dry_run`` counts calls and estimated tokens per variant before anything is spent.
+reference judges, the alignment setting — so agreement isolates the judge. The K samples are
+nested: with one seed, a user's K = 10 items are the first 10 of its K = 50 items (one seeded hash
+order per user, cut at K). Item-level agreement is measured on the sampled pairs; system-ranking τ
+compares the rankings under the variant's labels with the rankings under the COMPLETE reference
+qrels (every label it holds, not only the sampled pairs), as the paper's Tables 4 and 9 do.
+
+``experiments = N`` repeats the whole experiment N times, each with its own sample of judged items
+and of history items (seeds derived from ``seed``, recorded in the output; experiment 1 uses
+``seed`` itself, so N = 1 is the single run). Every metric is the mean over the N experiments with a
+95% t-interval across them (none for N = 1). This is not the judge's ``repeats``, which asks the
+same prompt R times within one experiment. Identical prompts across variants are judged once
+(shared SQLite cache); ``dry_run`` counts calls and estimated tokens per variant before anything is
+spent.
 
 The file is validated as a whole when it is loaded (:meth:`Experiment.from_dict`): unknown keys,
 a value of the wrong type, an unknown judge, metadata field, prompt, split or measure, and a
@@ -33,6 +43,7 @@ or judged.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import os
@@ -42,13 +53,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from .._io import atomic_write, check_output_dir, check_outputs, read_toml, write_json
 from ..data.trec import TIE_POLICIES, Qrels, Run
 from ..errors import ConfigError, InputError
 
-__all__ = ["Experiment", "VariantRow", "load_experiment", "run_experiment", "variants"]
+__all__ = ["Experiment", "Estimate", "ExperimentOutcome", "VariantRow", "across_experiments", "derive_seed",
+           "load_experiment", "run_experiment", "sampled_pairs", "variants", "with_options"]
 
 MODES = ("one-at-a-time", "product")
 AXIS_PER_USER = "per_user"
@@ -109,7 +122,8 @@ JUDGE_KEYS: Mapping[str, _Type] = MappingProxyType({
 TOP_KEYS: Mapping[str, tuple[_Type, Any]] = MappingProxyType({
     "name": (STRING, None), "collection": (STRING, None), "collection_options": (TABLE, {}),
     "split": (STRING, "global_time"), "split_options": (TABLE, {}), "reference": (STRING, None),
-    "runs": (PATHS, None), "out": (STRING, None), "per_user": (POSITIVE, 20), "seed": (SEED, 0),
+    "runs": (PATHS, None), "out": (STRING, None), "per_user": (POSITIVE, 20), "experiments": (POSITIVE, 1),
+    "seed": (SEED, 0),
     "mode": (STRING, "one-at-a-time"), "measures": (STRINGS, ("Compat(p=0.95)", "nDCG@100", "Bpref")),
     "bootstrap": (COUNT, 1000), "tie_policy": (STRING, "hash"), "judge": (TABLE, {}), "grid": (TABLE, {}),
 })
@@ -221,6 +235,7 @@ class Experiment:
     grid: Mapping[str, tuple]
     runs: str | tuple[str, ...] | None = None
     per_user: int = 20
+    experiments: int = 1
     seed: int = 0
     mode: str = "one-at-a-time"
     measures: tuple[str, ...] = ("Compat(p=0.95)", "nDCG@100", "Bpref")
@@ -230,10 +245,12 @@ class Experiment:
     split_options: Mapping[str, Any] = field(default_factory=dict)
     collection_options: Mapping[str, Any] = field(default_factory=dict)
     source: str = "<experiment>"
+    # where per_user and experiments came from: "file", "default", or the option that set them
+    origin: Mapping[str, str] = field(default_factory=lambda: {"per_user": "default", "experiments": "default"})
 
     def __post_init__(self):
         # read-only views: a loaded experiment is what was validated
-        for name in ("judge", "split_options", "collection_options"):
+        for name in ("judge", "split_options", "collection_options", "origin"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         object.__setattr__(self, "grid", MappingProxyType({k: tuple(v) for k, v in self.grid.items()}))
         object.__setattr__(self, "measures", tuple(self.measures))
@@ -288,11 +305,12 @@ class Experiment:
         name = values["name"] if values["name"] is not None else Path(source).stem
         out = Path(values["out"]) if values["out"] is not None else Path("out") / f"ablate-{name}"
         exp = cls(name=name, collection=values["collection"], reference=reference, out=out, judge=judge, grid=grid,
-                  runs=runs, per_user=values["per_user"], seed=values["seed"], mode=values["mode"],
+                  runs=runs, per_user=values["per_user"], experiments=values["experiments"],
+                  seed=values["seed"], mode=values["mode"],
                   measures=tuple(values["measures"]), bootstrap=values["bootstrap"],
                   tie_policy=values["tie_policy"], split=values["split"],
                   split_options=values["split_options"], collection_options=values["collection_options"],
-                  source=source)
+                  source=source, origin={k: "file" if k in data else "default" for k in ("per_user", "experiments")})
         # the judge's own checks (ranges, choices, generation parameters), once per variant
         try:
             JudgeConfig.from_dict(judge)
@@ -359,6 +377,23 @@ def load_experiment(path: str | os.PathLike) -> Experiment:
     return Experiment.from_dict(read_toml(path, "experiment file"), str(path))
 
 
+def with_options(exp: Experiment, per_user: int | None = None, experiments: int | None = None) -> Experiment:
+    """``exp`` under the command's options: ``experiments`` replaces the file's N; ``per_user`` is the K of a
+    file that sets none (a protocol's default, e.g. Penha et al. 2025's K = 50), never a file's own K."""
+    import dataclasses
+
+    changes: dict[str, Any] = {}
+    origin = dict(exp.origin)
+    if experiments is not None:
+        changes["experiments"], origin["experiments"] = experiments, "--experiments"
+    if per_user is not None and origin.get("per_user") != "file":
+        changes["per_user"], origin["per_user"] = per_user, "--per-user"
+    for key, value in changes.items():
+        if not POSITIVE.ok(value):
+            raise ConfigError(f"--{key.replace('_', '-')} must be {POSITIVE.one}, not {_shown(value)}")
+    return dataclasses.replace(exp, **changes, origin=origin) if changes else exp
+
+
 class Variant(NamedTuple):
     name: str
     axis: str            # the axis varied ("base" for the base variant)
@@ -394,26 +429,107 @@ def variants(exp: Experiment) -> list[Variant]:
     return out
 
 
-class VariantRow(NamedTuple):
-    variant: str
-    axis: str
-    per_user: int
+class Estimate(NamedTuple):
+    """One metric over N experiments: their mean, a 95% t-interval across them, and each value."""
+
+    mean: float
+    ci: tuple[float, float]     # NaN, NaN with fewer than two defined values
+    values: tuple[float, ...]   # experiment 1, 2, ... (NaN where the metric is undefined)
+
+    @property
+    def n(self) -> int:
+        return sum(v == v for v in self.values)
+
+
+def across_experiments(values: Sequence[float], confidence: float = 0.95) -> Estimate:
+    """Mean and the Student t-interval ``mean ± t(1 - α/2, n - 1) · s / √n`` over the defined values.
+
+    The interval is across independent experiments (each its own sample of items and histories), the
+    paper's "repeated three times ... averaged"; one value gives no interval.
+    """
+    from scipy import stats
+
+    values = tuple(float(v) for v in values)
+    x = np.array([v for v in values if v == v], dtype=np.float64)
+    if len(x) == 0:
+        return Estimate(math.nan, (math.nan, math.nan), values)
+    mean = float(x.mean())
+    if len(x) < 2:
+        return Estimate(mean, (math.nan, math.nan), values)
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return Estimate(mean, (mean - half, mean + half), values)
+
+
+def derive_seed(base: int, index: int, purpose: str) -> int:
+    """The seed of experiment ``index`` (0-based) for one purpose ("pairs", "history").
+
+    Experiment 0 keeps ``base``, so one experiment is exactly the run without ``experiments``; the
+    others take 63 bits of SHA-256 over (purpose, base, index): fixed by those three alone, so
+    experiment 2's sample is the same whether N is 3 or 10.
+    """
+    if index == 0:
+        return int(base)
+    digest = hashlib.sha256(f"recjudge-experiment\x1f{purpose}\x1f{base}\x1f{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & _MAX_SEED
+
+
+def sampled_pairs(reference: Qrels, per_user: int, seed: int):
+    """K judged items per user from those ``reference`` labels: one seeded hash order per user cut at K,
+    so the K = 10 sample is the first 10 of the K = 50 sample under the same seed (nested)."""
+    from ..judge import select_pairs
+
+    return select_pairs(reference=reference, per_user=per_user, seed=seed)
+
+
+class ExperimentOutcome(NamedTuple):
+    """One variant in one experiment: its seeds, counts and metrics."""
+
+    experiment: int             # 1-based
+    pairs_seed: int             # the K judged items per user
+    history_seed: int           # the judge's history sample (JudgeConfig.seed)
     pairs: int
     judged: int
-    failed: int
     calls: int
     cache_hits: int
     est_input_tokens: int
     agree: float
-    agree_ci: tuple[float, float]
+    agree_ci: tuple[float, float]      # user bootstrap within this experiment
     tie: float
     tie_ci: tuple[float, float]
     disagree: float
     disagree_ci: tuple[float, float]
     kappa: float
     alpha_ordinal: float
-    tau: Mapping[str, float]
+    tau: Mapping[str, float]           # vs the complete reference qrels
     weighted_tau: Mapping[str, float]
+
+    def to_json(self) -> dict:
+        out = self._asdict()
+        for key in ("agree_ci", "tie_ci", "disagree_ci"):
+            out[key] = list(out[key])
+        out["tau"], out["weighted_tau"] = dict(self.tau), dict(self.weighted_tau)
+        return out
+
+
+class VariantRow(NamedTuple):
+    variant: str
+    axis: str
+    per_user: int
+    experiments: int            # N
+    pairs: int                  # counts: totals over the N experiments
+    judged: int
+    failed: int
+    calls: int
+    cache_hits: int
+    est_input_tokens: int
+    agree: Estimate
+    tie: Estimate
+    disagree: Estimate
+    kappa: Estimate
+    alpha_ordinal: Estimate
+    tau: Mapping[str, Estimate]
+    weighted_tau: Mapping[str, Estimate]
+    outcomes: tuple[ExperimentOutcome, ...]
 
 
 def _reference(exp: Experiment, collection):
@@ -431,11 +547,10 @@ def _reference(exp: Experiment, collection):
 
 def run_experiment(exp: Experiment, dry_run: bool = False,
                    progress: Callable[[str], None] | None = None) -> list[VariantRow]:
-    """Judge every variant and score it against the reference; writes ``<out>/ablation.{csv,json,md}``."""
+    """Judge every variant in each of the N experiments and score it against the reference; writes
+    ``<out>/ablation.{csv,json,md}``."""
     from ..data.collections import load_collection
-    from ..evaluation.agreement import agreement
-    from ..evaluation.metaeval import compare
-    from ..judge import JudgeConfig, judge_pairs, select_pairs
+    from ..judge import JudgeConfig
 
     say = progress or (lambda m: None)
     check_experiment_outputs(exp)
@@ -448,41 +563,80 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
         runs = read_runs(exp.runs)
     if not dry_run:
         exp.out.mkdir(parents=True, exist_ok=True)
-    cache = exp.out / "judgments.sqlite"
+    cache = None if dry_run else exp.out / "judgments.sqlite"
     rows: list[VariantRow] = []
     all_variants = variants(exp)
     for n, var in enumerate(all_variants, start=1):
-        say(f"[{n}/{len(all_variants)}] {var.name}")
-        config = JudgeConfig.from_dict({**var.settings, "dry_run": dry_run or var.settings.get("dry_run", False)})
-        pairs = select_pairs(reference=reference, per_user=var.per_user, seed=exp.seed)
-        result = judge_pairs(pairs, collection, config, cache_path=None if dry_run else cache, history=history,
-                             name=f"{exp.name}-{n}")
-        s = result.summary
-        nan2 = (float("nan"), float("nan"))
-        if dry_run or result.qrels() is None:
-            rows.append(VariantRow(var.name, var.axis, var.per_user, s.pairs, s.judged, s.pairs - s.judged,
-                                   s.planned_calls, s.cache_hits, s.estimated_input_tokens, float("nan"), nan2,
-                                   float("nan"), nan2, float("nan"), nan2, float("nan"), float("nan"), {}, {}))
-            continue
-        cand = result.qrels()
-        sampled = reference.frame.merge(pd.DataFrame(pairs, columns=["qid", "docid"]), on=["qid", "docid"])
-        ref_sub = Qrels.from_frame(sampled, reference.name)
-        ag = agreement(ref_sub, cand, missing="drop", bootstrap=exp.bootstrap, seed=exp.seed)
-        taus: dict[str, float] = {}
-        wtaus: dict[str, float] = {}
-        if len(runs) >= 2:
-            cmp = compare(runs, ref_sub, {"variant": cand}, measures=list(exp.measures), queries="shared",
-                          tie_policy=exp.tie_policy, seed=exp.seed, bootstrap=0)
-            for m, ra in cmp.agreement["variant"].items():
-                taus[m], wtaus[m] = ra.kendall_tau, ra.weighted_tau
-        pw = ag.pairwise
-        rows.append(VariantRow(var.name, var.axis, var.per_user, s.pairs, s.judged, s.pairs - s.judged, s.calls,
-                               s.cache_hits, s.estimated_input_tokens, pw.agree, pw.agree_ci, pw.tie, pw.tie_ci,
-                               pw.disagree, pw.disagree_ci, ag.cohen_kappa, ag.krippendorff_alpha_ordinal,
-                               taus, wtaus))
+        history_base = JudgeConfig.from_dict(dict(var.settings)).seed
+        outcomes = []
+        for e in range(exp.experiments):
+            label = f" (experiment {e + 1}/{exp.experiments})" if exp.experiments > 1 else ""
+            say(f"[{n}/{len(all_variants)}] {var.name}{label}")
+            pairs_seed, history_seed = derive_seed(exp.seed, e, "pairs"), derive_seed(history_base, e, "history")
+            config = JudgeConfig.from_dict({**var.settings, "seed": history_seed,
+                                            "dry_run": dry_run or var.settings.get("dry_run", False)})
+            name = f"{exp.name}-{n}" + (f"-e{e + 1}" if e else "")
+            outcomes.append(_one_experiment(exp, var, e, pairs_seed, config, collection, reference, history, runs,
+                                            cache, dry_run, name))
+        rows.append(_row(var, outcomes))
     if not dry_run:
         write_results(exp, rows)
     return rows
+
+
+def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, config, collection,
+                    reference: Qrels, history, runs: Mapping[str, Run], cache: Path | None,
+                    dry_run: bool, name: str) -> ExperimentOutcome:
+    from ..evaluation.agreement import agreement
+    from ..evaluation.metaeval import compare
+    from ..judge import judge_pairs
+
+    pairs = sampled_pairs(reference, var.per_user, pairs_seed)
+    result = judge_pairs(pairs, collection, config, cache_path=cache, history=history, name=name)
+    s = result.summary
+    nan, nan2 = math.nan, (math.nan, math.nan)
+    counts = dict(experiment=index + 1, pairs_seed=pairs_seed, history_seed=config.seed, pairs=s.pairs,
+                  judged=s.judged, cache_hits=s.cache_hits, est_input_tokens=s.estimated_input_tokens)
+    cand = None if dry_run else result.qrels()
+    if cand is None:
+        return ExperimentOutcome(**counts, calls=s.planned_calls if dry_run else s.calls, agree=nan, agree_ci=nan2,
+                                 tie=nan, tie_ci=nan2, disagree=nan, disagree_ci=nan2, kappa=nan,
+                                 alpha_ordinal=nan, tau={}, weighted_tau={})
+    # item-level agreement on the judged pairs only ...
+    sampled = reference.frame.merge(pd.DataFrame(pairs, columns=["qid", "docid"]), on=["qid", "docid"])
+    ag = agreement(Qrels.from_frame(sampled, reference.name), cand, missing="drop", bootstrap=exp.bootstrap,
+                   seed=pairs_seed)
+    taus: dict[str, float] = {}
+    wtaus: dict[str, float] = {}
+    if len(runs) >= 2:
+        # ... system rankings against the complete reference: cutting the reference down to the K
+        # sampled pairs would compare the LLM with a reference as sparse as itself (Penha et al. 2025,
+        # Tables 4 and 9, score every K against the full human qrels)
+        cmp = compare(runs, reference, {"variant": cand}, measures=list(exp.measures), queries="own",
+                      tie_policy=exp.tie_policy, seed=exp.seed, bootstrap=0)
+        for m, ra in cmp.agreement["variant"].items():
+            taus[m], wtaus[m] = ra.kendall_tau, ra.weighted_tau
+    pw = ag.pairwise
+    return ExperimentOutcome(**counts, calls=s.calls, agree=pw.agree, agree_ci=pw.agree_ci, tie=pw.tie,
+                             tie_ci=pw.tie_ci, disagree=pw.disagree, disagree_ci=pw.disagree_ci,
+                             kappa=ag.cohen_kappa, alpha_ordinal=ag.krippendorff_alpha_ordinal, tau=taus,
+                             weighted_tau=wtaus)
+
+
+def _row(var: Variant, outcomes: Sequence[ExperimentOutcome]) -> VariantRow:
+    def est(name: str) -> Estimate:
+        return across_experiments([getattr(o, name) for o in outcomes])
+
+    def per_measure(name: str) -> dict[str, Estimate]:
+        measures = list(dict.fromkeys(m for o in outcomes for m in getattr(o, name)))
+        return {m: across_experiments([getattr(o, name).get(m, math.nan) for o in outcomes]) for m in measures}
+
+    total = {k: sum(getattr(o, k) for o in outcomes) for k in ("pairs", "judged", "calls", "cache_hits",
+                                                                "est_input_tokens")}
+    return VariantRow(var.name, var.axis, var.per_user, len(outcomes), total["pairs"], total["judged"],
+                      total["pairs"] - total["judged"], total["calls"], total["cache_hits"],
+                      total["est_input_tokens"], est("agree"), est("tie"), est("disagree"), est("kappa"),
+                      est("alpha_ordinal"), per_measure("tau"), per_measure("weighted_tau"), tuple(outcomes))
 
 
 def check_experiment_outputs(exp: Experiment) -> None:
@@ -498,19 +652,59 @@ def check_experiment_outputs(exp: Experiment) -> None:
     check_outputs({f"{option} ({name})": exp.out / name for name in RESULT_FILES}, inputs)
 
 
+_METRICS = ("agree", "tie", "disagree", "kappa", "alpha_ordinal")
+
+
+def _estimates(row: VariantRow) -> dict[str, Estimate]:
+    """Every metric of a row by its column name (``agree``, ``tau nDCG@100``, ``wtau Bpref``, ...)."""
+    out = {m: getattr(row, m) for m in _METRICS}
+    out.update({f"tau {m}": e for m, e in row.tau.items()})
+    out.update({f"wtau {m}": e for m, e in row.weighted_tau.items()})
+    return out
+
+
 def rows_frame(rows: Sequence[VariantRow]) -> pd.DataFrame:
+    """One row per variant: counts (totals over N), each metric's mean over the N experiments with
+    ``_ci_lo`` / ``_ci_hi`` (95% t-interval across experiments; NaN for N = 1) and, for N = 1, the
+    pairwise shares' user-bootstrap CI as ``_boot_lo`` / ``_boot_hi``."""
     records = []
     for r in rows:
-        rec = {k: v for k, v in r._asdict().items() if k not in ("tau", "weighted_tau")}
-        for key in ("agree_ci", "tie_ci", "disagree_ci"):
-            lo, hi = rec.pop(key)
-            rec[f"{key}_lo"], rec[f"{key}_hi"] = lo, hi
-        for m, v in r.tau.items():
-            rec[f"tau {m}"] = v
-        for m, v in r.weighted_tau.items():
-            rec[f"wtau {m}"] = v
+        rec = {k: getattr(r, k) for k in ("variant", "axis", "per_user", "experiments", "pairs", "judged", "failed",
+                                          "calls", "cache_hits", "est_input_tokens")}
+        for name, e in _estimates(r).items():
+            rec[name], rec[f"{name}_ci_lo"], rec[f"{name}_ci_hi"] = e.mean, e.ci[0], e.ci[1]
+        for name in ("agree", "tie", "disagree"):
+            boot = getattr(r.outcomes[0], f"{name}_ci") if r.experiments == 1 else (math.nan, math.nan)
+            rec[f"{name}_boot_lo"], rec[f"{name}_boot_hi"] = boot
         records.append(rec)
     return pd.DataFrame(records)
+
+
+TAU_REFERENCE = "complete"  # what ablation.json says τ is measured against
+
+
+def notes(exp: Experiment) -> list[str]:
+    """What the numbers are: the reference, K and its nesting, and which interval the brackets hold."""
+    where = {"file": "set in the file", "default": "the default", "--per-user": "from --per-user"}
+    k_origin = where.get(exp.origin.get("per_user", ""), exp.origin.get("per_user", ""))
+    lines = [f"Reference: `{exp.reference}`. K = {exp.per_user} items per user ({k_origin}; a K axis in [grid] "
+             "overrides it per variant), sampled from the items the reference labels; the samples are nested "
+             "across K (one seeded order per user, cut at K).",
+             "τ and weighted τ: system rankings under each variant's labels against rankings under the COMPLETE "
+             "reference qrels (all their labels, not only the sampled pairs); agreement, κ and α on the sampled "
+             "pairs."]
+    seeds = [derive_seed(exp.seed, e, "pairs") for e in range(exp.experiments)]
+    if exp.experiments == 1:
+        lines.append(f"One experiment (seed {exp.seed}): pairwise shares with user-bootstrap 95% CIs; no interval "
+                     "across experiments (set experiments = N, or --experiments N, for N independent experiments).")
+    else:
+        lines.append(f"Mean of {exp.experiments} independent experiments, each its own sample of judged items "
+                     f"(seeds {', '.join(map(str, seeds))}) and of history items (the judge's seed, derived the "
+                     f"same way; all in ablation.json); brackets: 95% t-interval across the {exp.experiments} "
+                     f"experiments (Student t, {exp.experiments - 1} degrees of freedom), not a user bootstrap. "
+                     "Counts are totals over the experiments. The judge's `repeats` is another thing: the same "
+                     "prompt asked R times within one experiment.")
+    return lines
 
 
 def write_results(exp: Experiment, rows: Sequence[VariantRow]) -> dict[str, Path]:
@@ -520,30 +714,41 @@ def write_results(exp: Experiment, rows: Sequence[VariantRow]) -> dict[str, Path
     paths = {"csv": exp.out / "ablation.csv", "json": exp.out / "ablation.json", "md": exp.out / "ablation.md"}
     with atomic_write(paths["csv"]) as fh:
         frame.to_csv(fh, index=False)
-    write_json(paths["json"], {"experiment": {"name": exp.name, "source": exp.source, "reference": exp.reference,
-                                              "collection": exp.collection, "per_user": exp.per_user,
-                                              "seed": exp.seed, "mode": exp.mode, "judge": dict(exp.judge),
-                                              "grid": {k: list(v) for k, v in exp.grid.items()}},
-                               "rows": frame.to_dict(orient="records")})
+    records = frame.to_dict(orient="records")
+    for rec, r in zip(records, rows):
+        rec["per_experiment"] = [o.to_json() for o in r.outcomes]
+    header = {"name": exp.name, "source": exp.source, "reference": exp.reference, "collection": exp.collection,
+              "per_user": exp.per_user, "per_user_from": exp.origin.get("per_user"), "nested_samples": True,
+              "experiments": exp.experiments, "experiments_from": exp.origin.get("experiments"),
+              "seed": exp.seed, "pairs_seeds": [derive_seed(exp.seed, e, "pairs") for e in range(exp.experiments)],
+              "interval": ("95% Student t-interval across experiments" if exp.experiments > 1
+                           else "none across experiments (N = 1); pairwise shares: user bootstrap"),
+              "tau_reference": TAU_REFERENCE, "mode": exp.mode, "judge": dict(exp.judge),
+              "grid": {k: list(v) for k, v in exp.grid.items()}}
+    write_json(paths["json"], {"experiment": header, "rows": records})
     shown = format_rows(rows)
     with atomic_write(paths["md"]) as fh:
-        fh.write(f"# Ablation: {exp.name}\n\nReference: `{exp.reference}`; K = {exp.per_user} items per user "
-                 f"sampled from the reference (seed {exp.seed}); pairwise shares with user-bootstrap 95% CIs.\n\n")
+        fh.write(f"# Ablation: {exp.name}\n\n" + "\n\n".join(notes(exp)) + "\n\n")
         fh.write(markdown_table(shown, index=False) + "\n")
     return paths
 
 
 def format_rows(rows: Sequence[VariantRow]) -> pd.DataFrame:
+    """The table shown: N = 1 gives pairwise shares with their user-bootstrap CI; N > 1 every metric's
+    mean with its 95% t-interval across experiments."""
     out = []
     for r in rows:
-        rec = {"variant": r.variant, "K": r.per_user, "judged": f"{r.judged}/{r.pairs}",
-               "calls": r.calls, "est. tokens": r.est_input_tokens,
-               "agree": _ci(r.agree, r.agree_ci), "tie": _ci(r.tie, r.tie_ci),
-               "disagree": _ci(r.disagree, r.disagree_ci), "κ": _num(r.kappa), "α": _num(r.alpha_ordinal)}
-        for m, v in r.tau.items():
-            rec[f"τ {m}"] = _num(v)
-        for m, v in r.weighted_tau.items():
-            rec[f"τ_w {m}"] = _num(v)
+        rec = {"variant": r.variant, "K": r.per_user, "N": r.experiments, "judged": f"{r.judged}/{r.pairs}",
+               "calls": r.calls, "est. tokens": r.est_input_tokens}
+        labels = {"kappa": "κ", "alpha_ordinal": "α"}
+        for name, e in _estimates(r).items():
+            shown = labels.get(name, name.replace("wtau ", "τ_w ").replace("tau ", "τ "))
+            if r.experiments > 1:
+                rec[shown] = _ci(e.mean, e.ci)
+            elif name in ("agree", "tie", "disagree"):
+                rec[shown] = _ci(e.mean, getattr(r.outcomes[0], f"{name}_ci"))
+            else:
+                rec[shown] = _num(e.mean)
         out.append(rec)
     return pd.DataFrame(out)
 
@@ -555,4 +760,6 @@ def _num(x: float) -> str:
 def _ci(x: float, ci: tuple[float, float]) -> str:
     if x != x:
         return "–"
+    if ci[0] != ci[0]:
+        return f"{x:.3f}"
     return f"{x:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
