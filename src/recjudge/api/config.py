@@ -208,7 +208,22 @@ class FillConfig(CommandConfig):
     validate: float | None = opt(None, "also hide a seeded fraction F (0 < F < 1) of human labels, fill them "
                                  "and check against them", metavar="F",
                                  check=_args.float_range(0, 1, lo_open=True, hi_open=True, what="a fraction"))
+    measures: str | None = opt(None, "ir-measures strings the scenarios are compared on, read as compare's "
+                               "--measures (default: Compat(p=0.95),nDCG@K with K = --k); Judged@K is always "
+                               "reported", metavar="LIST")
     json: str | None = opt(None, metavar="PATH")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from ..evaluation.calibration import scenario_measures
+
+        scenario_measures(self.measures, self.k)  # an unknown measure is refused before any file is read
+
+    def measure_list(self) -> tuple[str, ...]:
+        """The measures compared, as spelled (the default made concrete for ``k``)."""
+        from ..evaluation.calibration import scenario_measures
+
+        return scenario_measures(self.measures, self.k)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ one on a tie) and is flagged too.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -31,7 +31,10 @@ __all__ = [
     "calibrate",
     "fill_gaps",
     "hide_labels",
+    "scenario_measures",
+    "scenarios",
     "sources_path",
+    "validate_fill",
     "write_filled",
 ]
 
@@ -183,15 +186,37 @@ def write_filled(result: FillResult, path: str | Path) -> tuple[Path, Path]:
 
 # ------------------------------------------------------------------------------ scenario report
 
+DEFAULT_SCENARIO_MEASURES = ("Compat(p=0.95)", "nDCG@{k}")  # {k}: the fill depth
+
+
+def scenario_measures(measures: str | Sequence[str] | None = None, k: int = 100) -> tuple[str, ...]:
+    """The measures fill compares its scenarios on, as the user spelled them.
+
+    ``measures`` is parsed as compare's ``--measures`` (:func:`recjudge.evaluation.measures.parse_measures`:
+    an unknown or repeated measure is a ConfigError); ``None`` gives Compat(p=0.95) and nDCG@k at the
+    fill depth ``k``.
+    """
+    from .measures import parse_measures, split_top_level
+
+    if measures is None:
+        return tuple(m.format(k=k) for m in DEFAULT_SCENARIO_MEASURES)
+    items = split_top_level(measures) if isinstance(measures, str) else [str(m) for m in measures]
+    items = [m.strip().replace(" ", "") for m in items]
+    parse_measures(items)
+    return tuple(items)
+
+
 class ScenarioReport(NamedTuple):
     judged: pd.Series                    # scenario → mean Judged@k over systems
     judged_systems: pd.DataFrame         # systems × scenarios Judged@k
     tau: Mapping[str, pd.DataFrame]      # measure → scenario × scenario Kendall τ-b
     scores: Mapping[str, pd.DataFrame]   # measure → systems × scenarios mean scores
     warnings: tuple[str, ...]
+    measures: tuple[str, ...] = ()       # the measures compared, in the order given
 
     def to_json(self) -> dict:
         return {
+            "measures": list(self.measures or self.tau),
             "judged": {k: float(v) for k, v in self.judged.items()},
             "kendall_tau": {m: t.to_dict() for m, t in self.tau.items()},
             "scores": {m: s.to_dict() for m, s in self.scores.items()},
@@ -200,24 +225,32 @@ class ScenarioReport(NamedTuple):
 
 
 def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100,
-              tie_policy: str = "hash", seed: int = 0) -> ScenarioReport:
-    """Average Judged@k and the Kendall τ matrix on Compat and nDCG@k across label scenarios."""
+              tie_policy: str = "hash", seed: int = 0,
+              measures: str | Sequence[str] | None = None) -> ScenarioReport:
+    """Average Judged@k, and per measure the systems' scores and the Kendall τ matrix across label
+    scenarios (``measures``: see :func:`scenario_measures`; default Compat(p=0.95) and nDCG@k)."""
     from .metaeval import evaluate, kendall_tau
 
-    judged_m, ndcg_m = f"Judged@{k}", f"nDCG@{k}"
-    measures = [judged_m, "Compat(p=0.95)", ndcg_m]
-    tables = {name: evaluate(runs, q, measures, tie_policy, seed).table for name, q in labels.items()}
+    judged_m = f"Judged@{k}"
+    compared = scenario_measures(measures, k)
+    # Judged@k is the coverage headline whatever is compared; listed once if it is compared too
+    evaluated = list(dict.fromkeys([judged_m, *compared]))
+    tables = {name: evaluate(runs, q, evaluated, tie_policy, seed).table for name, q in labels.items()}
     judged_systems = pd.DataFrame({name: t.means(judged_m) for name, t in tables.items()})
     judged = judged_systems.mean().astype(float)
     taus, scores = {}, {}
-    for m in measures[1:]:
+    names = list(tables)
+    for m in compared:
         sc = pd.DataFrame({name: t.means(m) for name, t in tables.items()})
         scores[m] = sc
-        names = list(tables)
         taus[m] = pd.DataFrame([[kendall_tau(sc[a], sc[b]) for b in names] for a in names], index=names, columns=names)
-    warn = (f"{ndcg_m} mixes gains from two label sources in one ideal ranking and proved unstable on "
-            "filled qrels (Penha et al. 2025); read Compat first",)
-    return ScenarioReport(judged, judged_systems, taus, scores, warn)
+    ndcg = [m for m in compared if m.startswith("nDCG")]
+    warn = ()
+    if ndcg:
+        verb = "mixes" if len(ndcg) == 1 else "mix"
+        warn = (f"{', '.join(ndcg)} {verb} gains from two label sources in one ideal ranking and proved unstable "
+                "on filled qrels (Penha et al. 2025); read Compat first",)
+    return ScenarioReport(judged, judged_systems, taus, scores, warn, compared)
 
 
 class ValidationReport(NamedTuple):
@@ -233,8 +266,10 @@ class ValidationReport(NamedTuple):
 
 
 def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: float, k: int = 100,
-                  min_overlap: int = 30, tie_policy: str = "hash", seed: int = 0) -> ValidationReport:
-    """Hide a seeded fraction of human labels, fill them from the LLM, and check the filled labels."""
+                  min_overlap: int = 30, tie_policy: str = "hash", seed: int = 0,
+                  measures: str | Sequence[str] | None = None) -> ValidationReport:
+    """Hide a seeded fraction of human labels, fill them from the LLM, and check the filled labels
+    (τ on each of ``measures``, as :func:`scenarios`)."""
     from .agreement import agreement
     from .metaeval import evaluate, kendall_tau
 
@@ -248,7 +283,7 @@ def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: f
         agree = agreement(Qrels.from_frame(hidden, "hidden"), filled_hidden, missing="drop", bootstrap=200,
                           seed=seed).to_json()
     filled = fill_gaps(visible, llm, runs, cal, k, tie_policy, seed).qrels
-    measures = ["Compat(p=0.95)", f"nDCG@{k}"]
+    measures = list(scenario_measures(measures, k))
     full = evaluate(runs, human, measures, tie_policy, seed).table
     vis = evaluate(runs, visible, measures, tie_policy, seed).table
     fil = evaluate(runs, filled, measures, tie_policy, seed).table
