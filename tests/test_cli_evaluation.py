@@ -227,3 +227,21 @@ def test_agreement_clip_bounds_are_clear_errors(data, capsys, clip, message):
                  "--clip", clip])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_every_output_states_each_measures_gain_function(tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    args = ["--runs", str(repo / "runs" / "example"), "--measures", "nDCG@100,nDCGexp@100,CompatHM(p=0.95)"]
+    assert main(["compare", *args, "--reference", str(repo / "qrels" / "example-human.qrels"), "--candidate",
+                 str(repo / "qrels" / "example-llm.qrels"), "--bootstrap", "0", "--json", str(tmp_path / "c.json"),
+                 "--report", str(tmp_path / "rep")]) == 0
+    assert main(["evaluate", *args, "--qrels", str(repo / "qrels" / "example-human.qrels"),
+                 "--json", str(tmp_path / "e.json"), "--report", str(tmp_path / "erep")]) == 0
+    for name in ("c.json", "e.json"):
+        defs = json.loads((tmp_path / name).read_text())["settings"]["measure_definitions"]
+        assert defs["nDCG@100"] == "nDCG@100, linear gain (trec_eval)"
+        assert defs["nDCGexp@100"].startswith("nDCGexp@100: nDCG@100, exponential gain 2^rel − 1")
+        assert "trec-health-misinfo" in defs["CompatHM(p=0.95)"]
+    for folder in ("rep", "erep"):
+        text = (tmp_path / folder / "report.md").read_text()
+        assert "  - nDCG@100, linear gain (trec_eval)" in text and "exponential gain 2^rel − 1" in text

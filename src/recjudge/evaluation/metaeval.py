@@ -459,6 +459,13 @@ def _measure_names(measures: Sequence[str] | str | None) -> dict[str, str]:
     return {name.replace(" ", ""): measure_key(m) for name, m in zip(items, parsed)}
 
 
+def measure_definitions(names) -> dict[str, str]:
+    """Each measure's definition in words (gain function, variant), as reports and JSON state it."""
+    from .measures import describe_measure
+
+    return {name: describe_measure(name) for name in names}
+
+
 def _table(label_set: str, runs: Mapping[str, Run], qrels: Qrels, measures: Mapping[str, str],
            queries: Sequence[str] | None) -> SystemTable:
     from .measures import per_query_matrix
@@ -479,7 +486,8 @@ def evaluate(runs: Mapping[str, Run], qrels: Qrels, measures: Sequence[str] | st
     names = _measure_names(measures)
     resolved, shares = prepare_runs(runs, tie_policy, seed)
     table = _table(qrels.name, resolved, qrels, names, None)
-    settings = {"measures": list(names), "tie_policy": tie_policy, "seed": seed,
+    settings = {"measures": list(names), "measure_definitions": measure_definitions(names),
+                "tie_policy": tie_policy, "seed": seed,
                 "qrels": qrels.name, "n_users": len(qrels.qids), "missing_user_score": 0.0,
                 "export_ties": dict(export_ties or {})}
     return EvaluationResult(table, settings, shares)
@@ -575,6 +583,7 @@ def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrel
         }
     settings = {
         "measures": list(names),
+        "measure_definitions": measure_definitions(names),
         "queries": queries,
         "tie_policy": tie_policy,
         "seed": seed,

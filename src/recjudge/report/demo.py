@@ -174,6 +174,8 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
                       f"prompt tokens, cost {cost}",
         "labels compared": f"historical (held-out ratings, rating − 1 → 0–4) vs {judge_name} vs filled; "
                            f"{item_agreement.n_pairs} shared pairs for item agreement",
+        "measures": "; ".join(dict(cmp.settings.get("measure_definitions") or {}).values()
+                              or cmp.settings["measures"]),
         "users counted": f"{cmp.settings['queries']}: each label set over the users it judges; a user a run "
                          "lacks scores 0",
         "seeds": f"{settings.seed} for every seeded step: user sample, pair sample, judge profiles, tie hash, "

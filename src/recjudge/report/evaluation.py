@@ -224,6 +224,12 @@ def _tie_note(settings: Mapping[str, object], tie_share: Mapping[str, float]) ->
     return lines
 
 
+def _measure_lines(settings: Mapping[str, object]) -> list[str]:
+    """One indented line per measure with its definition (gain function, variant)."""
+    defs = dict(settings.get("measure_definitions") or {})
+    return [f"  - {md_text(defs.get(m, m))}" for m in settings["measures"]]
+
+
 def _p_value(ra) -> str:
     """Kendall τ-b's two-sided p-value, when the analysis computed one."""
     p = getattr(ra, "kendall_tau_p", None)
@@ -251,7 +257,8 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         + ", ".join(md_code(c) for c in s["candidates"]) + ".",
         "",
         "## Settings",
-        f"- Measures: {', '.join(md_text(m) for m in s['measures'])}",
+        "- Measures:",
+        *_measure_lines(s),
         f"- Users counted: {md_code(s['queries'])} ("
         + ("each label set over the users it judges" if s["queries"] == "own"
            else "only users judged by both label sets") + "); a user a run does not rank scores 0.",
@@ -316,6 +323,7 @@ def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike
     sc = result.table.scores_frame()
     sc.index.name = "system"
     md = [f"# {md_text(title)}", "", f"Labels: {md_code(result.settings['qrels'])}.", "",
+          "- Measures:", *_measure_lines(result.settings),
           *_tie_note(result.settings, result.tie_share),
           "", markdown_table(sc.sort_values(sc.columns[0], ascending=False)), ""]
     return write_report(out, "\n".join(md), title)
