@@ -1,11 +1,12 @@
-"""What judging costs: token estimates, the price table, the cost of used tokens, and the
---max-calls / --max-cost budget that decides whether a call may start or retry."""
+"""What judging costs: token estimates, the price table (with each model's context limits), the cost of
+used tokens, and the --max-calls / --max-cost budget that decides whether a call may start or retry."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -14,7 +15,8 @@ from .cache import Usage
 from .config import JudgeConfig
 from .prompts import Template
 
-__all__ = ["estimate_tokens", "estimate_messages_tokens", "output_estimate", "load_prices", "cost", "Budget"]
+__all__ = ["estimate_tokens", "estimate_messages_tokens", "output_estimate", "load_prices", "load_models",
+           "ModelEntry", "cost", "Budget"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -28,37 +30,108 @@ def estimate_messages_tokens(system: str, user: str) -> int:
     return estimate_tokens(system) + estimate_tokens(user) + 3 * 2 + 3  # per-message and reply priming
 
 
+_PRICE_KEYS = ("input", "cached_input", "output")
+_LIMIT_KEYS = ("context_tokens", "max_input_tokens")
+_SHAPE = ('{"MODEL": {"input": USD_PER_MTOK, "output": USD_PER_MTOK}} (optionally cached_input, as_of, '
+          'context_tokens, max_input_tokens; or {"ALIAS": {"alias_of": "MODEL"}})')
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """A model's row of the price table: USD per million tokens, when the prices were taken, and the
+    context limits a prompt is checked against."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    as_of: str | None = None
+    context_tokens: int | None = None      # the whole window: prompt and answer
+    max_input_tokens: int | None = None    # the most prompt tokens accepted (window less the answer's room)
+
+    def price(self) -> dict[str, float]:
+        out = {"input": self.input, "output": self.output}
+        if self.cached_input is not None:
+            out["cached_input"] = self.cached_input
+        return out
+
+    @property
+    def input_window(self) -> int | None:
+        """The most prompt tokens the model accepts: max_input_tokens, else the whole context window."""
+        return self.max_input_tokens if self.max_input_tokens is not None else self.context_tokens
+
+
+def load_models(path: str | os.PathLike | None = None) -> dict[str, ModelEntry]:
+    """The built-in price table (``prices.json`` beside this module) updated with a user file of the
+    same shape. Keys starting with ``_`` are comments; ``{"alias_of": "MODEL"}`` shares MODEL's row
+    (resolved after the user file, so an alias follows a price the user overrides)."""
+    builtin = Path(__file__).with_name("prices.json")
+    rows, aliases = _read_table(builtin)
+    if path is not None:
+        user_rows, user_aliases = _read_table(Path(path))
+        for model in user_rows:
+            aliases.pop(model, None)
+        for model in user_aliases:
+            rows.pop(model, None)
+        rows.update(user_rows)
+        aliases.update(user_aliases)
+    table = dict(rows)
+    for alias, (target, source) in aliases.items():
+        if target not in rows:
+            raise InputError(source, f"model {alias!r}: alias_of names {target!r}, which has no prices",
+                             "name a model the table prices (an alias of an alias is not followed)")
+        table[alias] = rows[target]
+    return table
+
+
 def load_prices(path: str | os.PathLike | None = None) -> dict[str, dict[str, float]]:
     """Built-in prices (USD per million tokens) updated with a user file of the same shape."""
-    builtin = json.loads((Path(__file__).with_name("prices.json")).read_text("utf-8"))
-    table = {k: v for k, v in builtin.items() if not k.startswith("_")}
-    if path is not None:
-        p = Path(path)
-        try:
-            user = json.loads(p.read_text("utf-8"))
-        except FileNotFoundError:
-            raise InputError(str(p), "price table not found", "check the path") from None
-        except json.JSONDecodeError as exc:
-            raise InputError(str(p), f"invalid JSON: {exc.msg}", "write {\"MODEL\": {\"input\": USD_PER_MTOK, "
-                             "\"output\": USD_PER_MTOK}}", line=exc.lineno) from None
-        shape = "{\"MODEL\": {\"input\": USD_PER_MTOK, \"output\": USD_PER_MTOK}}"
-        if not isinstance(user, dict):
-            raise InputError(str(p), f"expected a JSON object of models, got a {type(user).__name__}",
-                             f"write {shape}")
-        for model, entry in user.items():
-            if model.startswith("_"):
-                continue
-            if not isinstance(entry, dict) or not {"input", "output"} <= set(entry) or \
-                    set(entry) - {"input", "cached_input", "output"}:
-                raise InputError(str(p), f"model {model!r}: expected keys input, output and optionally "
-                                 "cached_input (USD per million tokens)", "fix the entry")
-            for k, v in entry.items():
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                    raise InputError(str(p), f"model {model!r}: {k} is {json.dumps(v)}, not a price",
-                                     f"give {k} as a non-negative number of USD per million tokens, "
-                                     f"e.g. \"{k}\": 0.15")
-            table[model] = {k: float(v) for k, v in entry.items()}
-    return table
+    return {model: entry.price() for model, entry in load_models(path).items()}
+
+
+def _read_table(p: Path) -> tuple[dict[str, ModelEntry], dict[str, tuple[str, str]]]:
+    """One price file's rows and aliases (alias -> (target, file)); every error names the file."""
+    try:
+        data = json.loads(p.read_text("utf-8"))
+    except FileNotFoundError:
+        raise InputError(str(p), "price table not found", "check the path") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(str(p), f"invalid JSON: {exc.msg}", f"write {_SHAPE}", line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError(str(p), f"expected a JSON object of models, got a {type(data).__name__}", f"write {_SHAPE}")
+    rows: dict[str, ModelEntry] = {}
+    aliases: dict[str, tuple[str, str]] = {}
+    for model, entry in data.items():
+        if model.startswith("_"):
+            continue
+        if isinstance(entry, dict) and "alias_of" in entry:
+            if set(entry) != {"alias_of"} or not isinstance(entry["alias_of"], str) or not entry["alias_of"]:
+                raise InputError(str(p), f"model {model!r}: an alias holds only \"alias_of\": \"MODEL\"",
+                                 "fix the entry")
+            aliases[model] = (entry["alias_of"], str(p))
+            continue
+        if not isinstance(entry, dict) or not {"input", "output"} <= set(entry) or \
+                set(entry) - {*_PRICE_KEYS, *_LIMIT_KEYS, "as_of"}:
+            raise InputError(str(p), f"model {model!r}: expected keys input, output and optionally "
+                             "cached_input (USD per million tokens), as_of, context_tokens, max_input_tokens",
+                             "fix the entry")
+        for k, v in entry.items():
+            if k in _PRICE_KEYS and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                     or not math.isfinite(v) or v < 0):
+                raise InputError(str(p), f"model {model!r}: {k} is {json.dumps(v)}, not a price",
+                                 f"give {k} as a non-negative number of USD per million tokens, "
+                                 f"e.g. \"{k}\": 0.15")
+            if k in _LIMIT_KEYS and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise InputError(str(p), f"model {model!r}: {k} is {json.dumps(v)}, not a number of tokens",
+                                 f"give {k} as a whole number of tokens, e.g. \"{k}\": 128000")
+            if k == "as_of" and not isinstance(v, str):
+                raise InputError(str(p), f"model {model!r}: as_of is {json.dumps(v)}, not a text",
+                                 "give the date and source of the prices, e.g. \"as_of\": \"2025-08-07 "
+                                 "launch price list\"")
+        rows[model] = ModelEntry(
+            float(entry["input"]), float(entry["output"]),
+            None if "cached_input" not in entry else float(entry["cached_input"]), entry.get("as_of"),
+            entry.get("context_tokens"), entry.get("max_input_tokens"))
+    return rows, aliases
 
 
 def cost(usage: Usage, price: Mapping[str, float] | None) -> float | None:
