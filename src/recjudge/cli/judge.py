@@ -30,8 +30,8 @@ def _sample(ids, n: int = 3) -> str:
 # the JudgeConfig fields `recjudge judge` exposes, by option group; names, types, defaults, ranges and
 # help come from JudgeConfig's declarations (recjudge.judge.config)
 JUDGE_OPTIONS = ("judge", "model", "base_url", "api_key_env", "prompt", "fields", "profile_size", "sampling",
-                 "repeats", "aggregate", "items_per_call", "seed")
-CALL_OPTIONS = ("concurrency", "timeout", "max_attempts", "structured")
+                 "history_order", "repeats", "aggregate", "items_per_call", "seed")
+CALL_OPTIONS = ("concurrency", "timeout", "context_tokens", "max_attempts", "structured")
 BATCH_OPTIONS = ("transport", "batch", "batch_poll")
 BUDGET_OPTIONS = ("dry_run", "max_calls", "max_cost", "prices")
 
@@ -60,7 +60,9 @@ def add_config_options(group, names, defaults: dict | None = None) -> None:
             kw["choices"] = judge_names()
             helptext = "; ".join(f"{n}: {get_judge(n).description}" for n in judge_names())
         elif name == "fields":
-            helptext = f"item fields shown: {', '.join(FIELD_SETS)}, or fields joined by '+'"
+            helptext = (f"item fields shown: {', '.join(FIELD_SETS)} (all: every text field the collection "
+                        "holds, posters and external ids left out, plus average and number of ratings), or "
+                        "fields joined by '+'")
         if s.kind == "bool":
             group.add_argument(flag, action="store_true", dest=name, help=helptext)
             continue
@@ -206,6 +208,11 @@ def run_judge(args: argparse.Namespace) -> int:
     result = judge_pairs(pairs, collection, config, cache_path=None if config.judge != "openai" else args.cache,
                          history=history, topics=topics, topics_source=args.topics or "<topics>", name=name,
                          progress=lambda m: print(m, file=sys.stderr))
+    prof = result.provenance.get("profiles", {})
+    if prof.get("history_order") == "chronological" and prof.get("users_without_chronology"):
+        print(f"note: {prof['users_without_chronology']:,} user(s) have no chronology (their ratings share one "
+              "timestamp or have none): their history is shown in the seeded random order "
+              "(--history-order random)", file=sys.stderr)
     print(result.summary.format())
     if config.dry_run:
         return 0

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError
 from ..urls import DEFAULT_ENDPOINT, has_userinfo, public_url
 from .client import GENERATION_PARAMS
-from .profile import SAMPLINGS
+from .profile import HISTORY_ORDERS, SAMPLINGS
 
 __all__ = ["JudgeConfig", "Setting", "AGGREGATIONS", "STRUCTURED", "TRANSPORTS"]
 
@@ -102,11 +102,19 @@ class JudgeConfig:
                                 metavar="VAR")
     prompt: str = _setting("baseline", "str", "baseline, defined-scale, criteria, relevance, or a template file",
                            metavar="NAME_OR_PATH")
-    fields: str = _setting("title+genres", "str", "item fields shown: a field set or fields joined by '+'",
+    # "all": every text field the collection holds (posters and external ids left out), then the
+    # derived average rating and number of ratings
+    fields: str = _setting("title+genres", "str", "item fields shown: a field set, 'all' (every text field "
+                           "the collection holds, plus average and number of ratings) or fields joined by '+'",
                            metavar="SET")
     profile_size: int = _setting(50, "int", "rated items per profile", lo=1, metavar="N")
     sampling: str = _setting("random", "str", "which history items: seeded random sample or most recent",
                              choices=SAMPLINGS)
+    # a user whose ratings share one timestamp (or have none) has no chronology: chronological then
+    # shows them in the seeded random order, and the provenance counts those users
+    history_order: str = _setting("chronological", "str", "order the sampled history is shown in: oldest "
+                                  "first (users without distinct timestamps: seeded random order), or seeded "
+                                  "random", choices=HISTORY_ORDERS)
     seed: int = _setting(0, "int", "seed of every sample", lo=0, hi=2**63 - 1, what="a seed")
     repeats: int = _setting(1, "int", "ask each pair R times (paper: 3)", lo=1, hi=1000, metavar="R",
                             what="a number of repeats")
@@ -118,6 +126,11 @@ class JudgeConfig:
                                 what="a number of requests")
     timeout: float = _setting(60.0, "float", "per-request timeout in s", lo=0, hi=86400, lo_open=True,
                               metavar="S", what="seconds")
+    # None: the price table's max_input_tokens (else context_tokens) for the model, else no check
+    context_tokens: int | None = _setting(None, "int", "the most prompt tokens the model accepts; a request "
+                                          "estimated above it is not sent and its user is reported (default: "
+                                          "the price table's limit for the model, else unchecked)", lo=1,
+                                          optional=True, metavar="N", what="a number of tokens")
     max_attempts: int = _setting(6, "int", "attempts per request", lo=1, hi=100, flag="--retries", metavar="N",
                                  what="a number of attempts")
     backoff_initial: float = _setting(1.0, "float", "first retry wait in s", lo=0, cli=False)

@@ -1,11 +1,20 @@
 """The LLM judge's run loop: plan the requests per user, answer what the cache holds, hand the rest
 to a backend (chat or batch, see :mod:`recjudge.judge.backend`), and assemble judgments, summary and
-provenance. Registers the ``openai`` judge."""
+provenance. Registers the ``openai`` judge.
+
+Before a request is looked up or sent, its prompt's estimated tokens are checked against the model's
+context window (``JudgeConfig.context_tokens``, else the price table's limit for the model). A prompt
+above it is never cut and never sent: its pairs fail with reason ``context_overflow``, and its user
+is reported — in the summary (``context_overflow``: user, estimated tokens, window, pairs), on the
+progress stream, and by the command's incomplete exit status. A dry run reports the same users
+before anything is paid for.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -14,16 +23,18 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from ..errors import ConfigError
 from ..urls import public_url
 from .backend import make_backend
-from .budget import Budget, cost, estimate_messages_tokens, load_prices, output_estimate
+from .budget import Budget, cost, estimate_messages_tokens, load_models, output_estimate
 from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
 from .client import Request
 from .profile import candidates_block
 from .prompts import Template, load_template, template_provenance
 from .registry import JudgeContext, JudgeSpec, register_judge
-from .results import JudgeResult, Judgment, Summary, aggregate_labels, repeat_agreement
+from .results import JudgeResult, Judgment, Overflow, Summary, aggregate_labels, repeat_agreement
 from .select import Pair
 
 __all__ = ["LLMJob", "run_llm"]
+
+log = logging.getLogger("recjudge.judge")
 
 
 def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: Sequence[str],
@@ -76,8 +87,17 @@ class LLMJob:
         self.ctx = ctx
         self.config = ctx.config
         self.template = template
-        self.prices = load_prices(self.config.prices)
-        self.price = self.prices.get(self.config.model)
+        entry = load_models(self.config.prices).get(self.config.model)
+        self.price = entry.price() if entry is not None else None
+        self.price_as_of = entry.as_of if entry is not None else None
+        # the window each prompt must fit: the config's, else what the price table declares
+        if self.config.context_tokens is not None:
+            self.window, self.window_from = self.config.context_tokens, "context_tokens"
+        elif entry is not None and entry.input_window is not None:
+            self.window, self.window_from = entry.input_window, "price table"
+        else:
+            self.window, self.window_from = None, None
+        self.overflow: list[Overflow] = []
         if self.config.max_cost is not None and self.price is None and not self.config.dry_run:
             raise ConfigError(f"--max-cost needs a price for model {self.config.model!r}; add it to a price table "
                               "passed with --prices (USD per million tokens: input, cached_input, output)")
@@ -160,10 +180,37 @@ class LLMJob:
         return self._result(time.perf_counter() - started, backend.attempts if backend else 0,
                             backend.endpoint_stats() if backend else {})
 
+    def _fitting(self, qid: str, reqs: list[Request]) -> list[Request]:
+        """``reqs`` whose prompts fit the context window; the pairs of the others fail as
+        ``context_overflow`` and the user is reported (checked before the cache, so whether a pair
+        is judged never depends on what an earlier run with another window cached)."""
+        if self.window is None:
+            return reqs
+        fits, worst, lost = [], 0, set()
+        for r in reqs:
+            tokens = estimate_messages_tokens(r.messages.system, r.messages.user)
+            if tokens > self.window:
+                worst = max(worst, tokens)
+                lost.update(r.items)
+            else:
+                fits.append(r)
+        if lost:
+            for item in lost:
+                self.pre_failed[Pair(qid, item)] = "context_overflow"
+            over = Overflow(qid, worst, self.window, len(lost))
+            self.overflow.append(over)
+            message = "context overflow: " + over.describe()
+            if self.progress is not None:
+                self.progress(message)
+            else:
+                log.warning(message)
+        return fits
+
     def pending(self) -> Iterator[list[Request]]:
         """Per user: the requests the cache cannot answer (hits are recorded on the way)."""
         for qid, items in self._plan():
-            reqs = list(_requests_for_user(self.ctx, self.template, qid, items, self.key_params))
+            reqs = self._fitting(qid, list(_requests_for_user(self.ctx, self.template, qid, items,
+                                                              self.key_params)))
             self.planned += len(reqs)
             found = self.cache.get_ok([r.key for r in reqs])
             self.hits += len(found)
@@ -255,13 +302,16 @@ class LLMJob:
             estimated_cost=self.est_cost if self.price is not None else None, dry_run=config.dry_run,
             elapsed=elapsed,
             agreement=repeat_agreement(rows_for_agreement) if config.repeats > 1 else None,
-            endpoints=dict(endpoint_stats or {}))
+            endpoints=dict(endpoint_stats or {}), context_tokens=self.window,
+            context_overflow=tuple(self.overflow))
         prov = {
             "judge": config.judge, "kind": "llm", "model": config.model, "base_url": (config.public_endpoints() if len(config.endpoints()) > 1
                                                                  else public_url(config.base_url)),
             "template": template_provenance(self.template), "params": self.key_params,
             "profiles": self.ctx.profiles.provenance(), "items_per_call": config.items_per_call,
             "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
+            "timeout": config.timeout, "context_tokens": self.window, "context_tokens_from": self.window_from,
+            "prices_as_of": self.price_as_of,
         }
         return JudgeResult(self.ctx.name, tuple(judgments), summary, prov)
 

@@ -3,9 +3,18 @@
 Field sets are named as in Penha et al. 2025, Table 3 (``title``, ``title+genres``, …, ``all``); any
 ``+``-joined list of fields works too: the vocabulary is what the collection families declare (films:
 title, year, genres, …; Amazon Reviews 2023: title, description, features, …). A field the
-collection lacks is an error. Ratings are shown, and averaged, on the collection's rating scale.
-Average rating and number of ratings are derived from the interactions given as history (a split's
-training part), never from held-out ratings.
+collection lacks is an error. ``all`` is every text field the collection holds — canonical film
+fields first, then the others in the collection's column order — without posters (an image, not
+text) and external ids (``imdb_id``, ``tmdb_id``: keys into other databases, not descriptions),
+followed by the derived average rating and number of ratings. Ratings are shown, and averaged, on
+the collection's rating scale. Average rating and number of ratings are derived from the
+interactions given as history (a split's training part), never from held-out ratings.
+
+The sampled history is shown in one of two orders (``order``): ``chronological``, oldest first, or
+``random``, a seeded random order (the seeded hash of user, item and seed that random sampling also
+draws by). A user whose ratings share one timestamp — or have none, as ML-32M-ext's participants —
+has no chronology: ``chronological`` then breaks the ties by that same hash, so it shows exactly the
+``random`` order (same prompts, same cache entries); the provenance counts such users.
 """
 
 from __future__ import annotations
@@ -28,7 +37,10 @@ __all__ = [
     "DERIVED_FIELDS",
     "FIELD_SETS",
     "SAMPLINGS",
+    "HISTORY_ORDERS",
+    "NON_TEXT_FIELDS",
     "parse_fields",
+    "collection_text_fields",
     "HistoryProfiles",
     "QueryProfiles",
     "ProfileSource",
@@ -49,9 +61,13 @@ FIELD_SETS: Mapping[str, tuple[str, ...]] = {
     "title+year": ("title", "year"),
     "title+languages": ("title", "languages"),
     "title+avg_rating": ("title", "avg_rating"),
-    "all": ALL_FIELDS,
+    "all": ALL_FIELDS,  # the film fields; parse_fields resolves "all" against a collection's own fields
 }
 SAMPLINGS = ("random", "recent")
+HISTORY_ORDERS = ("chronological", "random")
+# fields a collection may hold that "all" leaves out: a poster is an image reference, not text; the
+# ids are keys into other databases that describe nothing to a reader
+NON_TEXT_FIELDS = ("poster", "imdb_id", "tmdb_id")
 _LABELS = {
     "title": "Title", "year": "Year", "genres": "Genres", "directors": "Directors", "cast": "Cast",
     "overview": "Overview", "runtime": "Runtime", "languages": "Languages",
@@ -63,9 +79,14 @@ def parse_fields(spec: str | Sequence[str], vocabulary: Sequence[str] | None = N
     """A named field set, a ``+``-joined list of fields, or a sequence of field names.
 
     ``vocabulary``: the metadata fields allowed; by default every field a registered collection
-    family declares. The derived fields (average rating, number of ratings) are always allowed."""
-    known = (*(collection_fields() if vocabulary is None else vocabulary), *DERIVED_FIELDS)
+    family declares. The derived fields (average rating, number of ratings) are always allowed.
+    ``all`` is the vocabulary's text fields in its order (not :data:`NON_TEXT_FIELDS`), then the
+    derived fields."""
+    vocab = tuple(dict.fromkeys(collection_fields() if vocabulary is None else vocabulary))
+    known = (*vocab, *DERIVED_FIELDS)
     if isinstance(spec, str):
+        if spec == "all":
+            return (*(f for f in vocab if f not in NON_TEXT_FIELDS and f not in DERIVED_FIELDS), *DERIVED_FIELDS)
         if spec in FIELD_SETS:
             return FIELD_SETS[spec]
         names = tuple(s.strip() for s in spec.split("+"))
@@ -125,11 +146,19 @@ class ProfileSource(Protocol):
     def provenance(self) -> dict: ...
 
 
+def collection_text_fields(collection) -> tuple[str, ...]:
+    """The metadata fields ``collection`` holds, canonical film fields first, then its other columns
+    in their order: the vocabulary ``all`` is taken from (less :data:`NON_TEXT_FIELDS`)."""
+    columns = [str(c) for c in collection.items.columns]
+    ordered = [f for f in collection_fields() if f in columns]
+    return (*ordered, *(c for c in columns if c not in ordered))
+
+
 @dataclass(frozen=True)
 class _History:
     items: np.ndarray      # in sampling preference order (first = most preferred)
     ratings: np.ndarray
-    order_key: np.ndarray  # presentation order (chronological)
+    order_key: np.ndarray  # presentation order (chronological or seeded random)
 
 
 class HistoryProfiles:
@@ -139,20 +168,28 @@ class HistoryProfiles:
     collection's interactions. ``sampling='random'`` takes a seeded sample of ``size`` rated items
     (the same sample for every candidate of the user); ``'recent'`` takes the latest ``size``. Items
     being judged in a request are left out of the sample so a candidate's own rating never leaks.
-    Sampled items are shown oldest first (in seeded random order among equal timestamps). The
-    collection's ``rating_scale`` is kept as ``rating_scale`` for the prompt.
+    ``order='chronological'`` shows the sampled items oldest first (in seeded random order among
+    equal timestamps); ``'random'`` in seeded random order. The collection's ``rating_scale`` is
+    kept as ``rating_scale`` for the prompt.
     """
 
     kind = "history"
 
     def __init__(self, collection, fields: str | Sequence[str] = "title+genres", size: int = 50,
                  history: pd.DataFrame | None = None, sampling: str = "random", seed: int = 0,
-                 users: Iterable[str] | None = None):
+                 users: Iterable[str] | None = None, order: str = "chronological"):
         if sampling not in SAMPLINGS:
             raise ConfigError(f"unknown history sampling {sampling!r}; choose {' or '.join(SAMPLINGS)}")
+        if order not in HISTORY_ORDERS:
+            raise ConfigError(f"unknown history order {order!r}; choose {' or '.join(HISTORY_ORDERS)}")
         if int(size) < 1:
             raise ConfigError(f"profile size must be at least 1, got {size}")
-        self.fields = parse_fields(fields, (*collection_fields(), *map(str, collection.items.columns)))
+        if isinstance(fields, str) and fields == "all":
+            self.fields = parse_fields("all", collection_text_fields(collection))
+        else:
+            self.fields = parse_fields(fields, (*collection_fields(), *map(str, collection.items.columns)))
+        self.order = order
+        self.unordered_users = 0  # users indexed with 2+ ratings that share one timestamp (or have none)
         self.rating_scale = collection.rating_scale
         self.field_spec = fields if isinstance(fields, str) else "+".join(self.fields)
         self.size = int(size)
@@ -188,11 +225,13 @@ class HistoryProfiles:
         self._histories = self._index(history)
 
     def _index(self, history: pd.DataFrame) -> dict[str, _History]:
-        h = history[["user", "item", "rating", "timestamp"]].copy()
+        h = history[["user", "item", "rating"]].copy()
         h["user"] = h["user"].astype(str)
         h["item"] = h["item"].astype(str)
         key = hash_keys(h["user"].to_numpy(), h["item"].to_numpy(), self.seed)
-        ts = pd.to_numeric(h["timestamp"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
+        # no timestamp column, or a missing time, reads as 0: one shared time is no order
+        raw = history["timestamp"] if "timestamp" in history.columns else pd.Series(0, index=history.index)
+        ts = pd.to_numeric(raw, errors="coerce").fillna(0).to_numpy(dtype=np.int64)
         h["hk"] = key
         h["ts"] = ts
         out: dict[str, _History] = {}
@@ -205,9 +244,13 @@ class HistoryProfiles:
                 pref = np.argsort(hk, kind="stable")
             else:
                 pref = np.lexsort((hk, -t))  # newest first, hash among equal times
-            chrono = np.empty(len(items), dtype=np.int64)
-            chrono[np.lexsort((hk, t))] = np.arange(len(items))
-            out[user] = _History(items[pref], ratings[pref], chrono[pref])
+            self.unordered_users += bool(len(t) > 1 and t.min() == t.max())
+            # chronological: by time, the seeded hash among equal times (all of them when every time
+            # is the same, which is then exactly the random order); random: by the seeded hash
+            shown = np.lexsort((hk, t)) if self.order == "chronological" else np.argsort(hk, kind="stable")
+            rank = np.empty(len(items), dtype=np.int64)
+            rank[shown] = np.arange(len(items))
+            out[user] = _History(items[pref], ratings[pref], rank[pref])
         return out
 
     def has(self, qid: str) -> bool:
@@ -255,7 +298,7 @@ class HistoryProfiles:
         return own
 
     def sample(self, qid: str, exclude: Sequence[str] = ()) -> list[tuple[str, float]]:
-        """The sampled (item, rating) pairs of a user, oldest first."""
+        """The sampled (item, rating) pairs of a user, in the order they are shown (``order``)."""
         h = self._histories[qid]
         skip = set(exclude)
         picked = []
@@ -292,6 +335,7 @@ class HistoryProfiles:
     def provenance(self) -> dict:
         return {"kind": "history", "collection": self.collection_name, "fields": list(self.fields),
                 "field_set": self.field_spec, "profile_size": self.size, "sampling": self.sampling,
+                "history_order": self.order, "users_without_chronology": self.unordered_users,
                 "seed": self.seed, "rating_scale": self.rating_scale.as_dict()}
 
 

@@ -103,7 +103,8 @@ def judge_pairs(pairs: Iterable[Pair | tuple[str, str]], collection=None, config
         profiles: ProfileSource = QueryProfiles(topics, collection, config.fields, source=topics_source)
     else:
         profiles = HistoryProfiles(collection, config.fields, config.profile_size, history=history,
-                                   sampling=config.sampling, seed=config.seed, users={p.qid for p in pairs})
+                                   sampling=config.sampling, seed=config.seed, users={p.qid for p in pairs},
+                                   order=config.history_order)
     ctx = JudgeContext(pairs, collection, profiles, config, Path(cache_path) if cache_path else None, name,
                        history, progress)
     return spec.run(ctx)

@@ -22,7 +22,7 @@ from ..evaluation.calibration import round_half_up
 from .cache import Usage
 from .config import AGGREGATIONS
 
-__all__ = ["Judgment", "Agreement", "Summary", "JudgeResult", "output_paths", "aggregate_labels",
+__all__ = ["Judgment", "Agreement", "Overflow", "Summary", "JudgeResult", "output_paths", "aggregate_labels",
            "repeat_agreement", "alpha_interval"]
 
 log = logging.getLogger("recjudge.judge")
@@ -61,6 +61,20 @@ class Agreement:
 
 
 @dataclass(frozen=True)
+class Overflow:
+    """A user whose prompt is estimated above the model's context window: its pairs were not asked."""
+
+    user: str
+    estimated_tokens: int   # the largest of the user's prompts, ≈4 characters per token
+    window: int             # the most prompt tokens the model accepts (see JudgeConfig.context_tokens)
+    pairs: int              # the user's pairs left unjudged (reason context_overflow)
+
+    def describe(self) -> str:
+        return (f"user {self.user}: prompt of ~{self.estimated_tokens:,} tokens exceeds the context window of "
+                f"{self.window:,} tokens; {self.pairs:,} pair(s) not asked")
+
+
+@dataclass(frozen=True)
 class Summary:
     judge: str
     kind: str
@@ -81,6 +95,8 @@ class Summary:
     elapsed: float
     agreement: Agreement | None = None
     endpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # url -> requests, failures
+    context_tokens: int | None = None             # the window prompts were checked against (None: unchecked)
+    context_overflow: tuple[Overflow, ...] = ()   # per user, the prompts above it (never cut, never sent)
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -107,6 +123,13 @@ class Summary:
                          ("cost", _money(self.cost))]
             if self.skipped_calls:
                 rows.append(("not asked", f"{self.skipped_calls:,} calls ({self.stopped})"))
+            if self.context_overflow:
+                over = self.context_overflow
+                rows.append(("context overflow", f"{len(over):,} user(s), {sum(o.pairs for o in over):,} pairs not "
+                                                 f"asked: prompt above the {self.context_tokens:,}-token window"))
+                rows += [(f"  {o.user}", f"~{o.estimated_tokens:,} tokens") for o in over[:20]]
+                if len(over) > 20:
+                    rows.append(("  ...", f"{len(over) - 20:,} more in the summary JSON"))
         if len(self.endpoints) > 1:
             rows += [(f"  {url}", f"{v['requests']:,} requests, {v['failures']:,} server failures")
                      for url, v in self.endpoints.items()]
