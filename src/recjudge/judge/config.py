@@ -116,17 +116,22 @@ class JudgeConfig:
                                   "first (users without distinct timestamps: seeded random order), or seeded "
                                   "random", choices=HISTORY_ORDERS)
     seed: int = _setting(0, "int", "seed of every sample", lo=0, hi=2**63 - 1, what="a seed")
-    repeats: int = _setting(1, "int", "ask each pair R times (paper: 3)", lo=1, hi=1000, metavar="R",
-                            what="a number of repeats")
+    repeats: int = _setting(1, "int", "ask each pair R times and aggregate the answers (the paper's three "
+                            "repeated experiments are ablate's experiments, each with its own samples)", lo=1,
+                            hi=1000, metavar="R", what="a number of repeats")
     aggregate: str = _setting("mean", "str", "combine repeats: mean rounded half up, or mode",
                               choices=AGGREGATIONS)
     items_per_call: int = _setting(1, "int", "candidates per request", lo=1, hi=1000, metavar="M",
                                    what="a number of items")
     concurrency: int = _setting(8, "int", "requests in flight", lo=1, hi=4096, metavar="C",
                                 what="a number of requests")
-    timeout: float = _setting(60.0, "float", "per-request timeout in s", lo=0, hi=86400, lo_open=True,
-                              metavar="S", what="seconds")
-    # None: the price table's max_input_tokens (else context_tokens) for the model, else no check
+    # the whole wait for one HTTP request's answer (each attempt, either transport); prompts of
+    # ~170k tokens to a reasoning model take minutes
+    timeout: float = _setting(60.0, "float", "seconds one request's answer may take, per attempt (long "
+                              "prompts to reasoning models need minutes, e.g. 900)", lo=0, hi=86400,
+                              lo_open=True, metavar="S", what="seconds")
+    # None: the price table's max_input_tokens (else context_tokens) for the model, else no check.
+    # Prompts are measured by the ≈4-characters-per-token estimate (budget.estimate_tokens)
     context_tokens: int | None = _setting(None, "int", "the most prompt tokens the model accepts; a request "
                                           "estimated above it is not sent and its user is reported (default: "
                                           "the price table's limit for the model, else unchecked)", lo=1,

@@ -18,7 +18,7 @@ import logging
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..urls import public_url

@@ -115,7 +115,9 @@ class Summary:
             if self.dry_run:
                 rows += [("calls to make", f"{self.planned_calls - self.cache_hits:,}"),
                          ("est. input tokens", f"{self.estimated_input_tokens:,} (≈4 characters per token)"),
-                         ("est. cost", _money(self.estimated_cost))]
+                         ("est. cost", _money(self.estimated_cost)
+                          + ("" if self.estimated_cost is None else " (prompts and labels; a reasoning model's "
+                             "reasoning tokens come on top)"))]
             else:
                 rows += [("calls made", f"{self.calls:,} ({self.attempts:,} HTTP requests)"),
                          ("tokens", f"prompt {self.usage.prompt:,} (cached {self.usage.cached:,}), "
