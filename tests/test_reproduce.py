@@ -55,3 +55,145 @@ def test_bad_published_file_names_file_and_line(tmp_path, cell, problem):
         load_published(path)
     assert problem in str(exc.value) and "bad.toml" in str(exc.value)
     assert "bad.toml:12:" in str(exc.value)  # the line of the second [[cell]] header
+
+
+# ------------------------------------------------------------------------------ the generated release
+
+import json
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ml32m_data import release
+
+import pandas as pd
+from fake_openai import Reply
+
+from recjudge.experiments.reproduce import ReproduceSettings, run_reproduce
+
+PARTICIPANTS = tuple(range(1, 9))
+SYSTEMS = {"Oracle-ish": 3.0, "Good": 1.5, "Fair": 0.8, "Weak": 0.3, "Noise": 0.0}  # weight on the human label
+REDUCED = dict(experiments=1, per_user=6, k_values=(3, 10), field_sets=("title", "all"), profile_size=20,
+               permutations=200, bootstrap=50, concurrency=4)
+
+
+def _write_run(path: Path, name: str, scores: dict) -> None:
+    lines = []
+    for q, items in scores.items():
+        ranked = sorted(items.items(), key=lambda kv: (-kv[1], kv[0]))[:15]
+        lines += [f"{q} Q0 {d} {r} {s:.6f} {name}" for r, (d, s) in enumerate(ranked, 1)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """A release of 8 participants and 40 movies, five Cranfield runs of graded quality plus Pop, and a
+    historical setting (runs and qrels) of the same systems, with their groups."""
+    root = tmp_path_factory.mktemp("release")
+    folder, facts = release(root, participants=PARTICIPANTS, ml_users=tuple(str(i) for i in range(1, 13)),
+                            movies=range(1, 41), in_database=range(1, 31), profile_items=12, judged_items=10,
+                            ml_items=10, after_make=True)
+    human = facts["interest"]
+    rng = random.Random(7)
+    popularity: dict[str, int] = {}
+    for row in facts["ml"]:
+        popularity[str(row[1])] = popularity.get(str(row[1]), 0) + 1
+    for row in facts["profiles"]:
+        popularity[str(row[2])] = popularity.get(str(row[2]), 0) + 1
+    users = sorted({q for q, _ in human})
+    runs, hist = root / "runs", root / "historical"
+    runs.mkdir()
+    hist.mkdir()
+    hist_users = [str(i) for i in range(1, 13)]
+    hist_labels = {(u, str(m)): rng.randint(0, 5) for u in hist_users for m in rng.sample(range(1, 41), 4)}
+    for name, w in {**SYSTEMS, "Pop": None}.items():
+        scores, hscores = {}, {}
+        for q in users:
+            scores[q] = {str(m): (popularity.get(str(m), 0) if w is None else w * human.get((q, str(m)), 0))
+                         + rng.random() for m in range(1, 41)}
+        for u in hist_users:
+            hscores[u] = {str(m): rng.random() + (0 if w is None else 0.5 * w * hist_labels.get((u, str(m)), 0))
+                          for m in range(1, 41)}
+        _write_run(runs / f"{name}.run", name, scores)
+        _write_run(hist / f"{name}.run", name, hscores)
+    (root / "historical.qrels").write_text("".join(f"{u} 0 {d} {lab}\n" for (u, d), lab in sorted(hist_labels.items())))
+    (root / "groups.tsv").write_text("".join(f"{n} {'pooled' if n in ('Good', 'Pop') else 'non-pooled'}\n"
+                                             for n in [*SYSTEMS, "Pop"]))
+    return {"folder": folder, "human": human, "popularity": popularity, "runs": runs, "hist": hist,
+            "hist_qrels": root / "historical.qrels", "groups": root / "groups.tsv", "root": root}
+
+
+def _settings(data, out, **kw) -> ReproduceSettings:
+    return ReproduceSettings(collection=data["folder"], out=out, runs=data["runs"], historical_runs=data["hist"],
+                             historical_qrels=data["hist_qrels"], groups=data["groups"],
+                             **{**REDUCED, **kw})
+
+
+_FILM = re.compile(r"Film (\d+)\b")
+
+
+def _histories(data) -> dict[str, set]:
+    from recjudge.api import load_collection
+
+    inter = load_collection(data["folder"]).interactions
+    return {q: set(g.item) for q, g in inter[inter.user.isin({q for q, _ in data["human"]})].groupby("user")}
+
+
+def oracle(fake, data):
+    """Answer every candidate with the participant's own label (0 for a movie they did not judge): the
+    user is told by the movies of the profile, which differ between the fixture's participants."""
+    histories = _histories(data)
+    assert len({frozenset(h) for h in histories.values()}) == len(histories)  # the fingerprint is unique
+
+    def rule(call):
+        profile = call.user.split("Candidate item", 1)[0]
+        shown = set(_FILM.findall(profile))
+        user = max(histories, key=lambda u: len(shown & histories[u]) - len(shown - histories[u]))
+        labels = {(k or "_"): data["human"].get((user, _FILM.search(text).group(1)), 0) for k, text in call.candidates}
+        return Reply(content=fake._answer(call.body, call.candidates, labels))
+
+    fake.rule = rule
+
+
+def popularity_judge(fake, data):
+    """Label a movie by how many ratings it has, whatever the participant thinks of it."""
+    top = max(data["popularity"].values())
+    fake.labeler = lambda text: round(7 * data["popularity"].get(_FILM.search(text).group(1), 0) / top)
+
+
+def _cells(result) -> dict:
+    return {(r.target, r.row, r.column): r.ours for r in result.cells.itertuples()}
+
+
+def test_dry_run_prices_every_prompt_once_without_a_call(data, tmp_path, fake_openai, capsys):
+    from recjudge.cli import main
+    from recjudge.judge import select_pairs
+    from recjudge.data.trec import Qrels, read_runs
+
+    out = tmp_path / "out"
+    code = main(["reproduce", "penha2025", "--collection", str(data["folder"]), "--out", str(out),
+                 "--model", "gpt-4o-mini", "--base-url", fake_openai.url, "--runs", str(data["runs"]),
+                 "--experiments", "1", "--per-user", "6", "--k-values", "3,10", "--field-sets", "title,all",
+                 "--profile-size", "20", "--concurrency", "4", "--call-seconds", "2", "--dry-run"])
+    printed = capsys.readouterr().out
+    assert code == 0 and fake_openai.chat_log() == [] and not out.exists()
+    for title in ("Tables 4, 9", "Table 3", "Table 8", "Table 5"):
+        assert title in printed
+    # distinct prompts by hand: the base judge (fields all, baseline prompt) over K = 10 per user
+    # serves Table 4, Table 3's "all" row, Table 8's baseline row and the human pairs of the pool;
+    # Table 3's "title" row and Table 8's defined scale ask K = 6 per user anew
+    human = Qrels.from_frame(pd.DataFrame([(q, d, lab) for (q, d), lab in data["human"].items()],
+                                          columns=["qid", "docid", "label"]), "h")
+    k10 = set(select_pairs(reference=human, per_user=10, seed=0))
+    k6 = set(select_pairs(reference=human, per_user=6, seed=0))
+    pool = set(select_pairs(read_runs([str(data["runs"])]), depth=100, seed=0)) | set(data["human"])
+    expected = len(k10) + 2 * len(k6) + len(pool - k10)
+    total = int(re.search(r"total: ([\d,]+) calls", printed).group(1).replace(",", ""))
+    assert total == expected
+    assert "93,708" in printed and "~170,000" in printed  # the paper's figures beside ours
+    # wall time: ceil(calls / 4) × 2 s
+    assert f"about {(-(-expected // 4)) * 2 / 60:.0f} min" in printed or f"about {(-(-expected // 4)) * 2} s" in printed

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "recjudge.cli.train",
     "recjudge.cli.audit",
     "recjudge.cli.settings",
+    "recjudge.cli.reproduce",
 )
 
 

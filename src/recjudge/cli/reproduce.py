@@ -1,0 +1,102 @@
+"""``recjudge reproduce STUDY``: a published study's tables and figures from its data, beside its numbers."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from . import _args
+
+
+def _csv(kind):
+    def parse(text: str):
+        try:
+            values = tuple(kind(v.strip()) for v in text.split(",") if v.strip())
+        except (ValueError, argparse.ArgumentTypeError) as exc:
+            raise argparse.ArgumentTypeError(f"a comma-separated list is expected ({exc})") from None
+        if not values:
+            raise argparse.ArgumentTypeError("give at least one value")
+        return values
+
+    parse.__name__ = "a comma-separated list"
+    return parse
+
+
+def register(sub) -> None:
+    from ..experiments.reproduce import K_VALUES, TARGETS
+
+    p = sub.add_parser(
+        "reproduce", help="every table and figure of a published study, beside its numbers",
+        description="Run Penha et al. 2025 on an ML-32M-ext release folder: train the protocol's systems (or "
+                    "take --runs), judge through one resumable cache (a prompt two tables share is asked "
+                    "once), and write report.md, report.html, figures and reproduce.json with each cell beside "
+                    "the published value and the difference, and every setting that differs from the paper. "
+                    "--dry-run prices the plan (calls, tokens, USD, wall time) without a call.")
+    p.add_argument("study", choices=("penha2025",), help="the study to reproduce")
+    p.add_argument("--collection", required=True, metavar="PATH", help="the ML-32M-ext release folder")
+    p.add_argument("--out", required=True, metavar="DIR", help="report, figures, JSON, runs and the judge cache")
+    p.add_argument("--model", help="judge model (default: the protocol's, gpt-5-2025-08-07)")
+    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (key from OPENAI_API_KEY)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan per table; no call, nothing written")
+    p.add_argument("--only", type=_csv(str), default=TARGETS, metavar="LIST",
+                   help=f"targets to compute, among {','.join(TARGETS)} (default: all)")
+    p.add_argument("--max-cost", type=_args.float_range(0, 1e9, what="USD"), metavar="USD",
+                   help="stop cleanly before the judge's estimated spend exceeds USD; rerun to resume")
+    p.add_argument("--prices", metavar="JSON", help="price table overriding or adding models (USD per Mtok)")
+    p.add_argument("--concurrency", type=_args.int_range(1, 4096), default=8, metavar="C")
+    p.add_argument("--call-seconds", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=30.0,
+                   metavar="S", help="assumed seconds per call for the plan's wall time (default: 30)")
+    g = p.add_argument_group("systems")
+    g.add_argument("--runs", metavar="DIR", help="Cranfield runs already trained (else the protocol's grid is)")
+    g.add_argument("--historical-runs", metavar="DIR", help="runs trained on a historical split (Table 1, Figure 2)")
+    g.add_argument("--historical-qrels", metavar="QRELS", help="that split's held-out ratings as qrels")
+    g.add_argument("--groups", metavar="FILE", help="'system group' lines (pooled / non-pooled) for Table 1")
+    g.add_argument("--grid", help="grid name or file (default: the protocol's)")
+    g.add_argument("--systems", help="comma-separated system names of the grid")
+    g.add_argument("--epochs", type=_args.int_range(1, 10_000), metavar="N", help="override epochs (quick checks)")
+    g.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    g.add_argument("--sample-users", type=_args.positive, metavar="N", help="default: the protocol's 10000")
+    g.add_argument("--min-interactions", type=_args.positive, metavar="N", help="default: the protocol's 20")
+    g.add_argument("--historical-split", default="user_ratio", help="split of the historical setting")
+    e = p.add_argument_group("experiments (reduced settings for quick checks; the report lists each)")
+    e.add_argument("--experiments", type=_args.int_range(1, 100), metavar="N", help="default: the protocol's 3")
+    e.add_argument("--per-user", type=_args.positive, metavar="K", help="default: the protocol's 50")
+    e.add_argument("--k-values", type=_csv(_args.positive), default=K_VALUES, metavar="LIST",
+                   help="Table 4's K values (default: 10,50,100,200)")
+    e.add_argument("--depth", type=_args.positive, default=100, metavar="D", help="pool depth of Table 5")
+    e.add_argument("--field-sets", type=_csv(str), metavar="LIST", help="Table 3's rows (default: the 11 sets)")
+    e.add_argument("--profile-size", type=_args.positive, metavar="N", help="default: the protocol's 1000")
+    e.add_argument("--fields", help="the judge's base field set (default: the protocol's 'all')")
+    e.add_argument("--seed", type=_args.seed, default=0)
+    e.add_argument("--permutations", type=_args.positive, default=10_000, help="sign flips per significance test")
+    e.add_argument("--bootstrap", type=_args.count, default=1000)
+    p.set_defaults(func=run_reproduce_cli)
+
+
+def run_reproduce_cli(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..experiments.reproduce import ReproduceSettings, run_reproduce
+
+    def path(v):
+        return Path(v) if v is not None else None
+
+    settings = ReproduceSettings(
+        collection=Path(args.collection), out=Path(args.out), model=args.model, base_url=args.base_url,
+        runs=path(args.runs), historical_runs=path(args.historical_runs),
+        historical_qrels=path(args.historical_qrels), groups=path(args.groups), grid=args.grid,
+        systems=args.systems, epochs=args.epochs, device=args.device, sample_users=args.sample_users,
+        min_interactions=args.min_interactions, historical_split=args.historical_split, only=tuple(args.only),
+        experiments=args.experiments, per_user=args.per_user, k_values=tuple(args.k_values), depth=args.depth,
+        field_sets=args.field_sets, profile_size=args.profile_size, fields=args.fields,
+        concurrency=args.concurrency, max_cost=args.max_cost, prices=args.prices, call_seconds=args.call_seconds,
+        seed=args.seed, permutations=args.permutations, bootstrap=args.bootstrap, dry_run=args.dry_run)
+    result = run_reproduce(settings, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.dry_run:
+        print(result.plan_text)
+        return 0
+    print(f"report: {result.paths.get('md')}\nHTML: {result.paths.get('html')}\nJSON: {result.paths.get('json')}")
+    if not result.complete:
+        # a budget stop is a requested outcome, not a failure: the report says what is missing
+        print(f"incomplete ({result.stopped or 'see the report'}): run the same command again to resume")
+    return 0

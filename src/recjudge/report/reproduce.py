@@ -1,0 +1,194 @@
+"""The report of ``recjudge reproduce``: every table and figure, each cell beside the published value
+and the difference, the settings that differ from the paper, as Markdown, HTML, PNG figures and one JSON."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..experiments.reproduce import _duration
+from .evaluation import _pyplot, _save, markdown_table, md_text, write_report
+
+__all__ = ["write_reproduce_report", "TARGET_TITLES"]
+
+TARGET_TITLES = {
+    "table1": "Table 1: Judged@100, historical vs Cranfield, per system group",
+    "table3": "Table 3: item-level agreement per metadata field set (human 0 vs 1-7, the LLM's raw labels)",
+    "table4": "Table 4: K judged items per participant, τ and weighted τ against the complete human qrels",
+    "table5": "Table 5: calibrated gap filling (Human-only, LLM fills gaps, Full LLM)",
+    "table8": "Table 8: prompt variants, item-level agreement",
+    "table9": "Table 9: K per participant, τ per experiment and across experiments",
+    "figure2": "Figure 2: historical vs Cranfield system ranking",
+    "section5.2": "Section 5.2: rank displacement",
+    "figure3": "Figure 3: agreement per metadata field set",
+    "figure4": "Figure 4: agreement by the distance between the two human labels",
+    "figure5": "Figure 5: system ranks under the LLM's labels vs the human labels",
+    "significance": "Beyond the paper: significance agreement and the top of the ranking",
+    "audit": "Judge audit: popularity bias",
+}
+_FIGURE_TARGETS = {"figure2": "figure2", "figure3": "figure3", "figure4": "figure4", "figure5": "figure5",
+                   "table4": "table4"}
+
+
+def _num(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, float) and abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.4f}" if isinstance(x, float) else str(x)
+
+
+def _cells_table(frame: pd.DataFrame) -> str:
+    shown = pd.DataFrame({
+        "row": frame.row, "column": frame.column, "ours": [_num(v) for v in frame.ours],
+        "published": frame.published, "difference": [_num(v) if v is not None and v == v else "–"
+                                                     for v in frame.difference],
+        "note": frame.note})
+    return markdown_table(shown, index=False)
+
+
+def _plot_figures(result, fig_dir: Path) -> dict[str, Path]:
+    """One PNG per figure whose data was computed (matplotlib loaded here only)."""
+    figs = result.figures
+    if not figs:
+        return {}
+    plt = _pyplot()
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+
+    def ranks(key: str, xlab: str, ylab: str, title: str) -> None:
+        data = figs[key]["ranks"]
+        fig, ax = plt.subplots(figsize=(5.2, 4.8))
+        ax.scatter(data.iloc[:, 0], data.iloc[:, 1], s=26, alpha=0.8)
+        n = len(data)
+        ax.plot([1, n], [1, n], color="gray", lw=0.8, ls="--")
+        if n <= 30:
+            for name, (a, b) in data.iterrows():
+                ax.annotate(str(name), (a, b), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel(xlab)
+        ax.set_ylabel(ylab)
+        ax.set_title(title, fontsize=10)
+        ax.invert_xaxis()
+        ax.invert_yaxis()
+        ax.grid(alpha=0.3)
+        paths[key] = fig_dir / f"{key}.png"
+        _save(fig, paths[key])
+        plt.close(fig)
+
+    if "figure2" in figs:
+        f = figs["figure2"]
+        ranks("figure2", "rank, historical runs under historical qrels", "rank, Cranfield runs under human qrels",
+              f"{f['measure']}: τ = {f['tau']:.3f} (p = {f['p']:.3g})")
+    if "figure5" in figs:
+        f = figs["figure5"]
+        ranks("figure5", "rank under human labels", "rank under the LLM's labels (Full LLM)",
+              f"{f['measure']}: τ = {f['tau']:.3f}")
+    for key, title in (("figure3", "agreement per field set"), ("figure4", "agreement by human label distance")):
+        if key not in figs or not figs[key]:
+            continue
+        data = pd.DataFrame(figs[key]).T[["agree", "tie", "disagree"]].astype(float)
+        fig, ax = plt.subplots(figsize=(6.4, max(2.6, 0.32 * len(data) + 1.2)))
+        left = pd.Series(0.0, index=data.index)
+        for col, color in (("agree", "tab:green"), ("tie", "tab:gray"), ("disagree", "tab:red")):
+            ax.barh([str(i) for i in data.index], data[col], left=left, color=color, label=col)
+            left += data[col]
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of item pairs")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8, loc="lower right")
+        paths[key] = fig_dir / f"{key}.png"
+        _save(fig, paths[key])
+        plt.close(fig)
+    if figs.get("table4"):
+        fig, ax = plt.subplots(figsize=(5.2, 3.8))
+        for m, by_k in figs["table4"].items():
+            ks = sorted(by_k)
+            ax.plot(ks, [by_k[k] for k in ks], marker="o", label=m)
+        ax.set_xscale("log")
+        ax.set_xlabel("K judged items per participant")
+        ax.set_ylabel("Kendall τ vs complete human qrels")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        paths["table4"] = fig_dir / "table4.png"
+        _save(fig, paths["table4"])
+        plt.close(fig)
+    return paths
+
+
+def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
+    s = result.settings
+    lines = ["# Reproduction of Penha et al. 2025 (penha2025)", ""]
+    if result.complete:
+        lines.append("Every chosen table and figure was computed.")
+    else:
+        lines.append(f"**Incomplete**: {md_text(result.stopped or 'some targets were not computed')}. "
+                     "What was judged is in the cache; run the same command again to resume.")
+    lines += ["", f"Collection `{s.get('collection')}`; targets: {', '.join(s.get('only', []))}; "
+              f"{s.get('experiments')} experiment(s), K = {s.get('per_user')} items per participant for the "
+              "alignment tables. Each cell: our value, the published value (as the paper prints it), and our "
+              "value minus the published one (percent cells compare our share × 100). "
+              "\"not published in our data\" marks a cell whose published value we do not have.", ""]
+    lines += ["## Settings that differ from the paper", ""]
+    if result.differences:
+        lines.append(markdown_table(pd.DataFrame(list(result.differences)), index=False))
+    else:
+        lines.append("None.")
+    lines += ["", "## Plan (calls, tokens and cost of this run)", ""]
+    if result.plan:
+        lines.append(markdown_table(pd.DataFrame([{
+            "jobs": r.tables, "pairs": r.pairs, "shared with an earlier table": r.shared_pairs, "calls": r.calls,
+            "cached": r.cache_hits, "input tokens": r.input_tokens, "output tokens": r.output_tokens,
+            "USD": "unknown" if r.cost is None else f"{r.cost:,.4f}", "wall time": _duration(r.wall_seconds)}
+            for r in result.plan]), index=False))
+        lines.append(f"\nWall time at concurrency {s.get('concurrency')} and an assumed {s.get('call_seconds')} s "
+                     "per call; tokens estimated at 4 characters each.")
+    cells = result.cells
+    order = [t for t in TARGET_TITLES if t in set(cells.target) or t in result.extras.get("not_computed", {})
+             or t in figure_paths]
+    for target in order:
+        lines += ["", f"## {md_text(TARGET_TITLES[target])}", ""]
+        why = result.extras.get("not_computed", {}).get(target)
+        if why:
+            lines.append(f"Not computed: {md_text(why)}.")
+            continue
+        part = cells[cells.target == target]
+        if len(part):
+            lines.append(_cells_table(part))
+        if target in figure_paths:
+            rel = os.path.relpath(figure_paths[target], out)
+            lines += ["", f"![{md_text(TARGET_TITLES[target])}]({Path(rel).as_posix()})"]
+        if target == "audit" and "popularity" in result.extras:
+            lines += ["", "```", result.extras["popularity"]["text"], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _json(result) -> dict:
+    cells = result.cells.astype(object).where(result.cells.notna(), None)
+    figs = {}
+    for k, v in result.figures.items():
+        if isinstance(v, dict) and "ranks" in v:
+            figs[k] = {**{a: b for a, b in v.items() if a != "ranks"},
+                       "ranks": {str(n): {c: float(x) for c, x in row.items()} for n, row in v["ranks"].iterrows()}}
+        else:
+            figs[k] = {str(a): b for a, b in v.items()} if isinstance(v, dict) else v
+    return {"study": "penha2025", "complete": result.complete, "stopped": result.stopped,
+            "settings": dict(result.settings), "differences": list(result.differences),
+            "plan": [r.as_dict() for r in result.plan], "cells": cells.to_dict(orient="records"),
+            "figures": figs, "extras": dict(result.extras)}
+
+
+def write_reproduce_report(result, out_dir: str | os.PathLike) -> dict[str, Path]:
+    """Write report.md, report.html, figures/*.png and reproduce.json into ``out_dir``."""
+    from .._io import write_json
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figure_paths = _plot_figures(result, out / "figures")
+    md = write_report(out, _markdown(result, figure_paths, out), "recjudge reproduce penha2025")
+    write_json(out / "reproduce.json", _json(result))
+    return {"md": md, "html": out / "report.html", "json": out / "reproduce.json",
+            **{f"figure:{k}": v for k, v in figure_paths.items()}}
