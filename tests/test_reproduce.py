@@ -143,9 +143,10 @@ def _histories(data) -> dict[str, set]:
     return {q: set(g.item) for q, g in inter[inter.user.isin({q for q, _ in data["human"]})].groupby("user")}
 
 
-def oracle(fake, data):
-    """Answer every candidate with the participant's own label (0 for a movie they did not judge): the
-    user is told by the movies of the profile, which differ between the fixture's participants."""
+def oracle(fake, data, boost=lambda movie: 0):
+    """Answer every candidate with the participant's own label (0 for a movie they did not judge), plus
+    ``boost(movie)`` capped at 7: the user is told by the movies of the profile, which differ between
+    the fixture's participants."""
     histories = _histories(data)
     assert len({frozenset(h) for h in histories.values()}) == len(histories)  # the fingerprint is unique
 
@@ -153,16 +154,20 @@ def oracle(fake, data):
         profile = call.user.split("Candidate item", 1)[0]
         shown = set(_FILM.findall(profile))
         user = max(histories, key=lambda u: len(shown & histories[u]) - len(shown - histories[u]))
-        labels = {(k or "_"): data["human"].get((user, _FILM.search(text).group(1)), 0) for k, text in call.candidates}
+        labels = {}
+        for k, text in call.candidates:
+            movie = _FILM.search(text).group(1)
+            labels[k or "_"] = min(7, data["human"].get((user, movie), 0) + boost(movie))
         return Reply(content=fake._answer(call.body, call.candidates, labels))
 
     fake.rule = rule
 
 
 def popularity_judge(fake, data):
-    """Label a movie by how many ratings it has, whatever the participant thinks of it."""
+    """The participant's label raised by up to 4 for the most rated movies: a bias calibration cannot
+    absorb, since one LLM grade then means a lower human label for a popular movie than for a rare one."""
     top = max(data["popularity"].values())
-    fake.labeler = lambda text: round(7 * data["popularity"].get(_FILM.search(text).group(1), 0) / top)
+    oracle(fake, data, boost=lambda movie: round(4 * data["popularity"].get(movie, 0) / top))
 
 
 def _cells(result) -> dict:
@@ -197,3 +202,102 @@ def test_dry_run_prices_every_prompt_once_without_a_call(data, tmp_path, fake_op
     assert "93,708" in printed and "~170,000" in printed  # the paper's figures beside ours
     # wall time: ceil(calls / 4) × 2 s
     assert f"about {(-(-expected // 4)) * 2 / 60:.0f} min" in printed or f"about {(-(-expected // 4)) * 2} s" in printed
+
+
+def test_oracle_judge_gives_tau_one_and_full_agreement(data, tmp_path, fake_openai):
+    from recjudge.experiments.reproduce import TARGETS
+    from recjudge.report.reproduce import TARGET_TITLES
+
+    oracle(fake_openai, data)
+    out = tmp_path / "out"
+    result = run_reproduce(_settings(data, out, model="gpt-4o-mini", base_url=fake_openai.url), progress=lambda m: None)
+    assert result.complete and result.stopped is None
+    c = _cells(result)
+    # every table and figure is there: cells, a section of the report, a PNG for each figure
+    report = (out / "report.md").read_text()
+    assert {t for t in TARGETS if t != "figure3"} <= set(result.cells.target)
+    for t in TARGETS:
+        assert TARGET_TITLES[t] in report
+    for f in ("figure2", "figure3", "figure4", "figure5"):
+        assert (out / "figures" / f"{f}.png").stat().st_size > 0 and f"figures/{f}.png" in report
+    assert "<table>" in (out / "report.html").read_text()
+    saved = json.loads((out / "reproduce.json").read_text())
+    assert saved["complete"] and len(saved["cells"]) == len(result.cells)
+    # K = 10 covers each participant's 10 judged movies: the LLM's qrels are the human ones
+    for m in ("Compat", "nDCG", "Bpref"):
+        assert c[("table4", "K=10", f"tau {m}")] == pytest.approx(1.0)
+    # Table 5: the oracle's Full-LLM qrels add only label-0 pool items, which move neither measure
+    assert c[("table5", "Human-only vs Full LLM", "tau Compat")] == pytest.approx(1.0)
+    assert c[("table5", "Human-only vs Full LLM", "tau nDCG")] == pytest.approx(1.0)
+    assert c[("table5", "calibration", "mean LLM label")] == pytest.approx(c[("table5", "calibration",
+                                                                                "mean human label")])
+    assert c[("section5.2", "LLM vs Cranfield", "median |Δrank|")] == 0
+    assert c[("figure5", "Full LLM vs human", "Kendall tau")] == pytest.approx(1.0)
+    # item-level agreement 1 in every row (Table 8's percent cells compare share × 100)
+    for row in ("title", "Title + All metadata"):
+        assert (c[("table3", row, "agree")], c[("table3", row, "tie")]) == (pytest.approx(1.0), 0.0)
+        assert c[("table3", row, "kappa")] == pytest.approx(1.0)
+    for row in ("baseline", "defined scale"):
+        assert c[("table8", row, "agree")] == pytest.approx(100.0)
+    sig = [k for k in c if k[0] == "significance" and k[1].startswith("Compat")]
+    assert {k[2]: c[k] for k in sig if k[2] in ("agreement", "tau_ap", "top5_overlap")} == \
+        {"agreement": 1.0, "tau_ap": pytest.approx(1.0), "top5_overlap": 1.0}
+    assert c[("audit", "popularity", "Spearman rho(popularity, residual)")] == 0.0
+    # each cell beside its published value and the difference
+    row = result.cells.set_index(["target", "row", "column"]).loc[("table8", "baseline", "agree")]
+    assert row.published == "51.83%" and row.difference == pytest.approx(100.0 - 51.83)
+    assert "| judge model | gpt-5-2025-08-07 | gpt-4o-mini |" in report
+
+
+def test_a_popularity_biased_judge_shows_in_the_report(data, tmp_path, fake_openai):
+    popularity_judge(fake_openai, data)
+    out = tmp_path / "out"
+    result = run_reproduce(_settings(data, out, model="gpt-4o-mini", base_url=fake_openai.url, only=("table5",)),
+                           progress=lambda m: None)
+    rho = _cells(result)[("audit", "popularity", "Spearman rho(popularity, residual)")]
+    assert rho > 0.3
+    report = (out / "report.md").read_text()
+    assert "Judge audit: popularity bias" in report and f"{rho:.4f}" in report
+
+
+def _chat_shas(fake) -> list:
+    return [r.prompt_sha for r in fake.chat_log() if r.status == 200]
+
+
+def test_max_cost_stops_cleanly_and_a_second_run_resumes(data, tmp_path, fake_openai):
+    out = tmp_path / "out"
+    first = run_reproduce(_settings(data, out, model="gpt-4o-mini", base_url=fake_openai.url, only=("table8",),
+                                    max_cost=0.001), progress=lambda m: None)
+    asked = _chat_shas(fake_openai)
+    assert not first.complete and "--max-cost" in first.stopped and 0 < len(asked) < 96
+    report = (out / "report.md").read_text()
+    assert "**Incomplete**" in report and "Not computed: judging stopped" in report
+    second = run_reproduce(_settings(data, out, model="gpt-4o-mini", base_url=fake_openai.url, only=("table8",)),
+                           progress=lambda m: None)
+    shas = _chat_shas(fake_openai)
+    assert second.complete and len(shas) == len(set(shas)) == 96  # 2 prompts × 8 participants × 6 movies
+
+
+def test_kill_and_resume_makes_no_repeated_call(data, tmp_path, fake_openai):
+    fake_openai.latency = 0.03
+    out = tmp_path / "out"
+    args = ["reproduce", "penha2025", "--collection", str(data["folder"]), "--out", str(out), "--model",
+            "gpt-4o-mini", "--base-url", fake_openai.url, "--only", "table8", "--experiments", "1", "--per-user", "6",
+            "--profile-size", "20", "--concurrency", "2"]
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from recjudge.cli import main; sys.exit(main())",
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while len(fake_openai.chat_log()) < 20 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err.decode()[-2000:]
+    before = _chat_shas(fake_openai)
+    assert 20 <= len(before) < 96
+    fake_openai.latency = 0.0
+    from recjudge.cli import main
+
+    assert main(args) == 0
+    shas = _chat_shas(fake_openai)
+    assert len(shas) == len(set(shas)) == 96  # nothing asked before the kill is asked again
+    assert "**Incomplete**" not in (out / "report.md").read_text()
