@@ -3,11 +3,23 @@ on a generated ML-32M-ext release with the local fake OpenAI server."""
 
 from __future__ import annotations
 
+import json
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
 import pytest
+from fake_openai import Reply
+from ml32m_data import release
 
 from recjudge.errors import InputError
 from recjudge.experiments.published import NOT_PUBLISHED, load_published
-
+from recjudge.experiments.reproduce import ReproduceSettings, run_reproduce
 
 # ------------------------------------------------------------------------------ published values
 
@@ -59,26 +71,10 @@ def test_bad_published_file_names_file_and_line(tmp_path, cell, problem):
 
 # ------------------------------------------------------------------------------ the generated release
 
-import json
-import random
-import re
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-from ml32m_data import release
-
-import pandas as pd
-from fake_openai import Reply
-
-from recjudge.experiments.reproduce import ReproduceSettings, run_reproduce
-
 PARTICIPANTS = tuple(range(1, 9))
 SYSTEMS = {"Oracle-ish": 3.0, "Good": 1.5, "Fair": 0.8, "Weak": 0.3, "Noise": 0.0}  # weight on the human label
-REDUCED = dict(experiments=1, per_user=6, k_values=(3, 10), field_sets=("title", "all"), profile_size=20,
-               permutations=200, bootstrap=50, concurrency=4)
+REDUCED = {"experiments": 1, "per_user": 6, "k_values": (3, 10), "field_sets": ("title", "all"),
+           "profile_size": 20, "permutations": 200, "bootstrap": 50, "concurrency": 4}
 
 
 def _write_run(path: Path, name: str, scores: dict) -> None:
@@ -176,8 +172,8 @@ def _cells(result) -> dict:
 
 def test_dry_run_prices_every_prompt_once_without_a_call(data, tmp_path, fake_openai, capsys):
     from recjudge.cli import main
-    from recjudge.judge import select_pairs
     from recjudge.data.trec import Qrels, read_runs
+    from recjudge.judge import select_pairs
 
     out = tmp_path / "out"
     code = main(["reproduce", "penha2025", "--collection", str(data["folder"]), "--out", str(out),
@@ -301,3 +297,22 @@ def test_kill_and_resume_makes_no_repeated_call(data, tmp_path, fake_openai):
     shas = _chat_shas(fake_openai)
     assert len(shas) == len(set(shas)) == 96  # nothing asked before the kill is asked again
     assert "**Incomplete**" not in (out / "report.md").read_text()
+
+
+def test_systems_are_trained_when_no_runs_are_given(data, tmp_path, fake_openai):
+    pytest.importorskip("recbole")  # ItemKNN trains through RecBole (the [train] extra)
+    oracle(fake_openai, data)
+    out = tmp_path / "out"
+    settings = ReproduceSettings(collection=data["folder"], out=out, model="gpt-4o-mini", base_url=fake_openai.url,
+                                 systems="Pop,Random,ItemKNN", min_interactions=1, epochs=1,
+                                 only=("table1", "figure2", "table5"), **REDUCED)
+    result = run_reproduce(settings, progress=lambda m: None)
+    assert sorted(p.name for p in (out / "runs" / "cranfield").glob("*.run")) == ["ItemKNN.run", "Pop.run",
+                                                                                 "Random.run"]
+    assert (out / "historical.qrels").stat().st_size > 0 and (out / "runs" / "historical" / "Pop.run").exists()
+    c = _cells(result)
+    # without groups every system is one group; Judged@100 is a share of 100 ranked items
+    assert 0 <= c[("table1", "all systems", "Judged@100 Cranfield")] <= 1
+    assert -1 <= c[("figure2", "historical vs Cranfield", "Kendall tau")] <= 1
+    assert c[("table5", "Human-only vs Full LLM", "tau Compat")] == pytest.approx(1.0)
+    assert any(d["setting"] == "historical split" for d in result.differences)

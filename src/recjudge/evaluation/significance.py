@@ -27,8 +27,16 @@ import pandas as pd
 
 from ..errors import ConfigError
 
-__all__ = ["paired_permutation_test", "holm", "PairTest", "PairwiseTests", "pairwise_tests",
-           "SignificanceAgreement", "significance_agreement", "top_overlap"]
+__all__ = [
+    "PairTest",
+    "PairwiseTests",
+    "SignificanceAgreement",
+    "holm",
+    "paired_permutation_test",
+    "pairwise_tests",
+    "significance_agreement",
+    "top_overlap",
+]
 
 # below this many users every sign vector is enumerated (2^n ≤ permutations), else drawn
 DEFAULT_PERMUTATIONS = 10_000
@@ -152,7 +160,7 @@ def pairwise_tests(matrix: pd.DataFrame, label_set: str = "labels", measure: str
     adjusted = holm(ps)
     tests = []
     for (i, j), mean, p, ph in zip(pairs, means, ps, adjusted):
-        decision = int(np.sign(mean)) if ph == ph and ph < alpha and mean != 0 else 0
+        decision = int(np.sign(mean)) if not math.isnan(ph) and ph < alpha and mean != 0 else 0
         tests.append(PairTest(systems[i], systems[j], float(mean), float(p), float(ph), decision))
     n = len(values)
     exact = n <= 30 and 2 ** n <= permutations

@@ -28,19 +28,28 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 
-__all__ = ["TARGETS", "ReproduceSettings", "JudgeJob", "PlanRow", "ReproduceResult", "protocol_settings",
-           "plan_jobs", "plan", "run_reproduce", "STUDY"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "STUDY",
+    "TARGETS",
+    "JudgeJob",
+    "PlanRow",
+    "ReproduceResult",
+    "ReproduceSettings",
+    "plan",
+    "plan_jobs",
+    "protocol_settings",
+    "run_reproduce",
+]
 
 STUDY = "penha2025"
 TARGETS = ("table1", "table3", "table4", "table5", "table8", "table9",
@@ -294,8 +303,8 @@ def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None,
 
 def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seconds: float, published) -> str:
     """The plan as a table, with the totals and the paper's own figures beside them."""
-    lines = [f"Plan for {model} at concurrency {concurrency} (assumed {call_seconds:g} s per call; "
-             "tokens ≈ 4 characters each):", ""]
+    lines = [(f"Plan for {model} at concurrency {concurrency} (assumed {call_seconds:g} s per call; "
+              "tokens ≈ 4 characters each):"), ""]
     head = f"{'jobs':<78} {'pairs':>8} {'shared':>7} {'calls':>8} {'cached':>7} {'input tok':>13} " \
            f"{'output tok':>11} {'USD':>11} {'wall':>9}"
     lines.append(head)
@@ -308,8 +317,8 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
     costs = [r.cost for r in rows]
     total_cost = "unknown (no price for this model; see --prices)" if any(c is None for c in costs) \
         else f"${sum(costs):,.2f}"
-    lines += ["", f"total: {calls:,} calls, {tokens:,} input tokens, {sum(r.output_tokens for r in rows):,} output "
-              f"tokens, {total_cost}, about {_duration(math.ceil(calls / concurrency) * call_seconds)}"]
+    lines += ["", (f"total: {calls:,} calls, {tokens:,} input tokens, {sum(r.output_tokens for r in rows):,} "
+                   f"output tokens, {total_cost}, about {_duration(math.ceil(calls / concurrency) * call_seconds)}")]
     if calls:
         lines.append(f"input tokens per call: {tokens / calls:,.0f} on average")
     paper_calls = published.cell("cost", "full run", "calls")
@@ -367,6 +376,8 @@ class _Cells:
                           "cite": cell.cite if cell is not None else "", "note": note})
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(self.rows, columns=["target", "row", "column", "ours", "published", "published_value",
                                                 "difference", "cite", "note"])
 
@@ -393,16 +404,17 @@ def _train(settings: ReproduceSettings, collection, out: Path, historical: bool,
     from .. import api
 
     train = protocol_settings("train")
-    opts = dict(grid=settings.grid or train.get("grid", "penha2025-defaults"), systems=settings.systems,
-                k=int(train.get("k", 100)), device=settings.device, epochs=settings.epochs,
-                sample_users=settings.sample_users if settings.sample_users is not None else train.get("sample_users"),
-                min_interactions=(settings.min_interactions if settings.min_interactions is not None
-                                  else train.get("min_interactions")))
+    opts = {"grid": settings.grid or train.get("grid", "penha2025-defaults"), "systems": settings.systems,
+            "k": int(train.get("k", 100)), "device": settings.device, "epochs": settings.epochs,
+            "sample_users": (settings.sample_users if settings.sample_users is not None
+                             else train.get("sample_users")),
+            "min_interactions": (settings.min_interactions if settings.min_interactions is not None
+                                 else train.get("min_interactions"))}
     qrels = None
     if historical:
         qrels = out / "historical.qrels"
         opts.update(split=settings.historical_split, historical_qrels=os.fspath(qrels),
-                    historical_mapping="rating")
+                    historical_mapping="half_stars")
     else:
         opts.update(split=train.get("split", "full"))
     folder = out / "runs" / ("historical" if historical else "cranfield")
@@ -440,7 +452,7 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
     history = collection.interactions
     cache = s.out / "judgments.sqlite"
     needs_runs = any(t in s.only for t in ("table1", "table4", "table5", "table9", "figure2", "figure5"))
-    runs, run_files = {}, []
+    runs, run_files, unpriced = {}, [], ""
     if needs_runs:
         if s.runs is not None:
             runs, run_files = _read_runs(s.runs)
@@ -448,13 +460,27 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
             folder, _ = _train(s, collection, s.out, False, say)
             runs, run_files = _read_runs(folder)
         else:
-            say("dry run: the depth-100 pool is priced only when --runs gives the systems' runs")
+            unpriced = ("Table 5 and Figure 5 are not priced: their depth-100 pool needs the systems' runs "
+                        "(give --runs)")
+    historical = None
+    if {"table1", "figure2"} & set(s.only) and not s.dry_run:
+        # trained (or read) before any call, so a failure here costs nothing
+        from ..data.trec import read_qrels
+
+        if s.historical_runs is not None:
+            historical = (_read_runs(s.historical_runs)[0], read_qrels(s.historical_qrels))
+        else:
+            folder, qrels_path = _train(s, collection, s.out, True, say)
+            historical = (_read_runs(folder)[0], read_qrels(qrels_path))
     jobs = plan_jobs(s, human, base, runs if runs else None) if (runs or "pool" not in s.job_groups()) else \
         plan_jobs(dataclasses.replace(s, only=tuple(t for t in s.only if _JOBS_OF.get(t) != "pool")), human, base)
     say(f"{len(jobs)} judge jobs for {', '.join(s.only)}")
     rows = plan(jobs, collection, history, cache if cache.exists() else None, s.concurrency, s.call_seconds)
-    plan_text = format_plan(rows, base.model, s.concurrency, s.call_seconds, published)
+    plan_text = format_plan(rows, base.model, s.concurrency, s.call_seconds, published) + \
+        (f"\n{unpriced}" if unpriced and "pool" in s.job_groups() else "")
     if s.dry_run:
+        import pandas as pd
+
         return ReproduceResult(pd.DataFrame(), {}, {}, (), tuple(rows), False, None, {}, s.as_dict(), plan_text)
     say(plan_text)
 
@@ -477,15 +503,6 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
             say(f"  stopped: {stopped}; what is cached stays, run again to resume")
             break
         labels[(job.group, job.row, job.experiment)] = res.qrels()
-    historical = None
-    if {"table1", "figure2"} & set(s.only):
-        from ..data.trec import read_qrels
-
-        if s.historical_runs is not None:
-            historical = (_read_runs(s.historical_runs)[0], read_qrels(s.historical_qrels))
-        else:
-            folder, qrels_path = _train(s, collection, s.out, True, say)
-            historical = (_read_runs(folder)[0], read_qrels(qrels_path))
     from .reproduce_tables import compute  # the cells, one function per target
 
     result = compute(s, collection, human, runs, run_files, labels, published, base, not_applied, rows, stopped, say,

@@ -26,7 +26,7 @@ from .reproduce import (
     table3_row,
 )
 
-__all__ = ["compute", "restrict", "experiment_interval"]
+__all__ = ["compute", "experiment_interval", "restrict"]
 
 LLM_CELLS = "every LLM-label cell (Tables 3, 4, 5, 8, 9; Figures 3-5; significance agreement)"
 SYSTEM_CELLS = "every system-ranking cell (Tables 1, 4, 5, 9; Figures 2 and 5; significance agreement)"
@@ -45,7 +45,7 @@ def experiment_interval(values: Sequence[float], level: float = 0.95) -> tuple[f
     """Mean and the t-interval across independent experiments (NaN bounds with fewer than two)."""
     from scipy import stats
 
-    v = np.asarray([x for x in values if x == x], float)
+    v = np.asarray([x for x in values if not math.isnan(x)], float)
     if len(v) == 0:
         return math.nan, math.nan, math.nan
     mean = float(v.mean())
@@ -57,13 +57,13 @@ def experiment_interval(values: Sequence[float], level: float = 0.95) -> tuple[f
 
 def _mean(values: Sequence[float]) -> float:
     """The mean of the finite values (NaN when none: a τ over constant scores is undefined)."""
-    v = [x for x in values if x == x]
+    v = [x for x in values if not math.isnan(x)]
     return float(np.mean(v)) if v else math.nan
 
 
 def _ci_note(values: Sequence[float]) -> str:
-    mean, lo, hi = experiment_interval(values)
-    if lo != lo:
+    _, lo, hi = experiment_interval(values)
+    if math.isnan(lo):
         return f"{len(values)} experiment" + ("s" if len(values) != 1 else "")
     return f"mean of {len(values)} experiments, 95% CI [{lo:.4f}, {hi:.4f}]"
 
@@ -162,7 +162,8 @@ def _historical(s, cells: _Cells, figures, extras, runs, run_files, human, histo
             for group, row in means.iterrows():
                 cells.add("table1", str(group), f"Judged@100 {label}", float(row[table.measures[0]]),
                           f"{int(row['systems'])} systems")
-    ranking = [m for m in measures if not m.startswith("Judged")]
+    # one measure: the historical qrels' labels (half stars, 1-10) are off the 0-7 scale nDCGexp's gains assume
+    ranking = [_pick(measures, "Compat") or next(m for m in measures if not m.startswith("Judged"))]
     cmp = compare_settings(hist_runs, hist_qrels, runs, human, ranking)
     m = _pick(list(cmp.measures.index), "Compat") or cmp.measures.index[0]
     r = cmp.measures.loc[m]

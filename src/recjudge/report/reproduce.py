@@ -13,7 +13,7 @@ import pandas as pd
 from ..experiments.reproduce import _duration
 from .evaluation import _pyplot, _save, markdown_table, md_text, write_report
 
-__all__ = ["write_reproduce_report", "TARGET_TITLES"]
+__all__ = ["TARGET_TITLES", "write_reproduce_report"]
 
 TARGET_TITLES = {
     "table1": "Table 1: Judged@100, historical vs Cranfield, per system group",
@@ -45,7 +45,7 @@ def _num(x: Any) -> str:
 def _cells_table(frame: pd.DataFrame) -> str:
     shown = pd.DataFrame({
         "row": frame.row, "column": frame.column, "ours": [_num(v) for v in frame.ours],
-        "published": frame.published, "difference": [_num(v) if v is not None and v == v else "–"
+        "published": frame.published, "difference": [_num(v) if v is not None and not math.isnan(v) else "–"
                                                      for v in frame.difference],
         "note": frame.note})
     return markdown_table(shown, index=False)
@@ -127,11 +127,11 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
     else:
         lines.append(f"**Incomplete**: {md_text(result.stopped or 'some targets were not computed')}. "
                      "What was judged is in the cache; run the same command again to resume.")
-    lines += ["", f"Collection `{s.get('collection')}`; targets: {', '.join(s.get('only', []))}; "
+    lines += ["", (f"Collection `{s.get('collection')}`; targets: {', '.join(s.get('only', []))}; "
               f"{s.get('experiments')} experiment(s), K = {s.get('per_user')} items per participant for the "
               "alignment tables. Each cell: our value, the published value (as the paper prints it), and our "
               "value minus the published one (percent cells compare our share × 100). "
-              "\"not published in our data\" marks a cell whose published value we do not have.", ""]
+              "\"not published in our data\" marks a cell whose published value we do not have."), ""]
     lines += ["## Settings that differ from the paper", ""]
     if result.differences:
         lines.append(markdown_table(pd.DataFrame(list(result.differences)), index=False))

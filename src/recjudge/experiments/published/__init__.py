@@ -11,14 +11,22 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ...errors import ConfigError, InputError
 
-__all__ = ["PublishedCell", "Published", "load_published", "published_names", "UNITS", "RELATIONS",
-           "NOT_PUBLISHED"]
+__all__ = [
+    "NOT_PUBLISHED",
+    "RELATIONS",
+    "UNITS",
+    "Published",
+    "PublishedCell",
+    "load_published",
+    "published_names",
+]
 
 PUBLISHED_DIR = Path(__file__).parent
 UNITS = ("share", "percent", "count", "rank", "tokens", "label", "p")
