@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -373,13 +374,14 @@ class _Cells:
         self.rows.append({"target": target, "row": row, "column": column, "ours": comparable if comparable is not
                           None else ours_f, "published": cell.shown() if cell is not None else "not published in "
                           "our data", "published_value": pub, "difference": diff,
-                          "cite": cell.cite if cell is not None else "", "note": note})
+                          "cite": cell.cite if cell is not None else "", "note": note,
+                          "unit": cell.unit if cell is not None else "share"})
 
     def frame(self) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame(self.rows, columns=["target", "row", "column", "ours", "published", "published_value",
-                                                "difference", "cite", "note"])
+                                                "difference", "cite", "note", "unit"])
 
 
 def _measures() -> tuple[list[str], str]:
@@ -432,9 +434,8 @@ def _read_runs(path: Path) -> tuple[dict, list]:
 
 def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] | None = None) -> ReproduceResult:
     """Plan (``dry_run``) or run the reproduction; writes report.md, report.html, figures and one JSON."""
+    from .. import api
     from .._io import check_output_dir
-    from ..api import load_collection
-    from ..judge import judge_pairs
     from .published import load_published
 
     say = progress or print
@@ -444,7 +445,7 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
     if not s.dry_run:
         check_output_dir(s.out, "--out", inputs)
     base, not_applied = base_judge(s)
-    collection = load_collection(s.collection)
+    collection = api.load_collection(s.collection)
     human = collection.qrels
     if human is None:
         raise ConfigError(f"{s.collection}: the collection has no human qrels (qrels/*interest*.qrels or "
@@ -486,7 +487,7 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
 
     s.out.mkdir(parents=True, exist_ok=True)
     labels: dict[tuple[str, str, int], Any] = {}
-    spent, stopped = 0.0, None
+    spent, stopped, failures = 0.0, None, Counter()
     for n, job in enumerate(jobs, 1):
         config = job.config
         if s.max_cost is not None:
@@ -496,7 +497,8 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
                 break
             config = config.replace(max_cost=left)
         say(f"[{n}/{len(jobs)}] judge {job.group} {job.row} (experiment {job.experiment + 1}): {len(job.pairs):,} pairs")
-        res = judge_pairs(job.pairs, collection, config, cache_path=cache, history=history, name=job.name)
+        res = api.judge(job.pairs, collection, config, cache_path=cache, history=history, name=job.name).result
+        failures.update(res.summary.failures)
         spent += res.summary.cost or 0.0
         if res.summary.stopped:
             stopped = res.summary.stopped
@@ -507,6 +509,8 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
 
     result = compute(s, collection, human, runs, run_files, labels, published, base, not_applied, rows, stopped, say,
                      historical)
+    if failures:
+        result.extras["judge_failures"] = dict(failures)
     from ..report.reproduce import write_reproduce_report
 
     paths = write_reproduce_report(result, s.out)

@@ -4,7 +4,9 @@ published values; plus the settings that differ from the paper and the cells the
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -68,6 +70,13 @@ def _ci_note(values: Sequence[float]) -> str:
     return f"mean of {len(values)} experiments, 95% CI [{lo:.4f}, {hi:.4f}]"
 
 
+def _add_mean(cells: _Cells, target: str, row: str, column: str, values: Sequence[float]) -> None:
+    """A cell that is a mean over experiments, its CI stated on the published cell's scale (percent or share)."""
+    cell = cells.published.cell(target, row, column)
+    scale = 100.0 if cell is not None and cell.unit == "percent" else 1.0
+    cells.add(target, row, column, _mean(values), _ci_note([v * scale for v in values]))
+
+
 def _short(measure: str) -> str:
     for name in ("Compat", "nDCG", "Bpref", "Judged"):
         if measure.startswith(name):
@@ -114,9 +123,9 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
             rows = _agreement_rows(s, human, {fs: [labels[("fields", fs, e)] for e in exps] for fs in sets})
             for fs, r in rows.items():
                 for col in ("agree", "tie", "disagree"):
-                    cells.add("table3", table3_row(fs), col, r[col][0], r[col][1])
-                cells.add("table3", table3_row(fs), "kappa", r["kappa"][0], r["kappa"][1])
-            figures["figure3"] = {table3_row(fs): {c: r[c][0] for c in ("agree", "tie", "disagree")}
+                    _add_mean(cells, "table3", table3_row(fs), col, r[col])
+                _add_mean(cells, "table3", table3_row(fs), "kappa", r["kappa"])
+            figures["figure3"] = {table3_row(fs): {c: _mean(r[c]) for c in ("agree", "tie", "disagree")}
                                   for fs, r in rows.items()}
     if "table8" in only:
         keys = [("prompts", row, e) for row in PROMPT_ROWS for e in exps]
@@ -124,7 +133,7 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
             rows = _agreement_rows(s, human, {row: [labels[("prompts", row, e)] for e in exps] for row in PROMPT_ROWS})
             for row, r in rows.items():
                 for col in ("agree", "tie", "disagree"):
-                    cells.add("table8", row, col, r[col][0], r[col][1])
+                    _add_mean(cells, "table8", row, col, r[col])
     if only & {"table5", "figure5"}:
         key = next((k for k in labels if k[0] == "pool"), ("pool", "", 0))
         if not any(missing(t, [key]) for t in sorted(only & {"table5", "figure5"})):
@@ -190,8 +199,7 @@ def _historical(s, cells: _Cells, figures, extras, runs, run_files, human, histo
 # ------------------------------------------------------------------------------ Tables 4, 9, Fig 4
 
 def _ksweep(s, cells: _Cells, figures, runs, human, llm_by_exp: Sequence[Qrels], measures) -> None:
-    from ..evaluation.agreement import agreement
-    from ..evaluation.metaeval import compare
+    from .. import api
     from ..judge import select_pairs
 
     ranking = [m for m in measures if not m.startswith("Judged")]
@@ -202,25 +210,24 @@ def _ksweep(s, cells: _Cells, figures, runs, human, llm_by_exp: Sequence[Qrels],
             pairs = select_pairs(reference=human, per_user=k, seed=s.seed + e)
             sub = restrict(llm, pairs, f"LLM K={k}")
             if len(runs) >= 2 and len(sub.frame):
-                cmp = compare(runs, human, {f"K={k}": sub}, measures=ranking, queries="shared", bootstrap=0)
-                for m, ra in cmp.agreement[f"K={k}"].items():
+                cmp = api.compare(runs=runs, reference=human, candidate=[sub], measures=",".join(ranking),
+                                  queries="shared", bootstrap=0).result
+                for m, ra in next(iter(cmp.agreement.values())).items():
                     taus.setdefault((k, _short(m)), []).append(ra.kendall_tau)
                     wtaus.setdefault((k, _short(m)), []).append(ra.weighted_tau)
     for (k, m), values in taus.items():
         if "table4" in s.only:
-            cells.add("table4", f"K={k}", f"tau {m}", _mean(values), _ci_note(values))
-            cells.add("table4", f"K={k}", f"wtau {m}", _mean(wtaus[(k, m)]), _ci_note(wtaus[(k, m)]))
+            _add_mean(cells, "table4", f"K={k}", f"tau {m}", values)
+            _add_mean(cells, "table4", f"K={k}", f"wtau {m}", wtaus[(k, m)])
         if "table9" in s.only:
-            mean = experiment_interval(values)[0]
             for e, v in enumerate(values):
                 cells.add("table9", f"K={k}, experiment {e + 1}", f"tau {m}", v)
-            cells.add("table9", f"K={k}", f"tau {m}", mean, _ci_note(values))
+            _add_mean(cells, "table9", f"K={k}", f"tau {m}", values)
     figures["table4"] = {m: {k: _mean(taus[(k, m)]) for (k, mm) in taus if mm == m}
                          for m in sorted({m for _, m in taus})}
     if "figure4" in s.only and llm_by_exp:
         pairs = select_pairs(reference=human, per_user=max(s.k_values), seed=s.seed)
-        ag = agreement(restrict(human, pairs), llm_by_exp[0], missing="drop", bootstrap=min(s.bootstrap, 200),
-                       seed=s.seed)
+        ag = _agreement(restrict(human, pairs), llm_by_exp[0], min(s.bootstrap, 200), s.seed)
         figures["figure4"] = {d: p.to_json() for d, p in ag.pairwise_by_distance.items()}
         for d, p in ag.pairwise_by_distance.items():
             cells.add("figure4", f"label distance {d}", "agree", p.agree, f"{p.n_pairs} pairs, experiment 1")
@@ -228,9 +235,16 @@ def _ksweep(s, cells: _Cells, figures, runs, human, llm_by_exp: Sequence[Qrels],
 
 # ------------------------------------------------------------------------------ Tables 3 and 8
 
-def _agreement_rows(s, human, by_row: Mapping[str, Sequence[Qrels]]) -> dict[str, dict[str, tuple[float, str]]]:
-    """Per row: agree / tie / disagree (human 0 vs 1-7 on the LLM's raw labels) and κ, mean over experiments."""
-    from ..evaluation.agreement import agreement
+def _agreement(reference: Qrels, llm: Qrels, bootstrap: int, seed: int):
+    """``recjudge agreement`` over the pairs the reference holds (a pair the LLM failed is left out)."""
+    from .. import api
+
+    report = api.agreement(reference=reference, candidate=[llm], missing="drop", bootstrap=bootstrap, seed=seed)
+    return next(iter(report.results.values()))
+
+
+def _agreement_rows(s, human, by_row: Mapping[str, Sequence[Qrels]]) -> dict[str, dict[str, list[float]]]:
+    """Per row: agree / tie / disagree (human 0 vs 1-7 on the LLM's raw labels) and κ, one value per experiment."""
     from ..judge import select_pairs
 
     out = {}
@@ -238,42 +252,39 @@ def _agreement_rows(s, human, by_row: Mapping[str, Sequence[Qrels]]) -> dict[str
         vals: dict[str, list[float]] = {"agree": [], "tie": [], "disagree": [], "kappa": []}
         for e, llm in enumerate(per_exp):
             pairs = select_pairs(reference=human, per_user=s.per_user, seed=s.seed + e)
-            ag = agreement(restrict(human, pairs), llm, missing="drop", bootstrap=0, seed=s.seed + e)
+            ag = _agreement(restrict(human, pairs), llm, 0, s.seed + e)
             rv = ag.pairwise_relevant_vs_not
             vals["agree"].append(rv.agree)
             vals["tie"].append(rv.tie)
             vals["disagree"].append(rv.disagree)
             vals["kappa"].append(ag.cohen_kappa)
-        out[row] = {k: (_mean(v), _ci_note(v)) for k, v in vals.items()}
+        out[row] = vals
     return out
 
 
 # ------------------------------------------------------------------------------ Table 5, Figure 5
 
 def _pool(s, cells: _Cells, figures, extras, runs, human, llm: Qrels, measures, collection) -> None:
-    from ..evaluation.calibration import calibrate, fill_gaps
-    from ..evaluation.metaeval import compare, evaluate, kendall_tau
+    from .. import api
     from ..evaluation.significance import pairwise_tests, significance_agreement
     from ..judge.audit import item_popularity, popularity_bias
 
     min_overlap = int(protocol_settings("fill").get("min_overlap", 30))
-    cal = calibrate(human, llm, min_overlap)
-    filled = fill_gaps(human, llm, runs, cal, s.depth).qrels
-    scenarios = {"Human-only": human, "LLM fills gaps": filled, "Full LLM": llm}
-    judged = _pick(measures, "Judged") or f"Judged@{s.depth}"
     ranking = [m for m in measures if not m.startswith("Judged")]
-    tables = {name: evaluate(runs, q, [judged, *ranking]).table for name, q in scenarios.items()}
-    for name, t in tables.items():
-        key = _pick(t.measures, "Judged")
-        cells.add("table5", name, "Judged@100", float(t.means(key).mean()), f"mean over {len(runs)} systems")
-    compat = _pick(ranking, "Compat")
-    ndcg = _pick(ranking, "nDCG")
+    # the mixed qrels are kept beside the report (with their .sources.tsv): Table 5's "LLM fills gaps"
+    fill = api.fill(human=human, llm=llm, runs=runs, k=s.depth, min_overlap=min_overlap,
+                    out=os.fspath(s.out / "table5-filled.qrels"),
+                    measures=",".join(m for m in ranking if not m.startswith("Bpref")), seed=s.seed)
+    cal, rep = fill.calibration, fill.scenarios
+    for name, value in rep.judged.items():
+        cells.add("table5", str(name), "Judged@100", float(value), f"mean over {len(runs)} systems")
+    compat = _pick(list(rep.tau), "Compat")
+    ndcg = _pick(list(rep.tau), "nDCG")
     for i, (a, b) in enumerate(TABLE5_PAIRS, 1):
         for m, col in ((compat, "Kendall tau"), (ndcg, "tau nDCG")):
             if m is None:
                 continue
-            key = _pick(tables[a].measures, _short(m))
-            tau = kendall_tau(tables[a].means(key), tables[b].means(key))
+            tau = float(rep.tau[m].loc[a, b])
             if col == "Kendall tau":
                 cells.add("table5", f"{a} vs {b}", f"tau {_short(m)}", tau, "the published τ of this position is "
                           "matched by the order of the quote (an assumption)",
@@ -288,12 +299,15 @@ def _pool(s, cells: _Cells, figures, extras, runs, human, llm: Qrels, measures, 
     cells.add("table5", "calibration", "mean human label", float(both.label_human.mean()) if len(both) else None)
     extras["calibration"] = cal.to_json()
 
-    cmp = compare(runs, human, {"Full LLM": llm}, measures=ranking, queries="shared", bootstrap=0)
-    ra = cmp.agreement["Full LLM"]
+    full = dataclasses.replace(llm, name="Full LLM")
+    cmp = api.compare(runs=runs, reference=human, candidate=[full], measures=",".join(ranking), queries="shared",
+                      bootstrap=0).result
+    name = next(iter(cmp.agreement))
+    ra = cmp.agreement[name]
     key = _pick(list(ra), "Compat") or next(iter(ra))
     cells.add("section5.2", "LLM vs Cranfield", "median |Δrank|", ra[key].median_abs_rank_displacement,
               f"Full LLM vs human labels on {key}")
-    ref_t, llm_t = cmp.reference_table("Full LLM"), cmp.candidates["Full LLM"]
+    ref_t, llm_t = cmp.reference_table(name), cmp.candidates[name]
     figures["figure5"] = {"measure": key, "tau": ra[key].kendall_tau,
                           "ranks": pd.DataFrame({"human": ref_t.ranks(key), "LLM": llm_t.ranks(key)})}
     cells.add("figure5", "Full LLM vs human", "Kendall tau", ra[key].kendall_tau, f"on {key}")

@@ -43,10 +43,13 @@ def _num(x: Any) -> str:
 
 
 def _cells_table(frame: pd.DataFrame) -> str:
+    def shown(v, unit):  # percent cells read as the paper prints them
+        return _num(v) if unit != "percent" or v is None or math.isnan(v) else f"{v:.2f}%"
+
     shown = pd.DataFrame({
-        "row": frame.row, "column": frame.column, "ours": [_num(v) for v in frame.ours],
-        "published": frame.published, "difference": [_num(v) if v is not None and not math.isnan(v) else "–"
-                                                     for v in frame.difference],
+        "row": frame.row, "column": frame.column, "ours": [shown(v, u) for v, u in zip(frame.ours, frame.unit)],
+        "published": frame.published,
+        "difference": [shown(v, u) if v is not None else "–" for v, u in zip(frame.difference, frame.unit)],
         "note": frame.note})
     return markdown_table(shown, index=False)
 
@@ -137,6 +140,11 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
         lines.append(markdown_table(pd.DataFrame(list(result.differences)), index=False))
     else:
         lines.append("None.")
+    failures = result.extras.get("judge_failures")
+    if failures:
+        # e.g. a profile longer than the model's context: never cut, never sent, its pairs left out
+        lines += ["", "Pairs the judge could not label (left out of every cell that uses them): "
+                  + "; ".join(f"{md_text(k)}: {v:,}" for k, v in sorted(failures.items())) + "."]
     lines += ["", "## Plan (calls, tokens and cost of this run)", ""]
     if result.plan:
         lines.append(markdown_table(pd.DataFrame([{
