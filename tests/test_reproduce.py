@@ -268,6 +268,10 @@ def test_max_cost_stops_cleanly_and_a_second_run_resumes(data, tmp_path, fake_op
     assert not first.complete and "--max-cost" in first.stopped and 0 < len(asked) < 96
     report = (out / "report.md").read_text()
     assert "**Incomplete**" in report and "Not computed: judging stopped" in report
+    # the plan now counts what the cache holds as done
+    plan = run_reproduce(_settings(data, out, model="gpt-4o-mini", base_url=fake_openai.url, only=("table8",),
+                                   dry_run=True), progress=lambda m: None).plan
+    assert sum(r.cache_hits for r in plan) == len(asked) and sum(r.calls for r in plan) == 96 - len(asked)
     second = run_reproduce(_settings(data, out, model="gpt-4o-mini", base_url=fake_openai.url, only=("table8",)),
                            progress=lambda m: None)
     shas = _chat_shas(fake_openai)
@@ -316,3 +320,14 @@ def test_systems_are_trained_when_no_runs_are_given(data, tmp_path, fake_openai)
     assert -1 <= c[("figure2", "historical vs Cranfield", "Kendall tau")] <= 1
     assert c[("table5", "Human-only vs Full LLM", "tau Compat")] == pytest.approx(1.0)
     assert any(d["setting"] == "historical split" for d in result.differences)
+
+
+def test_bad_targets_and_unpriced_budgets_are_refused_before_any_work(data, tmp_path, fake_openai):
+    from recjudge.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--only table7: choose among table1, table3"):
+        run_reproduce(_settings(data, tmp_path / "a", only=("table7",)), progress=lambda m: None)
+    with pytest.raises(ConfigError, match="--max-cost needs a price for model 'my-model'"):
+        run_reproduce(_settings(data, tmp_path / "b", model="my-model", base_url=fake_openai.url, max_cost=1.0),
+                      progress=lambda m: None)
+    assert fake_openai.chat_log() == [] and not (tmp_path / "b" / "judgments.sqlite").exists()

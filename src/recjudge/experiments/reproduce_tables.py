@@ -319,6 +319,9 @@ def _pool(s, cells: _Cells, figures, extras, runs, human, llm: Qrels, measures, 
         c = pairwise_tests(llm_t.matrices[mk], "Full LLM", mk, s.alpha, s.permutations, s.seed)
         agree = significance_agreement(h, c, ref_t.means(mk), llm_t.means(mk))
         sig[mk] = {"agreement": agree.to_json(), "human": h.to_json(), "llm": c.to_json()}
+        same = agree.both_same_direction / agree.n_pairs if agree.n_pairs else math.nan
+        cells.add("significance", mk, "both significant, same direction", same,
+                  f"share of {agree.n_pairs} system pairs (paired sign-flip test over users, Holm, alpha {s.alpha})")
         for col in ("agreement", "false_positive_rate", "false_negative_rate", "tau_ap", "top5_overlap"):
             cells.add("significance", mk, col, getattr(agree, col),
                       f"{agree.n_pairs} system pairs; human significant {agree.reference_significant}, "
