@@ -180,13 +180,23 @@ def _identity(config) -> tuple:
                  if f.name not in _NOT_PROMPT)
 
 
-def field_sets(settings: ReproduceSettings) -> tuple[str, ...]:
-    """Table 3's rows: the named field sets (title alone, title plus one field, all), or the given ones."""
-    if settings.field_sets:
-        return settings.field_sets
-    from ..judge.profile import FIELD_SETS
+def field_sets(settings: ReproduceSettings, collection) -> tuple[tuple[str, ...], dict[str, list[str]]]:
+    """Table 3's rows: the named field sets (title alone, title plus one field, all) the collection can
+    show, and those it cannot (set → missing fields); field sets given explicitly must all be shown."""
+    from ..judge.profile import DERIVED_FIELDS, FIELD_SETS, parse_fields
 
-    return tuple(FIELD_SETS)
+    have = set(collection.fields) | set(DERIVED_FIELDS)
+    usable, skipped = [], {}
+    for fs in settings.field_sets or tuple(FIELD_SETS):
+        lacking = [f for f in parse_fields(fs, collection.fields) if f not in have] if fs != "all" else []
+        if not lacking:
+            usable.append(fs)
+        elif settings.field_sets:
+            raise ConfigError(f"--field-sets {fs}: the collection has no {', '.join(lacking)} field; its fields are "
+                              f"{', '.join(collection.fields)}")
+        else:
+            skipped[fs] = lacking
+    return tuple(usable), skipped
 
 
 def table3_row(fields: str) -> str:
@@ -211,7 +221,8 @@ class JudgeJob:
         return f"{self.group}-{self.row}-e{self.experiment}".replace(" ", "_")
 
 
-def plan_jobs(settings: ReproduceSettings, human, base, pool_runs: Mapping | None = None) -> list[JudgeJob]:
+def plan_jobs(settings: ReproduceSettings, human, base, collection, pool_runs: Mapping | None = None
+              ) -> list[JudgeJob]:
     """The judge jobs the chosen targets need, in the order they run."""
     from ..judge import select_pairs
 
@@ -226,7 +237,7 @@ def plan_jobs(settings: ReproduceSettings, human, base, pool_runs: Mapping | Non
                                  select_pairs(reference=human, per_user=kmax, seed=seed)))
         sample = select_pairs(reference=human, per_user=settings.per_user, seed=seed)
         if "fields" in groups:
-            jobs += [JudgeJob("fields", fs, e, config.replace(fields=fs), sample) for fs in field_sets(settings)]
+            jobs += [JudgeJob("fields", fs, e, config.replace(fields=fs), sample) for fs in field_sets(settings, collection)[0]]
         if "prompts" in groups:
             jobs += [JudgeJob("prompts", row, e, config.replace(prompt=p), sample) for row, p in PROMPT_ROWS.items()]
     if "pool" in groups:
@@ -480,8 +491,9 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
         else:
             folder, qrels_path = _train(s, collection, s.out, True, say)
             historical = (_read_runs(folder)[0], read_qrels(qrels_path))
-    jobs = plan_jobs(s, human, base, runs if runs else None) if (runs or "pool" not in s.job_groups()) else \
-        plan_jobs(dataclasses.replace(s, only=tuple(t for t in s.only if _JOBS_OF.get(t) != "pool")), human, base)
+    jobs = plan_jobs(s, human, base, collection, runs if runs else None) if (runs or "pool" not in s.job_groups()) \
+        else plan_jobs(dataclasses.replace(s, only=tuple(t for t in s.only if _JOBS_OF.get(t) != "pool")), human, base,
+                       collection)
     say(f"{len(jobs)} judge jobs for {', '.join(s.only)}")
     rows = plan(jobs, collection, history, cache if cache.exists() else None, s.concurrency, s.call_seconds)
     plan_text = format_plan(rows, base.model, s.concurrency, s.call_seconds, published) + \

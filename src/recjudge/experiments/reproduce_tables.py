@@ -117,7 +117,7 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
         if not any(missing(t, keys) for t in sorted(only & {"table4", "table9", "figure4"})):
             _ksweep(s, cells, figures, runs, human, [labels[k] for k in keys], measures)
     if only & {"table3", "figure3"}:
-        sets = field_sets(s)
+        sets = field_sets(s, collection)[0]
         keys = [("fields", fs, e) for fs in sets for e in exps]
         if not any(missing(t, keys) for t in sorted(only & {"table3", "figure3"})):
             rows = _agreement_rows(s, human, {fs: [labels[("fields", fs, e)] for e in exps] for fs in sets})
@@ -139,6 +139,12 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
         if not any(missing(t, [key]) for t in sorted(only & {"table5", "figure5"})):
             _pool(s, cells, figures, extras, runs, human, labels[key], measures, collection)
     differences = _differences(s, base, not_applied, measure_note, runs, run_files)
+    skipped = field_sets(s, collection)[1] if only & {"table3", "figure3"} else {}
+    if skipped:
+        differences.append({"setting": "Table 3 rows", "paper": ", ".join(skipped),
+                            "used": "left out: the collection has no " + "; ".join(
+                                f"{', '.join(v)} field ({k})" for k, v in skipped.items()),
+                            "moves": "Table 3, Figure 3 (those rows are missing)"})
     return ReproduceResult(cells.frame(), figures, extras, tuple(differences), tuple(plan_rows),
                            not extras["not_computed"], stopped, {}, s.as_dict())
 
