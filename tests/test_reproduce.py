@@ -331,3 +331,17 @@ def test_bad_targets_and_unpriced_budgets_are_refused_before_any_work(data, tmp_
         run_reproduce(_settings(data, tmp_path / "b", model="my-model", base_url=fake_openai.url, max_cost=1.0),
                       progress=lambda m: None)
     assert fake_openai.chat_log() == [] and not (tmp_path / "b" / "judgments.sqlite").exists()
+
+
+def test_table3_rows_are_the_field_sets_the_collection_can_show(data, tmp_path):
+    from recjudge.api import load_collection
+    from recjudge.errors import ConfigError
+    from recjudge.experiments.reproduce import field_sets
+
+    collection = load_collection(data["folder"])  # database-movies.csv: title, date, genres, director, overview
+    usable, skipped = field_sets(ReproduceSettings(collection=data["folder"], out=tmp_path), collection)
+    assert {"title", "title+genres", "title+directors", "title+overview", "title+year", "all"} <= set(usable)
+    assert skipped == {"title+cast": ["cast"], "title+runtime": ["runtime"], "title+languages": ["languages"]}
+    assert len(usable) + len(skipped) == 11  # the paper's 11 rows
+    with pytest.raises(ConfigError, match="--field-sets title\\+cast: the collection has no cast field"):
+        field_sets(ReproduceSettings(collection=data["folder"], out=tmp_path, field_sets=("title+cast",)), collection)
