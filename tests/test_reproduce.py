@@ -345,3 +345,14 @@ def test_table3_rows_are_the_field_sets_the_collection_can_show(data, tmp_path):
     assert len(usable) + len(skipped) == 11  # the paper's 11 rows
     with pytest.raises(ConfigError, match="--field-sets title\\+cast: the collection has no cast field"):
         field_sets(ReproduceSettings(collection=data["folder"], out=tmp_path, field_sets=("title+cast",)), collection)
+
+
+def test_the_plan_names_users_whose_profile_exceeds_the_context_window(data, tmp_path):
+    result = run_reproduce(_settings(data, tmp_path / "out", only=("table8",), dry_run=True, context_tokens=600),
+                           progress=lambda m: None)
+    over = [u for r in result.plan for u in r.overflow_users]
+    assert over and all(u in {q for q, _ in data["human"]} for u in over)
+    assert sum(r.over_context for r in result.plan) > 0 and sum(r.calls for r in result.plan) > 0
+    assert f"pairs of {len(set(over))} user(s): " in result.plan_text
+    # an overflowing prompt is not a call to make
+    assert sum(r.calls for r in result.plan) + sum(r.over_context for r in result.plan) == 96

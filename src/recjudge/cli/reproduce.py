@@ -44,6 +44,9 @@ def register(sub) -> None:
                    help="stop cleanly before the judge's estimated spend exceeds USD; rerun to resume")
     p.add_argument("--prices", metavar="JSON", help="price table overriding or adding models (USD per Mtok)")
     p.add_argument("--concurrency", type=_args.int_range(1, 4096), default=8, metavar="C")
+    p.add_argument("--context-tokens", type=_args.positive, metavar="N",
+                   help="the most prompt tokens the model accepts (default: the price table's limit); a longer "
+                        "prompt is never cut or sent, its user reported")
     p.add_argument("--call-seconds", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=30.0,
                    metavar="S", help="assumed seconds per call for the plan's wall time (default: 30)")
     g = p.add_argument_group("systems")
@@ -89,7 +92,7 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
         min_interactions=args.min_interactions, historical_split=args.historical_split, only=tuple(args.only),
         experiments=args.experiments, per_user=args.per_user, k_values=tuple(args.k_values), depth=args.depth,
         field_sets=args.field_sets, profile_size=args.profile_size, fields=args.fields,
-        concurrency=args.concurrency, max_cost=args.max_cost, prices=args.prices, call_seconds=args.call_seconds,
+        concurrency=args.concurrency, context_tokens=args.context_tokens, max_cost=args.max_cost, prices=args.prices, call_seconds=args.call_seconds,
         seed=args.seed, permutations=args.permutations, bootstrap=args.bootstrap, dry_run=args.dry_run)
     result = run_reproduce(settings, progress=lambda m: print(m, file=sys.stderr, flush=True))
     if args.dry_run:

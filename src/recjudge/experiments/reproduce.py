@@ -105,6 +105,7 @@ class ReproduceSettings:
     profile_size: int | None = None
     fields: str | None = None
     concurrency: int = 8
+    context_tokens: int | None = None        # the model's window (default: the price table's limit)
     max_cost: float | None = None
     prices: str | None = None
     call_seconds: float = 30.0
@@ -168,7 +169,7 @@ def base_judge(settings: ReproduceSettings) -> tuple[Any, dict[str, Any]]:
     if params:
         values["params"] = params
     overrides = {"model": settings.model, "base_url": settings.base_url, "profile_size": settings.profile_size,
-                 "fields": settings.fields, "prices": settings.prices}
+                 "fields": settings.fields, "prices": settings.prices, "context_tokens": settings.context_tokens}
     values.update({k: v for k, v in overrides.items() if v is not None})
     values.update(concurrency=settings.concurrency, seed=settings.seed)
     return JudgeConfig.from_dict(values), not_applied
@@ -268,6 +269,8 @@ class PlanRow:
     output_tokens: int
     cost: float | None
     wall_seconds: float
+    over_context: int = 0             # pairs whose prompt exceeds the model's context window: never sent
+    overflow_users: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -288,7 +291,7 @@ def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None,
         new = [p for p in job.pairs if p not in done]
         done.update(new)
         r = rows.setdefault(job.group, {"pairs": 0, "shared": 0, "calls": 0, "hits": 0, "tokens": 0, "out": 0,
-                                        "cost": 0.0, "priced": True})
+                                        "cost": 0.0, "priced": True, "over": 0, "users": set()})
         r["pairs"] += len(job.pairs)
         r["shared"] += len(job.pairs) - len(new)
         if not new:
@@ -296,6 +299,8 @@ def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None,
         res = judge_pairs(new, collection, job.config.replace(dry_run=True), cache_path=cache_path,
                           history=history, name=job.name)
         s = res.summary
+        r["over"] += s.failures.get("context_overflow", 0)
+        r["users"] |= {o.user for o in getattr(s, "context_overflow", ())}
         calls = s.planned_calls - s.cache_hits
         r["calls"] += calls
         r["hits"] += s.cache_hits
@@ -309,7 +314,7 @@ def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None,
     for group, r in rows.items():
         out.append(PlanRow(group, _GROUP_TITLE[group], r["pairs"], r["shared"], r["calls"], r["hits"], r["tokens"],
                            r["out"], r["cost"] if r["priced"] else None,
-                           math.ceil(r["calls"] / concurrency) * call_seconds))
+                           math.ceil(r["calls"] / concurrency) * call_seconds, r["over"], tuple(sorted(r["users"]))))
     return out
 
 
@@ -333,6 +338,10 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
                    f"output tokens, {total_cost}, about {_duration(math.ceil(calls / concurrency) * call_seconds)}")]
     if calls:
         lines.append(f"input tokens per call: {tokens / calls:,.0f} on average")
+    over = sorted({u for r in rows for u in r.overflow_users})
+    if over:
+        lines.append(f"over the model's context window (never cut, never sent): {sum(r.over_context for r in rows):,} "
+                     f"pairs of {len(over)} user(s): {', '.join(over[:10])}" + (" …" if len(over) > 10 else ""))
     paper_calls = published.cell("cost", "full run", "calls")
     paper_tokens = published.cell("cost", "profile, all fields", "input tokens per call")
     if paper_calls is not None and paper_tokens is not None:
