@@ -1,7 +1,8 @@
 """End-to-end `recjudge compare` as a user runs it, next to ir-measures on the same files.
 
     .venv/bin/python benchmarks/bench_compare.py [--users 1000] [--systems 52] [--depth 100]
-        [--judged 600] [--repeats 3] [--bootstrap 1000] [--skip-reference] [--keep DIR]
+        [--judged 600] [--repeats 3] [--reference-repeats 1] [--bootstrap 1000] [--skip-reference]
+        [--keep DIR] [--reuse]
 
 Writes ``--systems`` run files (top-``--depth`` per user, distinct scores: no ties, so both tools
 see one order) and two qrels files (reference and candidate, 0-4 labels) to a temp folder, then
@@ -142,16 +143,24 @@ def main() -> None:
     ap.add_argument("--judged", type=int, default=600)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--reference-repeats", type=int, default=1,
+                    help="timed runs of ir-measures (minutes each at 52 × 1k; the median is reported)")
     ap.add_argument("--skip-reference", action="store_true", help="do not run ir-measures")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: use the files already in DIR")
     ap.add_argument("--keep", metavar="DIR", help="write the generated files here and keep them")
     args = ap.parse_args()
 
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-compare-"))
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    run_dir, ref_path, cand_path, n_lines = write_files(folder, args.users, args.systems, args.depth, args.judged)
-    print(f"data: {args.systems} runs × {args.users} users × top-{args.depth} = {n_lines:,} run lines, "
-          f"{args.judged} judged per user; written in {time.perf_counter() - t0:.1f} s to {folder}")
+    if args.reuse and args.keep and (folder / "runs").is_dir():
+        run_dir, ref_path, cand_path = folder / "runs", folder / "reference.qrels", folder / "candidate.qrels"
+        n_lines = sum(sum(1 for _ in open(f, "rb")) for f in run_dir.iterdir())
+        print(f"data: {n_lines:,} run lines reused from {folder}")
+    else:
+        run_dir, ref_path, cand_path, n_lines = write_files(folder, args.users, args.systems, args.depth, args.judged)
+        print(f"data: {args.systems} runs × {args.users} users × top-{args.depth} = {n_lines:,} run lines, "
+              f"{args.judged} judged per user; written in {time.perf_counter() - t0:.1f} s to {folder}")
     recjudge = [str(Path(sys.executable).with_name("recjudge")), "compare", "--runs", str(run_dir),
                 "--reference", str(ref_path), "--candidate", str(cand_path), "--bootstrap", str(args.bootstrap),
                 "--json", str(folder / "recjudge.json")]
@@ -161,8 +170,7 @@ def main() -> None:
     if not args.skip_reference:
         ref_cmd = [sys.executable, "-c", IR_MEASURES_SCRIPT, str(run_dir), str(ref_path), str(cand_path),
                    str(folder / "ir_measures.json"), json.dumps(MEASURES)]
-        reps = 1 if args.users * args.systems > 100_000 else args.repeats
-        ir = [timed(ref_cmd) for _ in range(reps)]
+        ir = [timed(ref_cmd) for _ in range(max(1, args.reference_repeats))]
         rows.append(("ir-measures (same 4 measures × 2 qrels)", statistics.median(w for w, _ in ir),
                      max(m for _, m in ir)))
         diff = compare_values(folder / "recjudge.json", folder / "ir_measures.json")

@@ -502,3 +502,31 @@ def test_compat_hm_depth_is_1000():
         parse_measures(["CompatHM(q=1)"])
     with pytest.raises(ConfigError, match="strictly between 0 and 1"):
         parse_measures(["CompatHM(p=1.5)"])
+
+
+# ------------------------------------------------------------------ one pass over the runs (issue 14)
+
+def test_score_runs_equals_per_query_matrix_and_reads_files_one_at_a_time(tmp_path):
+    from recjudge.data.trec import (
+        ensure_tie_free,
+        run_paths,
+        tied_user_share,
+        write_run,
+    )
+    from recjudge.evaluation.measures import score_runs
+
+    tied = read_run("q1 Q0 a 1 1 t\nq1 Q0 b 2 1 t\nq1 Q0 d 3 0.5 t\nq2 Q0 a 1 2 t\n")  # q1: a and b tie
+    write_run(tied, tmp_path / "tied.run")
+    write_run(RUN, tmp_path / "plain.run")
+    other = read_qrels("q1 0 b 3\nq1 0 d 1\nq2 0 a 0\n")
+    measures = [*DEFAULT_MEASURES, "CompatHM", "nDCGexp@10", "nDCG(judged_only=True)@10"]  # the last: ir-measures
+    scored = score_runs(run_paths(tmp_path), {"ref": QRELS, "other": (other, ["q1"])}, measures,
+                        tie_policy="hash", seed=3, k=10)
+    runs = {"plain": RUN, "tied": ensure_tie_free(tied, "hash", 3)}
+    for label, qrels, queries in (("ref", QRELS, None), ("other", other, ["q1"])):
+        want = per_query_matrix(runs, qrels, measures, queries=queries)
+        assert want.keys() == scored.matrices[label].keys()
+        for key, frame in want.items():
+            pd.testing.assert_frame_equal(scored.matrices[label][key], frame, check_exact=True)
+    assert scored.tied_user_share == {"plain": tied_user_share(RUN, 10), "tied": 0.5}
+    assert scored.users_ranked == {"ref": {"plain": 2, "tied": 2}, "other": {"plain": 1, "tied": 1}}

@@ -17,6 +17,7 @@ from recjudge.data.trec import (
     Run,
     RunRow,
     ensure_tie_free,
+    frame_codes,
     hash_keys,
     is_tie_free,
     read_qrels,
@@ -24,6 +25,7 @@ from recjudge.data.trec import (
     read_runs,
     resolve_ties,
     run_name,
+    run_paths,
     seeded_hash_keys,
     string_hashes,
     tied_user_share,
@@ -115,6 +117,51 @@ def test_run_validation_names_file_line_and_fix(tmp_path, text, line, match):
     assert err.value.line == line
     assert str(path) in str(err.value)
     assert "fix:" in str(err.value)
+
+
+# Spacing the fast readers must treat as TREC's "any whitespace" does: each text is one table.
+SPACINGS = [
+    "u1 Q0 i1 1 2.5 t\nu1 Q0 i2 2 1 t\nu2 Q0 i1 1 3 t\n",        # single spaces
+    "u1  Q0 i1 1 2.5 t\nu1 Q0 i2 2 1 t\nu2 Q0 i1 1 3 t\n",       # a doubled space
+    " u1 Q0 i1 1 2.5 t\nu1 Q0 i2 2 1 t\nu2 Q0 i1 1 3 t \n",      # leading and trailing spaces
+    "u1\tQ0\ti1\t1\t2.5\tt\nu1 Q0 i2 2 1 t\r\nu2 Q0 i1 1 3 t",  # tabs, CRLF, no final newline
+    "u1 Q0 i1 1 2.5 t\n\nu1 Q0 i2 2 1 t\n\nu2 Q0 i1 1 3 t\n",    # blank lines
+]
+
+
+@pytest.mark.parametrize("text", SPACINGS)
+def test_fast_run_reader_splits_on_any_whitespace(text):
+    run = read_run(text)
+    assert list(run.frame.qid) == ["u1", "u1", "u2"] and list(run.frame.docid) == ["i1", "i2", "i1"]
+    assert list(run.frame["rank"]) == [1, 2, 1] and list(run.frame.score) == [2.5, 1.0, 3.0]
+    assert list(run.frame.tag) == ["t"] * 3
+    codes = frame_codes(run.frame)  # the reader's codes stand for the frame's ids
+    assert list(codes.qids[codes.qcode]) == ["u1", "u1", "u2"] and list(codes.docids[codes.dcode]) == ["i1", "i2", "i1"]
+
+
+@pytest.mark.parametrize("text,line", [
+    ("u1 Q0 i1 1 2.5 t\nu1 Q0 i2 2 1\nu2 Q0 i1 1 3 t\n", 2),   # a short line among single-spaced ones
+    ("u1 Q0 i1 1 2.5 t\nu1 Q0 i2 2 1 \nu2 Q0 i1 1 3 t\n", 2),  # ... whose trailing space is not a tag
+    ("u1 Q0 i1 1 2.5\nu1 Q0 i2 2 1 t x\n", 1),                 # one field short, the next one too many
+])
+def test_fast_run_reader_refuses_wrong_field_counts(text, line):
+    with pytest.raises(InputError, match="expected 6 columns") as err:
+        read_run(text)
+    assert err.value.line == line
+
+
+def test_frame_codes_are_computed_for_frames_built_in_memory():
+    run = Run.from_frame(pd.DataFrame({"qid": ["b", "a", "b"], "docid": ["x", "y", "y"], "score": [1.0, 2.0, 0.5]}))
+    codes = frame_codes(run.frame)
+    assert codes is frame_codes(run.frame)  # once per frame
+    assert list(codes.qids[codes.qcode]) == ["b", "a", "b"] and list(codes.docids[codes.dcode]) == ["x", "y", "y"]
+    assert codes.qcode.dtype == np.int32
+
+
+def test_run_paths_names_files_without_reading_them(tmp_path):
+    (tmp_path / "a.run").write_text("u Q0 d 1 1 a\n")
+    (tmp_path / "b.run.gz").write_bytes(gzip.compress(b"not read here"))
+    assert run_paths(tmp_path) == {"a": tmp_path / "a.run", "b": tmp_path / "b.run.gz"}
 
 
 @pytest.mark.parametrize("text,line,match", [

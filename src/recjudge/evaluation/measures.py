@@ -34,6 +34,7 @@ Two names are recjudge's own (:func:`describe_measure` states each measure's def
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import Qrels, Run, ensure_tie_free
+from ..data.trec import Qrels, Run, ensure_tie_free, frame_codes
 from ..errors import ConfigError
 
 __all__ = [
@@ -55,6 +56,8 @@ __all__ = [
     "measure_key",
     "fast_supported",
     "per_query_matrix",
+    "score_runs",
+    "Scored",
     "split_top_level",
     "Judgments",
     "judgments",
@@ -394,10 +397,11 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     """The judgments of ``queries`` (sorted query ids; query code = index) coded for lookups."""
     qlookup = _Lookup(np.array(queries, dtype=object))
     f = qrels.frame
-    qcode = _lookup_codes(f.qid.to_numpy(dtype=object), qlookup)
+    codes = frame_codes(f)  # the reader's codes: no string is hashed again
+    qcode = qlookup(codes.qids)[codes.qcode]
     keep = np.flatnonzero(qcode >= 0)
     qcode = qcode[keep]
-    dcode, docs = _factorize(f.docid.to_numpy(dtype=object)[keep])
+    dcode, docs = codes.dcode[keep].astype(np.int64), codes.docids
     ndoc = max(len(docs), 1)
     label = f.label.to_numpy(dtype=np.int64)[keep]
     keys = qcode * ndoc + dcode
@@ -420,10 +424,10 @@ class _Sorted(NamedTuple):
 def _sort_run(run: Run, jd: Judgments) -> _Sorted:
     """``run`` (tie-free: :func:`~recjudge.data.trec.ensure_tie_free`) grouped and ranked."""
     f = run.frame
-    q = f.qid.to_numpy(dtype=object)
+    codes = frame_codes(f)  # strings hashed once per run, not once per label set
     s = f.score.to_numpy(dtype=np.float64)
-    d = f.docid.to_numpy(dtype=object)
-    rowcode = _lookup_codes(q, jd.qlookup)
+    rowcode = jd.qlookup(codes.qids)[codes.qcode]
+    d = jd.dlookup(codes.docids).astype(np.int32 if jd.ndoc < 2**31 else np.int64)[codes.dcode]  # half the memory
     keep = rowcode >= 0
     if not keep.all():
         rowcode, s, d = rowcode[keep], s[keep], d[keep]
@@ -434,8 +438,7 @@ def _sort_run(run: Run, jd: Judgments) -> _Sorted:
         rowcode, s, d = rowcode[order], s[order], d[order]
         same = rowcode[1:] == rowcode[:-1]
     starts = _group_starts(rowcode)
-    dcode = _lookup_codes(d, jd.dlookup).astype(np.int32 if jd.ndoc < 2**31 else np.int64)  # half the memory
-    return _Sorted(dcode, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
+    return _Sorted(d, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
 
 
 class Rows(NamedTuple):
@@ -791,6 +794,61 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     ``backend``: ``auto`` (numpy where :func:`fast_supported`, ir-measures otherwise), ``numpy``
     (ConfigError for a measure it does not cover) or ``ir_measures`` (the reference).
     """
+    parsed = _checked(measures, backend)
+    names = list(runs)
+    scorer = _Scorer(qrels, parsed, queries, backend, len(names))
+    for col, name in enumerate(names):
+        scorer.add(_tie_free(runs[name]), col)
+    return scorer.frames(names)
+
+
+class Scored(NamedTuple):
+    """What :func:`score_runs` gives: per label set, the matrices of :func:`per_query_matrix`; per run,
+    its tied-user share at k before tie resolution, and the policy that made it tie-free."""
+
+    matrices: dict[str, dict[str, pd.DataFrame]]
+    tied_user_share: dict[str, float]
+    users_ranked: dict[str, dict[str, int]]  # label set → run → judged users the run ranks
+
+
+def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[str, Qrels | tuple],
+               measures=DEFAULT_MEASURES, tie_policy: str = "hash", seed: int = 0, k: int | None = 100,
+               backend: str = "auto") -> Scored:
+    """Score every run under every label set in one pass, holding one run in memory at a time.
+
+    ``runs`` maps a name to a :class:`~recjudge.data.trec.Run` or to a run file, read when its turn
+    comes and dropped after (:func:`recjudge.data.trec.run_paths` names the files of a folder), so
+    the peak memory does not grow with the number of runs. Each run's tied-user share at ``k`` is
+    taken before :func:`~recjudge.data.trec.ensure_tie_free` applies ``tie_policy`` / ``seed``; then
+    the run is scored under each label set. ``label_sets`` maps a name to qrels, or to ``(qrels,
+    queries)`` with ``queries`` as in :func:`per_query_matrix`. The matrices equal
+    ``per_query_matrix(tie_free_runs, qrels, measures, queries, backend)``.
+    """
+    from ..data.trec import read_run, tied_user_share
+
+    parsed = _checked(measures, backend)
+    names = list(runs)
+    scorers = {}
+    for label, value in label_sets.items():
+        qrels, queries = value if isinstance(value, tuple) else (value, None)
+        scorers[label] = _Scorer(qrels, parsed, queries, backend, len(names))
+    shares: dict[str, float] = {}
+    for col, name in enumerate(names):
+        run = runs[name]
+        if not isinstance(run, Run):
+            run = read_run(run, name=name)
+        shares[name] = tied_user_share(run, k)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
+            run = ensure_tie_free(run, tie_policy, seed)
+        for scorer in scorers.values():
+            scorer.add(run, col)
+        del run
+    return Scored({label: sc.frames(names) for label, sc in scorers.items()}, shares,
+                  {label: dict(zip(names, sc.users_ranked.tolist())) for label, sc in scorers.items()})
+
+
+def _checked(measures, backend: str) -> tuple:
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     parsed = parse_measures(measures)
@@ -798,73 +856,83 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
         slow = [measure_key(m) for m in parsed if not fast_supported(m)]
         if slow:
             raise ConfigError(f"the numpy backend does not compute {', '.join(slow)}; use backend='auto'")
-    # CompatHM has no ir-measures provider: every backend computes it here
-    fast = [m for m in parsed if (backend != "ir_measures" or m.NAME == "CompatHM") and fast_supported(m)]
-    slow = [m for m in parsed if m not in fast]
-    index = _query_index(qrels, queries)
-    names = list(runs)
-    jd = judgments(qrels, index)
-    _check_exp_labels(parsed, jd, qrels)
-    ctx = Context(jd)
-    values = {measure_key(m): np.full((len(index), len(names)), np.nan if m.NAME == "CompatHM" else 0.0)
-              for m in parsed}
-    tie_free: dict[str, Run] = {}
-    ranked: list[_Sorted] = []
-    for name in names:
-        run = _tie_free(runs[name])
-        sorted_run = _sort_run(run, jd)
-        tie_free[name] = run
-        ranked.append(sorted_run)
-    if fast and names and index:
-        n_rows = sum(len(sr.dcode) for sr in ranked)
-        step = max(1, int(_CHUNK_ROWS * len(index) / max(n_rows, 1)))
-        for q0 in range(0, len(index), step):
-            q1 = min(q0 + step, len(index))
-            rows = _rows(ranked, jd, q0, q1)
-            if rows.label.size == 0:
-                continue  # no run ranks these queries: every measure stays 0 (trec_eval -c)
-            for m in fast:
-                values[measure_key(m)][q0:q1, :] = MEASURE_FUNCTIONS[m.NAME](m, rows, ctx).reshape(q1 - q0, len(names))
-            del rows
-    if slow:
-        _reference(tie_free, qrels, slow, index, names, values)
-    return {k: pd.DataFrame(v, index=pd.Index(index, name="qid"), columns=pd.Index(names, name="run"))
-            for k, v in values.items()}
+    return parsed
 
 
-def _reference(runs: Mapping[str, Run], qrels: Qrels, measures, index: list[str], names: list[str],
-               values: dict[str, np.ndarray]) -> None:
-    """Fill ``values`` from ir-measures' ``iter_calc`` (the reference semantics).
+class _Scorer:
+    """One label set's scoring: its judgments and caches, and the query × run matrices filled run by run."""
+
+    def __init__(self, qrels: Qrels, parsed: tuple, queries: Sequence[str] | None, backend: str, n_runs: int):
+        # CompatHM has no ir-measures provider: every backend computes it here
+        self.fast = [m for m in parsed if (backend != "ir_measures" or m.NAME == "CompatHM") and fast_supported(m)]
+        slow = [m for m in parsed if m not in self.fast]
+        self.index = _query_index(qrels, queries)
+        self.jd = judgments(qrels, self.index)
+        _check_exp_labels(parsed, self.jd, qrels)
+        self.ctx = Context(self.jd)
+        self.values = {measure_key(m): np.full((len(self.index), n_runs), np.nan if m.NAME == "CompatHM" else 0.0)
+                       for m in parsed}
+        self.reference = _Reference(qrels, slow, self.index) if slow else None
+        self.users_ranked = np.zeros(n_runs, dtype=np.int64)  # per run: judged users it ranks
+
+    def add(self, run: Run, col: int) -> None:
+        """Fill column ``col`` with the scores of ``run`` (tie-free)."""
+        jd, nq = self.jd, len(self.index)
+        sr = _sort_run(run, jd)
+        self.users_ranked[col] = len(sr.bq)
+        if self.fast and len(sr.dcode):
+            # blocks of queries bound the per-row arrays and keep the block's judgments in cache
+            step = max(1, int(_CHUNK_ROWS * nq / len(sr.dcode)))
+            for q0 in range(int(sr.bq[0]), int(sr.bq[-1]) + 1, step):
+                q1 = min(q0 + step, nq)
+                rows = _rows([sr], jd, q0, q1)
+                if rows.label.size == 0:
+                    continue  # the run ranks none of these queries: they stay 0 (trec_eval -c)
+                for m in self.fast:
+                    self.values[measure_key(m)][q0:q1, col] = MEASURE_FUNCTIONS[m.NAME](m, rows, self.ctx)
+        if self.reference is not None:
+            self.reference.fill(run, col, self.values)
+
+    def frames(self, names: list[str]) -> dict[str, pd.DataFrame]:
+        return {k: pd.DataFrame(v, index=pd.Index(self.index, name="qid"), columns=pd.Index(names, name="run"))
+                for k, v in self.values.items()}
+
+
+class _Reference:
+    """ir-measures' ``iter_calc`` (the reference semantics), one evaluator per measure, run by run.
 
     pytrec_eval hangs or crashes on a query whose labels are all negative (it sizes an array by
     the largest label + 1), so the measures it serves get the qrels without such queries; each
     of those measures is 0.0 there anyway (no relevant document), which ir-measures' default fills.
     Judged and Compat (Python providers) see every query.
     """
-    import ir_measures
 
-    wanted = set(index)
-    row = {q: i for i, q in enumerate(index)}
-    qf = qrels.frame
-    keep = qf.qid.isin(wanted).to_numpy()
-    qrels_dict: dict[str, dict[str, int]] = {}
-    for q, d, lab in zip(qf.qid.to_numpy()[keep], qf.docid.to_numpy()[keep], qf.label.to_numpy()[keep]):
-        qrels_dict.setdefault(q, {})[d] = int(lab)
-    usable = {q: labels for q, labels in qrels_dict.items() if max(labels.values()) >= 0}
-    # One evaluator per measure: pytrec_eval takes one gain map and one judged_only switch per
-    # evaluator, so nDCG@10 beside nDCG(gains=…)@10 in one evaluator gets one of the two settings
-    # (which one depends on set order, i.e. on PYTHONHASHSEED).
-    evaluators = []
-    for m in measures:
-        labels = qrels_dict if m.NAME in ("Judged", "Compat") else usable
-        if labels:
-            evaluators.append((measure_key(m), ir_measures.evaluator([m], labels)))
-    for col, name in enumerate(names):
-        f = runs[name].frame
+    def __init__(self, qrels: Qrels, measures, index: list[str]):
+        import ir_measures
+
+        self.wanted = set(index)
+        self.row = {q: i for i, q in enumerate(index)}
+        qf = qrels.frame
+        keep = qf.qid.isin(self.wanted).to_numpy()
+        qrels_dict: dict[str, dict[str, int]] = {}
+        for q, d, lab in zip(qf.qid.to_numpy()[keep], qf.docid.to_numpy()[keep], qf.label.to_numpy()[keep]):
+            qrels_dict.setdefault(q, {})[d] = int(lab)
+        usable = {q: labels for q, labels in qrels_dict.items() if max(labels.values()) >= 0}
+        # One evaluator per measure: pytrec_eval takes one gain map and one judged_only switch per
+        # evaluator, so nDCG@10 beside nDCG(gains=…)@10 in one evaluator gets one of the two settings
+        # (which one depends on set order, i.e. on PYTHONHASHSEED).
+        self.evaluators = []
+        for m in measures:
+            labels = qrels_dict if m.NAME in ("Judged", "Compat") else usable
+            if labels:
+                self.evaluators.append((measure_key(m), ir_measures.evaluator([m], labels)))
+
+    def fill(self, run: Run, col: int, values: dict[str, np.ndarray]) -> None:
+        f = run.frame
         run_dict: dict[str, dict[str, float]] = {}
         for q, d, s in zip(f.qid.to_numpy(), f.docid.to_numpy(), f.score.to_numpy()):
-            if q in wanted:
+            if q in self.wanted:
                 run_dict.setdefault(q, {})[d] = float(s)
-        for key, evaluator in evaluators:
+        for key, evaluator in self.evaluators:
             for metric in evaluator.iter_calc(run_dict):
-                values[key][row[metric.query_id], col] = metric.value
+                values[key][self.row[metric.query_id], col] = metric.value
