@@ -225,11 +225,12 @@ class JudgeJob:
 def plan_jobs(settings: ReproduceSettings, human, base, collection, pool_runs: Mapping | None = None
               ) -> list[JudgeJob]:
     """The judge jobs the chosen targets need, in the order they run."""
-    from ..judge import select_pairs
+    from ..judge import Pair, select_pairs
 
     jobs: list[JudgeJob] = []
     groups = settings.job_groups()
     kmax = max(settings.k_values)
+    rows = field_sets(settings, collection)[0] if "fields" in groups else ()
     for e in range(settings.experiments):
         seed = settings.seed + e
         config = base.replace(seed=seed)
@@ -238,7 +239,7 @@ def plan_jobs(settings: ReproduceSettings, human, base, collection, pool_runs: M
                                  select_pairs(reference=human, per_user=kmax, seed=seed)))
         sample = select_pairs(reference=human, per_user=settings.per_user, seed=seed)
         if "fields" in groups:
-            jobs += [JudgeJob("fields", fs, e, config.replace(fields=fs), sample) for fs in field_sets(settings, collection)[0]]
+            jobs += [JudgeJob("fields", fs, e, config.replace(fields=fs), sample) for fs in rows]
         if "prompts" in groups:
             jobs += [JudgeJob("prompts", row, e, config.replace(prompt=p), sample) for row, p in PROMPT_ROWS.items()]
     if "pool" in groups:
@@ -246,7 +247,7 @@ def plan_jobs(settings: ReproduceSettings, human, base, collection, pool_runs: M
             raise ConfigError("Table 5 and Figure 5 judge the systems' depth-100 pool: give --runs, or let "
                               "reproduce train the systems")
         pool = set(select_pairs(pool_runs, depth=settings.depth, users=set(human.frame.qid), seed=settings.seed))
-        pool |= set(select_pairs(reference=human, per_user=10**9, seed=settings.seed))
+        pool |= {Pair(str(q), str(d)) for q, d in zip(human.frame.qid, human.frame.docid)}  # for calibration
         jobs.append(JudgeJob("pool", f"depth {settings.depth} + human pairs", 0, base.replace(seed=settings.seed),
                              tuple(sorted(pool))))
     return jobs
@@ -500,9 +501,10 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
         else:
             folder, qrels_path = _train(s, collection, s.out, True, say)
             historical = (_read_runs(folder)[0], read_qrels(qrels_path))
-    jobs = plan_jobs(s, human, base, collection, runs if runs else None) if (runs or "pool" not in s.job_groups()) \
-        else plan_jobs(dataclasses.replace(s, only=tuple(t for t in s.only if _JOBS_OF.get(t) != "pool")), human, base,
-                       collection)
+    # a dry run without runs plans all but the pool (said in the plan)
+    planned = s if runs or "pool" not in s.job_groups() else \
+        dataclasses.replace(s, only=tuple(t for t in s.only if _JOBS_OF.get(t) != "pool"))
+    jobs = plan_jobs(planned, human, base, collection, runs or None)
     say(f"{len(jobs)} judge jobs for {', '.join(s.only)}")
     rows = plan(jobs, collection, history, cache if cache.exists() else None, s.concurrency, s.call_seconds)
     plan_text = format_plan(rows, base.model, s.concurrency, s.call_seconds, published) + \
