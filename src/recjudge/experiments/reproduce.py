@@ -338,7 +338,8 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
     lines += ["", (f"total: {calls:,} calls, {tokens:,} input tokens, {sum(r.output_tokens for r in rows):,} "
                    f"output tokens, {total_cost}, about {_duration(math.ceil(calls / concurrency) * call_seconds)}")]
     if calls:
-        lines.append(f"input tokens per call: {tokens / calls:,.0f} on average")
+        lines.append(f"input tokens per call: {tokens / calls:,.0f} on average; output tokens are the labels' only "
+                     "(a reasoning model's reasoning tokens come on top, so the cost is a lower bound)")
     over = sorted({u for r in rows for u in r.overflow_users})
     if over:
         lines.append(f"over the model's context window (never cut, never sent): {sum(r.over_context for r in rows):,} "
