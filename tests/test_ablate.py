@@ -164,3 +164,194 @@ repeats = [2]
     assert len(fake_openai.chat_log()) == 2 * pairs
     assert rows[1].cache_hits == pairs
     assert all(r.judged == r.pairs for r in rows)
+
+
+# ------------------------------------------------------------------ K per user, complete reference, N experiments
+
+from recjudge.data.trec import Qrels, write_qrels  # noqa: E402
+from recjudge.experiments.ablate import (  # noqa: E402
+    across_experiments,
+    derive_seed,
+    sampled_pairs,
+)
+from recjudge.judge import judge_names  # noqa: E402
+from recjudge.judge.baselines import _result  # noqa: E402
+from recjudge.judge.registry import JudgeSpec, register_judge  # noqa: E402
+from recjudge.judge.results import Judgment  # noqa: E402
+
+ORACLE_LABELS: dict[tuple[str, str], int] = {}   # what the oracle answers: the reference label of a pair
+ORACLE_CALLS: list[tuple[int, tuple]] = []       # (history seed, pairs) of every run of the oracle
+
+
+def _run_oracle(ctx):
+    """A judge that returns the reference label: its qrels are the reference cut down to the sampled pairs."""
+    import time
+
+    ORACLE_CALLS.append((ctx.config.seed, tuple(ctx.pairs)))
+    judgments = [Judgment(p.qid, p.docid, ORACLE_LABELS[p], "ok", None, (ORACLE_LABELS[p],), (None,))
+                 for p in ctx.pairs]
+    return _result(ctx, judgments, time.perf_counter(), {"method": "test oracle"})
+
+
+if "test-oracle" not in judge_names():
+    register_judge(JudgeSpec("test-oracle", "baseline", "the reference label (tests only)", _run_oracle))
+
+
+def _human_qrels(tmp_path, users=8, items=60, per_user=12, seed=3):
+    """Graded 0-4 labels on 12 random items per user: the complete reference."""
+    rng = np.random.default_rng(seed)
+    rows = [(str(u), str(i), int(rng.integers(0, 5)))
+            for u in range(1, users + 1) for i in rng.choice(items, per_user, replace=False) + 1]
+    qrels = Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "label"]), "human")
+    write_qrels(qrels, tmp_path / "human.qrels")
+    ORACLE_LABELS.clear()
+    ORACLE_LABELS.update({(q, d): lab for q, d, lab in rows})
+    return qrels
+
+
+def test_k_samples_are_nested_per_user_small_example():
+    # two users with six labelled items each; K = 2 must be a subset of K = 4 for every user and seed,
+    # K = 6 (and any K above it) every item
+    rows = [(u, f"i{j}", j % 3) for u in ("a", "b") for j in range(6)]
+    ref = Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "label"]), "ref")
+    first_two = set()
+    for seed in range(5):
+        by_k = {k: sampled_pairs(ref, k, seed) for k in (2, 4, 6, 10)}
+        for user in ("a", "b"):
+            items = {k: {d for q, d in pairs if q == user} for k, pairs in by_k.items()}
+            assert len(items[2]) == 2 and len(items[4]) == 4
+            assert items[2] < items[4] < items[6] == items[10] == {f"i{j}" for j in range(6)}
+            first_two.add(frozenset(items[2]))
+    assert len(first_two) > 1  # the seed decides which items: not always the same two
+
+
+def test_tau_is_against_the_complete_reference_not_the_sampled_pairs(tmp_path):
+    from scipy.stats import kendalltau
+
+    import ir_measures
+
+    coll = _movielens(tmp_path)
+    runs = _runs(tmp_path, users=8, systems=6)
+    human = _human_qrels(tmp_path)
+    path = _write(tmp_path, f'''
+collection = "{coll}"
+reference = "{tmp_path / 'human.qrels'}"
+runs = "{runs}"
+out = "{tmp_path / 'out'}"
+per_user = 2
+seed = 5
+measures = ["nDCG@10", "P@10"]
+bootstrap = 0
+[judge]
+judge = "test-oracle"
+''')
+    [row] = run_experiment(load_experiment(path))
+    # the oracle's labels ARE the reference on the K = 2 sampled pairs: against that cut-down
+    # reference τ would be 1 by construction; against the complete reference it is scipy's τ-b
+    # between the system means under the full and the cut-down qrels (ir-measures scores both)
+    sampled = set(sampled_pairs(human, 2, 5))
+    cut = human.frame[[(q, d) in sampled for q, d in zip(human.frame.qid, human.frame.docid)]]
+    full_q = list(ir_measures.read_trec_qrels(str(tmp_path / "human.qrels")))
+    cut_q = [ir_measures.Qrel(q, d, int(lab)) for q, d, lab in zip(cut.qid, cut.docid, cut.label)]
+    for name, measure in (("nDCG@10", ir_measures.nDCG @ 10), ("P@10", ir_measures.P @ 10)):
+        means = {}
+        for label, qrels in (("full", full_q), ("cut", cut_q)):
+            means[label] = [ir_measures.calc_aggregate([measure], qrels, list(
+                ir_measures.read_trec_run(str(runs / f"s{s}.run"))))[measure] for s in range(6)]
+        # ir-measures sums in another order: 0.2125 and 0.21250000000000002 are one tie
+        expected = kendalltau(np.round(means["full"], 12), np.round(means["cut"], 12), variant="b").statistic
+        assert expected < 0.99  # the data discriminate: the cut-down reference would give 1.0
+        assert row.tau[name].mean == pytest.approx(expected, abs=1e-12)
+    data = json.loads((tmp_path / "out" / "ablation.json").read_text())
+    assert data["experiment"]["tau_reference"] == "complete" and data["experiment"]["nested_samples"] is True
+    assert "COMPLETE reference qrels" in (tmp_path / "out" / "ablation.md").read_text()
+
+
+def test_across_experiments_mean_and_t_interval_by_hand():
+    e = across_experiments([0.5, 0.6, 0.7])
+    # mean 0.6; s = sqrt(((-0.1)² + 0² + 0.1²) / 2) = 0.1; with 2 degrees of freedom the t quantile
+    # has a closed form, t(p) = (2p - 1) / sqrt(2p(1 - p)): t(0.975) = 0.95 / sqrt(0.04875) ≈ 4.3027
+    half = 0.95 / 0.04875 ** 0.5 * 0.1 / 3 ** 0.5
+    assert e.mean == pytest.approx(0.6) and e.n == 3
+    assert e.ci == pytest.approx((0.6 - half, 0.6 + half), abs=1e-12)
+    one = across_experiments([0.4])
+    assert one.mean == 0.4 and all(x != x for x in one.ci)  # one experiment: no interval
+    same = across_experiments([0.25, 0.25, 0.25])
+    assert same.ci == (0.25, 0.25)  # identical experiments: ±0.0000, as the paper reports
+    gap = across_experiments([0.5, float("nan"), 0.7])  # an undefined value is left out, not taken as 0
+    assert gap.n == 2 and gap.mean == pytest.approx(0.6) and len(gap.values) == 3
+
+
+def test_experiment_seeds_are_derived_not_drawn():
+    assert derive_seed(7, 0, "pairs") == 7  # experiment 1 is the single run
+    later = [derive_seed(7, i, "pairs") for i in (1, 2)]
+    assert later == [derive_seed(7, i, "pairs") for i in (1, 2)] and len(set(later + [7])) == 3
+    assert derive_seed(7, 1, "pairs") != derive_seed(7, 1, "history")
+    assert all(0 <= s < 2**63 for s in later)
+
+
+def test_three_experiments_each_sample_items_and_histories_and_average(tmp_path):
+    from scipy import stats
+
+    coll = _movielens(tmp_path)
+    runs = _runs(tmp_path, users=8, systems=6)
+    human = _human_qrels(tmp_path)
+    out = tmp_path / "out"
+    path = _write(tmp_path, f'''
+collection = "{coll}"
+reference = "{tmp_path / 'human.qrels'}"
+runs = "{runs}"
+out = "{out}"
+per_user = 3
+experiments = 3
+seed = 7
+measures = ["nDCG@10"]
+bootstrap = 0
+[judge]
+judge = "test-oracle"
+seed = 11
+''')
+    ORACLE_CALLS.clear()
+    [row] = run_experiment(load_experiment(path))
+    pair_seeds = [7, derive_seed(7, 1, "pairs"), derive_seed(7, 2, "pairs")]
+    history_seeds = [11, derive_seed(11, 1, "history"), derive_seed(11, 2, "history")]
+    assert [o.pairs_seed for o in row.outcomes] == pair_seeds
+    assert [o.history_seed for o in row.outcomes] == history_seeds
+    # each experiment judged its own sample of items, with its own history seed
+    assert ORACLE_CALLS == [(h, sampled_pairs(human, 3, p)) for h, p in zip(history_seeds, pair_seeds)]
+    assert len({pairs for _, pairs in ORACLE_CALLS}) == 3
+    taus = [o.tau["nDCG@10"] for o in row.outcomes]
+    assert len(set(taus)) > 1
+    est = row.tau["nDCG@10"]
+    assert est.values == tuple(taus) and est.mean == pytest.approx(np.mean(taus))
+    assert est.ci == pytest.approx(stats.t.interval(0.95, 2, loc=np.mean(taus), scale=stats.sem(taus)), abs=1e-12)
+    assert row.pairs == sum(o.pairs for o in row.outcomes) == 3 * 8 * 3
+    data = json.loads((out / "ablation.json").read_text())
+    assert data["experiment"]["experiments"] == 3 and data["experiment"]["pairs_seeds"] == pair_seeds
+    assert "t-interval across experiments" in data["experiment"]["interval"]
+    rec = data["rows"][0]
+    assert rec["tau nDCG@10_ci_lo"] == pytest.approx(est.ci[0]) and rec["experiments"] == 3
+    assert [e["tau"]["nDCG@10"] for e in rec["per_experiment"]] == pytest.approx(taus)
+    md = (out / "ablation.md").read_text()
+    assert "Mean of 3 independent experiments" in md and "not a user bootstrap" in md and "`repeats`" in md
+
+
+def test_cli_experiments_replaces_the_files_n_and_per_user_fills_only_an_unset_k(tmp_path, capsys):
+    coll = _movielens(tmp_path)
+    runs = _runs(tmp_path, users=8, systems=3)
+    _human_qrels(tmp_path)
+    body = (f'collection = "{coll}"\nreference = "{tmp_path / "human.qrels"}"\nruns = "{runs}"\n'
+            f'measures = ["nDCG@10"]\nbootstrap = 0\nexperiments = 1\n[judge]\njudge = "test-oracle"\n')
+    unset = tmp_path / "unset.toml"
+    unset.write_text(f'out = "{tmp_path / "o1"}"\n' + body)
+    assert main(["ablate", str(unset), "--experiments", "2", "--per-user", "4"]) == 0
+    head = json.loads((tmp_path / "o1" / "ablation.json").read_text())["experiment"]
+    assert (head["experiments"], head["experiments_from"]) == (2, "--experiments")
+    assert (head["per_user"], head["per_user_from"]) == (4, "--per-user")
+    printed = capsys.readouterr().out
+    assert "COMPLETE reference qrels" in printed and "95% t-interval across the 2 experiments" in printed
+    fixed = tmp_path / "fixed.toml"
+    fixed.write_text(f'out = "{tmp_path / "o2"}"\nper_user = 2\n' + body)
+    assert main(["ablate", str(fixed), "--per-user", "4"]) == 0
+    head = json.loads((tmp_path / "o2" / "ablation.json").read_text())["experiment"]
+    assert (head["per_user"], head["per_user_from"], head["experiments"]) == (2, "file", 1)

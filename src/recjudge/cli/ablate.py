@@ -9,10 +9,15 @@ from ..api.config import AblateConfig
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "ablate", help="run a grid of judge variants (fields, profile size, K, prompt, repeats)",
+        "ablate", help="run a grid of judge variants (fields, profile size, K, prompt, repeats), "
+                       "optionally as N independent experiments",
         description="Judge K sampled reference items per user with every variant of an experiment file "
-                    "and report pairwise agreement (95%% CIs), Cohen's κ, Krippendorff's α and "
-                    "system-ranking τ / weighted τ against the reference, one row per variant.")
+                    "and report pairwise agreement, Cohen's κ, Krippendorff's α and system-ranking τ / "
+                    "weighted τ against the complete reference qrels, one row per variant. With "
+                    "--experiments N (or experiments = N in the file) the whole experiment runs N times, "
+                    "each with its own sample of judged items and of history items, and every metric is "
+                    "the mean with a 95%% t-interval across the N experiments. The judge's `repeats` is "
+                    "another thing: it asks the same prompt R times within one experiment.")
     AblateConfig.add_arguments(p)
     p.set_defaults(func=run_ablate)
 
@@ -21,9 +26,11 @@ def run_ablate(args: argparse.Namespace) -> int:
     import sys
 
     from ..api import ablate
+    from ..experiments.ablate import notes
 
     result = ablate(AblateConfig.from_args(args), progress=lambda m: print(m, file=sys.stderr, flush=True))
     print(result.format())
     if not result.dry_run:
+        print("\n" + "\n".join(notes(result.experiment)))
         print(f"\nresults: {result.experiment.out / 'ablation.md'} (also .csv, .json)")
     return 0

@@ -12,7 +12,8 @@ def register(sub) -> None:
         "fill", help="fill unjudged top-k items of human qrels with calibrated LLM labels",
         description="Calibrate LLM grades to the human scale (mean human label per LLM grade over the "
                     "pairs both judge, rounded half up), fill the unjudged items in the runs' top-k, and "
-                    "compare Human-only, LLM-fills-gaps and Full-LLM system rankings.")
+                    "compare Human-only, LLM-fills-gaps and Full-LLM system rankings on every measure of "
+                    "--measures (default Compat(p=0.95) and nDCG@k), with Judged@k for each.")
     FillConfig.add_arguments(p)
     p.set_defaults(func=run_fill)
 
