@@ -35,6 +35,9 @@ BAD = [
     ("measures-P@0", 'measures = ["P@0"]\n', r"key 'measures'.*P@0"),
     ("per_user-zero", "per_user = 0\n", r"key 'per_user': expected a positive integer, found 0"),
     ("per_user-string", 'per_user = "20"\n', r"key 'per_user': expected a positive integer, found '20'"),
+    ("experiments-zero", "experiments = 0\n", r"key 'experiments': expected a positive integer, found 0"),
+    ("experiments-float", "experiments = 3.0\n", r"key 'experiments': expected a positive integer, found 3.0"),
+    ("experiments-bool", "experiments = true\n", r"key 'experiments': expected a positive integer, found true"),
     ("seed-negative", "seed = -1\n", r"key 'seed': expected a seed"),
     ("seed-huge", f"seed = {2**63}\n", r"key 'seed': expected a seed"),
     ("bootstrap-float", "bootstrap = 1.5\n", r"key 'bootstrap': expected a whole number"),
@@ -188,3 +191,34 @@ def test_result_file_that_is_an_input_is_refused_before_work(tmp_path):
         run_experiment(load_experiment(path))
     assert reference.read_text() == "u1 0 a 1\n"
     assert sorted(p.name for p in out.iterdir()) == ["ablation.csv"]
+
+
+def test_options_apply_to_the_experiment_in_python_as_on_the_command_line(tmp_path):
+    from recjudge.api import AblateConfig
+    from recjudge.errors import ConfigError
+    from recjudge.experiments.ablate import with_options
+
+    path = tmp_path / "exp.toml"
+    path.write_text('collection = "ml-100k"\nreference = "historical:rating"\n')
+    exp = load_experiment(path)
+    assert (exp.per_user, exp.experiments, dict(exp.origin)) == (20, 1, {"per_user": "default",
+                                                                        "experiments": "default"})
+    cfg = AblateConfig(experiment=str(path), experiments=3, per_user=50)  # e.g. the penha2025 protocol
+    assert (cfg.experiment.per_user, cfg.experiment.experiments) == (50, 3)
+    assert dict(cfg.experiment.origin) == {"per_user": "--per-user", "experiments": "--experiments"}
+    assert with_options(cfg.experiment, 50, 3) == cfg.experiment  # applying twice changes nothing
+    path.write_text('collection = "ml-100k"\nreference = "historical:rating"\nper_user = 10\nexperiments = 2\n')
+    cfg = AblateConfig(experiment=str(path), per_user=50)
+    assert (cfg.experiment.per_user, cfg.experiment.experiments) == (10, 2)  # the file's own K wins
+    assert AblateConfig(experiment=str(path)).experiment == str(path)  # no option: the verb loads the file
+    with pytest.raises(ConfigError, match="--experiments"):
+        AblateConfig(experiment=str(path), experiments=0)
+
+
+@pytest.mark.parametrize("flag,value", [("--experiments", "0"), ("--experiments", "two"), ("--per-user", "-1")])
+def test_bad_experiments_or_per_user_flag_exits_2(tmp_path, capsys, flag, value):
+    path = tmp_path / "exp.toml"
+    path.write_text('collection = "ml-100k"\nreference = "historical:rating"\n')
+    with pytest.raises(SystemExit) as exit_:
+        main(["ablate", str(path), flag, value])
+    assert exit_.value.code == 2 and flag in capsys.readouterr().err

@@ -214,3 +214,60 @@ def test_fill_pools_the_top_k_by_score_whatever_the_rank_column_or_the_claimed_p
     run = Run("r", frame, tie_policy="hash", seed=0)
     res = fill_gaps(human, llm, {"r": run}, calibrate(human, llm, 1), k=1)
     assert (res.n_filled, res.n_unfilled) == (1, 0)  # the pool is x alone (not a): filled from the LLM grade
+
+
+# ------------------------------------------------------------------ the measure set fill compares on
+
+def _three_systems():
+    """The one-user, three-system example above: full human labels and the filled ones."""
+    full = read_qrels(_pairs([("u", "a", 2), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
+                              ("u", "e", 0)]))
+    filled = read_qrels(_pairs([("u", "a", 1), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
+                                ("u", "e", 2)]))
+    runs = {name: read_run("".join(f"u Q0 {d} {r} {3 - r} {name}\n" for r, d in enumerate(docs, start=1)), name)
+            for name, docs in (("S1", ["a", "c"]), ("S2", ["b", "b2"]), ("S3", ["e", "b"]))}
+    return runs, full, filled
+
+
+def test_scenarios_report_every_measure_given_by_hand():
+    """P@2 (label ≥ 1 relevant):    full     filled
+        S1 [a, c]                  1/2      1/2
+        S2 [b, b2]                 1        1
+        S3 [e, b]                  1/2      1      (e: 0 → 2)
+    τ-b: (S1,S2) concordant; (S1,S3) tied under full; (S2,S3) tied under filled; no discordant pair:
+    (1 - 0) / sqrt((3 - 1)(3 - 1)) = 1/2. nDCG@2: τ = -1 (the docstring of the validation test above)."""
+    runs, full, filled = _three_systems()
+    rep = scenarios(runs, {"full": full, "filled": filled}, k=2, measures="P@2, nDCG@2")
+    assert rep.measures == ("P@2", "nDCG@2") and list(rep.tau) == ["P@2", "nDCG@2"]
+    assert rep.scores["P@2"].to_dict() == {"full": {"S1": 0.5, "S2": 1.0, "S3": 0.5},
+                                           "filled": {"S1": 0.5, "S2": 1.0, "S3": 1.0}}
+    assert rep.tau["P@2"].loc["full", "filled"] == pytest.approx(1 / 2)
+    assert rep.tau["nDCG@2"].loc["full", "filled"] == pytest.approx(-1.0)
+    assert rep.judged.to_dict() == {"full": 1.0, "filled": 1.0}  # Judged@k is reported whatever is compared
+    assert rep.warnings == ("nDCG@2 mixes gains from two label sources in one ideal ranking and proved "
+                            "unstable on filled qrels (Penha et al. 2025); read Compat first",)
+    assert rep.to_json()["measures"] == ["P@2", "nDCG@2"]
+    # Judged@k may be compared too: evaluated once, not refused as a repeated measure
+    both = scenarios(runs, {"full": full, "filled": filled}, k=2, measures=["Judged@2", "P@2"])
+    assert list(both.tau) == ["Judged@2", "P@2"] and both.warnings == ()
+    val = validate_fill(full, filled, runs, 1 / 3, k=2, min_overlap=1, seed=88, measures="P@2")
+    assert set(val.tau_with_fill) == set(val.tau_without_fill) == {"P@2"}
+
+
+def test_the_default_measure_set_is_unchanged():
+    runs, full, filled = _three_systems()
+    rep = scenarios(runs, {"full": full, "filled": filled}, k=2)
+    assert rep.measures == ("Compat(p=0.95)", "nDCG@2") and list(rep.scores) == ["Compat(p=0.95)", "nDCG@2"]
+    val = validate_fill(full, filled, runs, 1 / 3, k=2, min_overlap=1, seed=88)
+    assert set(val.tau_with_fill) == {"Compat(p=0.95)", "nDCG@2"}
+
+
+def test_an_unknown_measure_is_refused_before_anything_is_read():
+    from recjudge.api import FillConfig
+    from recjudge.evaluation.calibration import scenario_measures
+
+    with pytest.raises(ConfigError, match="Bogus@3"):
+        scenario_measures("nDCG@10,Bogus@3", 100)
+    with pytest.raises(ConfigError, match="Bogus@3"):
+        FillConfig(human="missing.qrels", llm="missing.qrels", runs=("missing",), out=None, measures="Bogus@3")
+    assert FillConfig(human="h", llm="l", runs=("r",), out=None, k=10).measure_list() == ("Compat(p=0.95)", "nDCG@10")

@@ -129,3 +129,28 @@ def test_validation_that_cannot_run_writes_nothing(files, capsys):
     assert _fill(tmp_path, paths, "--validate", "0.01", "--json", str(tmp_path / "fill.json")) == 2
     assert _snapshot(tmp_path) == before
     assert "leaves nothing to compare" in capsys.readouterr().err
+
+
+def test_unknown_measure_exits_2_before_writing(files, capsys):
+    tmp_path, paths = files
+    before = _snapshot(tmp_path)
+    assert _fill(tmp_path, paths, "--measures", "nDCG@10,Bogus@3", "--json", str(tmp_path / "fill.json")) == 2
+    assert _snapshot(tmp_path) == before
+    assert "Bogus@3" in capsys.readouterr().err
+
+
+# strict: once recjudge.api.fill passes cfg.measures on (see the fill helper's report), this passes,
+# the strict xfail fails, and the marker goes
+@pytest.mark.xfail(strict=True, reason="recjudge.api.fill does not yet pass cfg.measures to scenarios/validate_fill")
+def test_measures_reach_every_scenario_table(files, capsys):
+    import json
+
+    tmp_path, paths = files
+    assert _fill(tmp_path, paths, "--measures", "P@1,RR", "--validate", "0.5",
+                 "--json", str(tmp_path / "fill.json")) == 0
+    data = json.loads((tmp_path / "fill.json").read_text())
+    assert data["scenarios"]["measures"] == ["P@1", "RR"]
+    assert list(data["scenarios"]["kendall_tau"]) == list(data["scenarios"]["scores"]) == ["P@1", "RR"]
+    assert set(data["validation"]["tau_with_fill"]) == {"P@1", "RR"}
+    out = capsys.readouterr().out
+    assert "rankings on P@1" in out and "rankings on RR" in out and "nDCG" not in out
