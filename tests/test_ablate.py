@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from recjudge.cli import main
-from recjudge.data.trec import Run, write_run
+from recjudge.data.trec import Qrels, Run, write_qrels, write_run
 from recjudge.errors import InputError
-from recjudge.experiments.ablate import Experiment, load_experiment, run_experiment, variants
+from recjudge.experiments.ablate import (
+    Experiment,
+    across_experiments,
+    derive_seed,
+    load_experiment,
+    run_experiment,
+    sampled_pairs,
+    variants,
+)
+from recjudge.judge import judge_names
+from recjudge.judge.baselines import _result
+from recjudge.judge.registry import JudgeSpec, register_judge
+from recjudge.judge.results import Judgment
 
 GENRES = ["Drama", "Comedy", "Action", "Horror", "Romance", "Sci-Fi"]
 
@@ -168,17 +181,6 @@ repeats = [2]
 
 # ------------------------------------------------------------------ K per user, complete reference, N experiments
 
-from recjudge.data.trec import Qrels, write_qrels  # noqa: E402
-from recjudge.experiments.ablate import (  # noqa: E402
-    across_experiments,
-    derive_seed,
-    sampled_pairs,
-)
-from recjudge.judge import judge_names  # noqa: E402
-from recjudge.judge.baselines import _result  # noqa: E402
-from recjudge.judge.registry import JudgeSpec, register_judge  # noqa: E402
-from recjudge.judge.results import Judgment  # noqa: E402
-
 ORACLE_LABELS: dict[tuple[str, str], int] = {}   # what the oracle answers: the reference label of a pair
 ORACLE_CALLS: list[tuple[int, tuple]] = []       # (history seed, pairs) of every run of the oracle
 
@@ -226,9 +228,8 @@ def test_k_samples_are_nested_per_user_small_example():
 
 
 def test_tau_is_against_the_complete_reference_not_the_sampled_pairs(tmp_path):
-    from scipy.stats import kendalltau
-
     import ir_measures
+    from scipy.stats import kendalltau
 
     coll = _movielens(tmp_path)
     runs = _runs(tmp_path, users=8, systems=6)
@@ -275,7 +276,7 @@ def test_across_experiments_mean_and_t_interval_by_hand():
     assert e.mean == pytest.approx(0.6) and e.n == 3
     assert e.ci == pytest.approx((0.6 - half, 0.6 + half), abs=1e-12)
     one = across_experiments([0.4])
-    assert one.mean == 0.4 and all(x != x for x in one.ci)  # one experiment: no interval
+    assert one.mean == 0.4 and all(math.isnan(x) for x in one.ci)  # one experiment: no interval
     same = across_experiments([0.25, 0.25, 0.25])
     assert same.ci == (0.25, 0.25)  # identical experiments: ±0.0000, as the paper reports
     gap = across_experiments([0.5, float("nan"), 0.7])  # an undefined value is left out, not taken as 0

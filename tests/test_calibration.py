@@ -244,8 +244,8 @@ def test_scenarios_report_every_measure_given_by_hand():
     assert rep.tau["P@2"].loc["full", "filled"] == pytest.approx(1 / 2)
     assert rep.tau["nDCG@2"].loc["full", "filled"] == pytest.approx(-1.0)
     assert rep.judged.to_dict() == {"full": 1.0, "filled": 1.0}  # Judged@k is reported whatever is compared
-    assert rep.warnings == ("nDCG@2 mixes gains from two label sources in one ideal ranking and proved "
-                            "unstable on filled qrels (Penha et al. 2025); read Compat first",)
+    assert rep.warnings == (("nDCG@2 mixes gains from two label sources in one ideal ranking and proved "
+                             "unstable on filled qrels (Penha et al. 2025); read Compat first"),)
     assert rep.to_json()["measures"] == ["P@2", "nDCG@2"]
     # Judged@k may be compared too: evaluated once, not refused as a repeated measure
     both = scenarios(runs, {"full": full, "filled": filled}, k=2, measures=["Judged@2", "P@2"])

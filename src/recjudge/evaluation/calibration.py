@@ -248,8 +248,8 @@ def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100
     warn = ()
     if ndcg:
         verb = "mixes" if len(ndcg) == 1 else "mix"
-        warn = (f"{', '.join(ndcg)} {verb} gains from two label sources in one ideal ranking and proved unstable "
-                "on filled qrels (Penha et al. 2025); read Compat first",)
+        warn = ((f"{', '.join(ndcg)} {verb} gains from two label sources in one ideal ranking and proved "
+                 "unstable on filled qrels (Penha et al. 2025); read Compat first"),)
     return ScenarioReport(judged, judged_systems, taus, scores, warn, compared)
 
 

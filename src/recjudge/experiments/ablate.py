@@ -60,7 +60,7 @@ from .._io import atomic_write, check_output_dir, check_outputs, read_toml, writ
 from ..data.trec import TIE_POLICIES, Qrels, Run
 from ..errors import ConfigError, InputError
 
-__all__ = ["Experiment", "Estimate", "ExperimentOutcome", "VariantRow", "across_experiments", "derive_seed",
+__all__ = ["Estimate", "Experiment", "ExperimentOutcome", "VariantRow", "across_experiments", "derive_seed",
            "load_experiment", "run_experiment", "sampled_pairs", "variants", "with_options"]
 
 MODES = ("one-at-a-time", "product")
@@ -438,7 +438,7 @@ class Estimate(NamedTuple):
 
     @property
     def n(self) -> int:
-        return sum(v == v for v in self.values)
+        return sum(not math.isnan(v) for v in self.values)
 
 
 def across_experiments(values: Sequence[float], confidence: float = 0.95) -> Estimate:
@@ -450,7 +450,7 @@ def across_experiments(values: Sequence[float], confidence: float = 0.95) -> Est
     from scipy import stats
 
     values = tuple(float(v) for v in values)
-    x = np.array([v for v in values if v == v], dtype=np.float64)
+    x = np.array([v for v in values if not math.isnan(v)], dtype=np.float64)
     if len(x) == 0:
         return Estimate(math.nan, (math.nan, math.nan), values)
     mean = float(x.mean())
@@ -595,8 +595,8 @@ def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, 
     result = judge_pairs(pairs, collection, config, cache_path=cache, history=history, name=name)
     s = result.summary
     nan, nan2 = math.nan, (math.nan, math.nan)
-    counts = dict(experiment=index + 1, pairs_seed=pairs_seed, history_seed=config.seed, pairs=s.pairs,
-                  judged=s.judged, cache_hits=s.cache_hits, est_input_tokens=s.estimated_input_tokens)
+    counts = {"experiment": index + 1, "pairs_seed": pairs_seed, "history_seed": config.seed, "pairs": s.pairs,
+              "judged": s.judged, "cache_hits": s.cache_hits, "est_input_tokens": s.estimated_input_tokens}
     cand = None if dry_run else result.qrels()
     if cand is None:
         return ExperimentOutcome(**counts, calls=s.planned_calls if dry_run else s.calls, agree=nan, agree_ci=nan2,
@@ -687,12 +687,12 @@ def notes(exp: Experiment) -> list[str]:
     """What the numbers are: the reference, K and its nesting, and which interval the brackets hold."""
     where = {"file": "set in the file", "default": "the default", "--per-user": "from --per-user"}
     k_origin = where.get(exp.origin.get("per_user", ""), exp.origin.get("per_user", ""))
-    lines = [f"Reference: `{exp.reference}`. K = {exp.per_user} items per user ({k_origin}; a K axis in [grid] "
-             "overrides it per variant), sampled from the items the reference labels; the samples are nested "
-             "across K (one seeded order per user, cut at K).",
-             "τ and weighted τ: system rankings under each variant's labels against rankings under the COMPLETE "
-             "reference qrels (all their labels, not only the sampled pairs); agreement, κ and α on the sampled "
-             "pairs."]
+    lines = [(f"Reference: `{exp.reference}`. K = {exp.per_user} items per user ({k_origin}; a K axis in [grid] "
+              "overrides it per variant), sampled from the items the reference labels; the samples are nested "
+              "across K (one seeded order per user, cut at K)."),
+             ("τ and weighted τ: system rankings under each variant's labels against rankings under the COMPLETE "
+              "reference qrels (all their labels, not only the sampled pairs); agreement, κ and α on the sampled "
+              "pairs.")]
     seeds = [derive_seed(exp.seed, e, "pairs") for e in range(exp.experiments)]
     if exp.experiments == 1:
         lines.append(f"One experiment (seed {exp.seed}): pairwise shares with user-bootstrap 95% CIs; no interval "
@@ -760,6 +760,6 @@ def _num(x: float) -> str:
 def _ci(x: float, ci: tuple[float, float]) -> str:
     if x != x:
         return "–"
-    if ci[0] != ci[0]:
+    if math.isnan(ci[0]):
         return f"{x:.3f}"
     return f"{x:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
