@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_compare.py [--users 1000] [--systems 52] [--depth 100]
         [--judged 600] [--repeats 3] [--reference-repeats 1] [--bootstrap 1000] [--skip-reference]
-        [--keep DIR] [--reuse]
+        [--keep DIR] [--reuse] [--no-engine] [--no-stages]
 
 Writes ``--systems`` run files (top-``--depth`` per user, distinct scores: no ties, so both tools
 see one order) and two qrels files (reference and candidate, 0-4 labels) to a temp folder, then
@@ -14,9 +14,12 @@ times, each in a fresh interpreter (start-up and file reading included):
   same four measures under both qrels with ``ir_measures.calc_aggregate``-equivalent per-query
   values (one evaluator per measure and label set), then the mean per system.
 
-Prints wall time (median over ``--repeats``), peak RSS of the child process, the speed ratio, read
-throughput (run lines per second of the recjudge command) and the largest difference between the
-two tools' system means; then the per-stage split of the same work, timed stage by stage in one
+Also times the same work through ``recjudge.evaluation.measures.score_runs`` (read, tie share, tie
+resolution and both label sets run by run, one run in memory; then τ with the bootstrap), the engine
+``compare`` is to call. Prints wall time (median over ``--repeats``; ir-measures over
+``--reference-repeats``), peak RSS of the child process, the speed ratios, throughput (run lines per
+second of the whole command) and the largest difference between each tool's system means and
+ir-measures'; then the per-stage split of the same work, timed stage by stage in one
 fresh interpreter (import, reading runs and qrels, tie share, ensure_tie_free, the per-user ×
 per-system matrices for each label set, τ with the bootstrap).
 """
@@ -68,6 +71,27 @@ for label_name, path in (("reference", ref_path), ("candidate", cand_path)):
             means[key] = total / len(qrels)  # trec_eval -c: a query the run misses counts 0
         result[label_name][f.stem] = means
 Path(out).write_text(json.dumps(result))
+"""
+
+
+STREAM_SCRIPT = r"""
+import json, sys
+from recjudge.data.trec import read_qrels, run_paths
+from recjudge.evaluation import metaeval
+from recjudge.evaluation.measures import measure_key, parse_measures, score_runs
+runs_dir, ref_path, cand_path, out = sys.argv[1:5]
+measures, n_boot = json.loads(sys.argv[5]), int(sys.argv[6])
+keys = {m: measure_key(p) for m, p in zip(measures, parse_measures(measures))}
+scored = score_runs(run_paths(runs_dir), {"reference": read_qrels(ref_path), "candidate": read_qrels(cand_path)},
+                    measures)
+ref_m, cand_m = scored.matrices["reference"], scored.matrices["candidate"]
+for m, k in keys.items():
+    metaeval._agreement(m, ref_m[k], cand_m[k], n_boot, 0)
+means = {label: {m: metaeval.system_means(mats[k]) for m, k in keys.items()} for label, mats in scored.matrices.items()}
+systems = [{"system": s, "reference": {m: float(means["reference"][m][s]) for m in keys},
+            "candidates": {"candidate": {"scores": {m: float(means["candidate"][m][s]) for m in keys}}}}
+           for s in scored.tied_user_share]
+json.dump({"systems": systems}, open(out, "w"))
 """
 
 
@@ -147,6 +171,9 @@ def main() -> None:
                     help="timed runs of ir-measures (minutes each at 52 × 1k; the median is reported)")
     ap.add_argument("--skip-reference", action="store_true", help="do not run ir-measures")
     ap.add_argument("--reuse", action="store_true", help="with --keep: use the files already in DIR")
+    ap.add_argument("--engine", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time the same work through score_runs, which holds one run in memory at a time")
+    ap.add_argument("--no-stages", dest="stages", action="store_false", help="skip the per-stage split")
     ap.add_argument("--keep", metavar="DIR", help="write the generated files here and keep them")
     args = ap.parse_args()
 
@@ -166,20 +193,32 @@ def main() -> None:
                 "--json", str(folder / "recjudge.json")]
     rj = [timed(recjudge) for _ in range(args.repeats)]
     rows = [("recjudge compare", statistics.median(w for w, _ in rj), max(m for _, m in rj))]
+    if args.engine:
+        stream = [sys.executable, "-c", STREAM_SCRIPT, str(run_dir), str(ref_path), str(cand_path),
+                  str(folder / "engine.json"), json.dumps(MEASURES), str(args.bootstrap)]
+        en = [timed(stream) for _ in range(args.repeats)]
+        rows.append(("engine, one run at a time (score_runs)", statistics.median(w for w, _ in en),
+                     max(m for _, m in en)))
     diff = None
     if not args.skip_reference:
         ref_cmd = [sys.executable, "-c", IR_MEASURES_SCRIPT, str(run_dir), str(ref_path), str(cand_path),
                    str(folder / "ir_measures.json"), json.dumps(MEASURES)]
         ir = [timed(ref_cmd) for _ in range(max(1, args.reference_repeats))]
-        rows.append(("ir-measures (same 4 measures × 2 qrels)", statistics.median(w for w, _ in ir),
-                     max(m for _, m in ir)))
-        diff = compare_values(folder / "recjudge.json", folder / "ir_measures.json")
-    print(f"\n{'command':<42} {'wall s (median)':>16} {'peak RSS GB':>12}")
+        ir_row = ("ir-measures (same 4 measures × 2 qrels)", statistics.median(w for w, _ in ir),
+                  max(m for _, m in ir))
+        diff = {name: compare_values(folder / f"{name}.json", folder / "ir_measures.json")
+                for name in ("recjudge", "engine") if (folder / f"{name}.json").exists()}
+    print(f"\n{'command':<42} {'wall s (median)':>16} {'peak RSS GB':>12} {'lines/s':>12}")
     for name, wall, peak in rows:
-        print(f"{name:<42} {wall:>16.2f} {peak:>12.2f}")
-    print(f"\nread throughput of recjudge compare (whole command): {n_lines / rows[0][1]:,.0f} run lines/s")
-    if len(rows) == 2:
-        print(f"speed-up: {rows[1][1] / rows[0][1]:.1f}×; max |Δ system mean| = {diff:.2e}")
+        print(f"{name:<42} {wall:>16.2f} {peak:>12.2f} {n_lines / wall:>12,.0f}")
+    if not args.skip_reference:
+        print(f"{ir_row[0]:<42} {ir_row[1]:>16.2f} {ir_row[2]:>12.2f} {n_lines / ir_row[1]:>12,.0f}")
+        for name, wall, _ in rows:
+            print(f"speed-up of {name}: {ir_row[1] / wall:.1f}×")
+        print("max |Δ system mean| vs ir-measures: " + ", ".join(f"{k} {v:.2e}" for k, v in diff.items()))
+    print("(lines/s: run lines over the whole command's wall time, start-up included)")
+    if not args.stages:
+        return
     split = stages(run_dir, ref_path, cand_path, args.bootstrap)
     total = sum(split.values())
     print(f"\nper-stage split (one fresh interpreter, {total:.2f} s in all):")
