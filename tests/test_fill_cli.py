@@ -139,9 +139,6 @@ def test_unknown_measure_exits_2_before_writing(files, capsys):
     assert "Bogus@3" in capsys.readouterr().err
 
 
-# strict: once recjudge.api.fill passes cfg.measures on (see the fill helper's report), this passes,
-# the strict xfail fails, and the marker goes
-@pytest.mark.xfail(strict=True, reason="recjudge.api.fill does not yet pass cfg.measures to scenarios/validate_fill")
 def test_measures_reach_every_scenario_table(files, capsys):
     import json
 

@@ -369,10 +369,11 @@ def fill(config: FillConfig | None = None, /, **options) -> FillReport:
     cal = calibrate(human, llm, cfg.min_overlap)
     result = fill_gaps(human, llm, runs, cal, cfg.k, cfg.tie_policy, cfg.seed)
     rep = scenarios(runs, {"Human-only": human, "LLM fills gaps": result.qrels, "Full LLM": llm},
-                    cfg.k, cfg.tie_policy, cfg.seed)
+                    cfg.k, cfg.tie_policy, cfg.seed, measures=cfg.measures)
     val = None
     if cfg.validate is not None:
-        val = validate_fill(human, llm, runs, cfg.validate, cfg.k, cfg.min_overlap, cfg.tie_policy, cfg.seed)
+        val = validate_fill(human, llm, runs, cfg.validate, cfg.k, cfg.min_overlap, cfg.tie_policy, cfg.seed,
+                            measures=cfg.measures)
     paths = {}
     if cfg.out is not None:
         paths["qrels"], paths["sources"] = write_filled(result, cfg.out)
