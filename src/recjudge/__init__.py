@@ -21,24 +21,11 @@ _API = (
     "TiesConfig", "CompareSettingsConfig",
 )
 
-__all__ = [
-    "__version__",
-    "RecjudgeError",
-    "InputError",
-    "ConfigError",
-    "MissingExtraError",
-    "Run",
-    "RunRow",
-    "Qrels",
-    "Qrel",
-    "read_run",
-    "read_runs",
-    "read_qrels",
-    "write_run",
-    "write_qrels",
-    "resolve_ties",
-    *_API,
-]
+# TREC I/O: the part of recjudge.data.trec a user needs at the top level
+_TREC = ("Run", "RunRow", "Qrels", "Qrel", "read_run", "read_runs", "read_qrels", "write_run", "write_qrels",
+         "resolve_ties")
+
+__all__ = ["__version__", "RecjudgeError", "InputError", "ConfigError", "MissingExtraError", *_TREC, *_API]
 
 
 class _JudgeVerb:
