@@ -245,3 +245,26 @@ def test_every_output_states_each_measures_gain_function(tmp_path):
     for folder in ("rep", "erep"):
         text = (tmp_path / folder / "report.md").read_text()
         assert "  - nDCG@100, linear gain (trec_eval)" in text and "exponential gain 2^rel − 1" in text
+
+
+def test_compare_and_evaluate_of_run_files_equal_the_python_verbs_on_runs_in_memory(data):
+    import recjudge
+    from recjudge.data.trec import read_runs
+
+    # a tie-heavy fourth system, so the tie share and the hash policy show in the outputs
+    (data / "runs" / "tied.run").write_text("".join(f"{u} Q0 d{i} {i} {1 if i < 4 else 0} tied\n"
+                                                    for u in ("u1", "u2", "u3") for i in range(1, 6)))
+    in_memory = read_runs(data / "runs")
+    files = ["--runs", str(data / "runs"), "--measures", "nDCG@5,Bpref", "--seed", "3"]
+    qrels = {"reference": str(data / "human.qrels"), "candidate": [str(data / "llm.qrels")]}
+    assert main(["compare", *files, "--reference", qrels["reference"], "--candidate", *qrels["candidate"],
+                 "--queries", "shared", "--bootstrap", "40", "--json", str(data / "cli.json")]) == 0
+    recjudge.compare(runs=in_memory, **qrels, measures="nDCG@5,Bpref", seed=3, queries="shared", bootstrap=40,
+                     json=data / "api.json")
+    cli = json.loads((data / "cli.json").read_text())
+    assert cli == json.loads((data / "api.json").read_text())
+    assert {s["system"]: s["tied_user_share"] for s in cli["systems"]}["tied"] == 1.0  # d1–d3 tie for every user
+    assert main(["evaluate", *files, "--qrels", qrels["reference"], "--json", str(data / "cli-eval.json")]) == 0
+    recjudge.evaluate(runs=in_memory, qrels=qrels["reference"], measures="nDCG@5,Bpref", seed=3,
+                      json=data / "api-eval.json")
+    assert (data / "cli-eval.json").read_text() == (data / "api-eval.json").read_text()

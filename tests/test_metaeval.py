@@ -574,3 +574,65 @@ def test_shared_queries_with_users_missing_on_both_sides_by_hand():
     #      candidate over u2–u4: sysA (1/2 + 1/2 + 0)/3, sysB (0 + 1/2 + 1)/3
     assert own.reference.means("P@2").to_dict() == pytest.approx({"sysA": 1 / 3, "sysB": 1 / 2})
     assert own.candidates["cand"].means("P@2").to_dict() == pytest.approx({"sysA": 1 / 3, "sysB": 1 / 2})
+
+
+# ------------------------------------------------------------------ run by run (issue 14)
+
+def test_compare_and_evaluate_read_run_files_one_at_a_time_with_the_results_of_runs_in_memory(tmp_path, monkeypatch):
+    import gc
+    import weakref
+
+    from recjudge.data import trec
+
+    runs, human, llm = _fixture(seed=3, systems=4)  # tie-heavy: the hash policy reorders them
+    for name, run in runs.items():
+        write_run(run, tmp_path / f"{name}.run")
+    files = trec.run_paths(tmp_path)
+    in_memory = trec.read_runs(tmp_path)  # the same runs, every one held at once
+    real, alive, live_at_read = trec.read_run, [], []
+
+    def counting(source, name=None):
+        gc.collect()
+        live_at_read.append(sum(ref() is not None for ref in alive))
+        run = real(source, name)
+        alive.append(weakref.ref(run))
+        return run
+
+    monkeypatch.setattr(trec, "read_run", counting)
+    for queries in ("own", "shared"):
+        live_at_read.clear()
+        got = compare(files, human, [llm], queries=queries, bootstrap=50, seed=4)
+        assert live_at_read == [0, 0, 0, 0]  # each file read once, after the one before it was dropped
+        want = compare(in_memory, human, [llm], queries=queries, bootstrap=50, seed=4)
+        assert got.to_json() == want.to_json()
+        assert got.tie_share == want.tie_share and max(got.tie_share.values()) > 0
+    live_at_read.clear()
+    assert evaluate(files, human, seed=4).to_json() == evaluate(in_memory, human, seed=4).to_json()
+    assert live_at_read == [0, 0, 0, 0]
+
+
+def test_input_tie_policy_is_warned_once_for_all_runs():
+    import warnings
+
+    runs, human, llm = _fixture(seed=5, systems=3)
+    for call in (lambda: compare(runs, human, [llm], measures="nDCG@10", tie_policy="input", bootstrap=0),
+                 lambda: evaluate(runs, human, "nDCG@10", tie_policy="input")):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            call()
+        said = [str(w.message) for w in got if "tie policy 'input'" in str(w.message)]
+        assert len(said) == 1 and "Prefer 'hash'" in said[0]  # not once per run
+        assert got[0].filename == __file__  # points at the caller's line
+
+
+def test_shared_users_that_no_run_ranks_are_an_error_naming_both_label_sets():
+    runs = _two_system_runs()  # ranks u1–u4
+    ref = read_qrels("u1 0 d1 1\nx1 0 d1 1\n", name="ref")
+    cand = read_qrels("u2 0 d3 1\nx1 0 d1 0\n", name="cand")  # shares only x1 with ref, which no run ranks
+    compare(runs, ref, {"cand": cand}, measures="P@2", queries="own", bootstrap=0)  # own users: ranked
+    with pytest.raises(ConfigError, match=r"no run ranks any of the 1 users that reference 'ref' and candidate "
+                                          r"'cand' both judge.*--queries own"):
+        compare(runs, ref, {"cand": cand}, measures="P@2", queries="shared", bootstrap=0)
+    strangers = read_qrels("x1 0 d1 1\n", name="strangers")
+    with pytest.raises(ConfigError, match="no run ranks any user that 'strangers' judges"):
+        compare(runs, ref, {"strangers": strangers}, measures="P@2", bootstrap=0)

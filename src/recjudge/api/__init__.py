@@ -116,13 +116,17 @@ def _groups(value, files: list | None) -> dict[str, str] | None:
 
 
 def _systems(runs, groups):
-    """The runs (a folder expanded once), their groups and the tie records written beside run files."""
+    """The runs, their groups and the tie records written beside run files. Runs given as paths come
+    back as run name → file (a folder expanded once, names checked unique), to be read one at a time
+    while scoring; a mapping of name → Run is used as it is."""
+    from ..data.trec import run_paths
     from ..evaluation.metaeval import export_tie_info
 
     files = _run_files(runs)
     by_system = _groups(groups, files)
-    loaded = _runs(runs if files is None else files)
-    return loaded, by_system, export_tie_info(files) if files is not None else {}
+    if files is None:
+        return dict(runs), by_system, {}
+    return run_paths(files), by_system, export_tie_info(files)
 
 
 def _group_table(scores, groups, source):

@@ -1,8 +1,9 @@
 """Meta-evaluation: do two label sets rank recommender systems the same way?
 
-Pipeline: runs are made tie-free once (:func:`recjudge.data.trec.ensure_tie_free`), a per-user ×
-per-system matrix is computed once per measure and label set (:mod:`recjudge.evaluation.measures`), and
-everything else — system scores, rankings, τ, bootstrap CIs — is aggregated from those matrices.
+Pipeline: one pass over the runs, one run in memory at a time (:func:`recjudge.evaluation.measures.score_runs`),
+takes each run's tie share, makes it tie-free (:func:`recjudge.data.trec.ensure_tie_free`) and fills its
+column of a per-user × per-system matrix for every measure and label set; everything else — system
+scores, rankings, τ, bootstrap CIs — is aggregated from those matrices.
 
 Which users count
 -----------------
@@ -28,7 +29,7 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,11 @@ from scipy import stats
 
 from ..data.trec import TIE_POLICIES, Qrels, Run, ensure_tie_free, tied_user_share
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .measures import Scored
+
+    RunSource = Run | str | os.PathLike  # a run, or a run file read when its turn comes
 
 __all__ = [
     "DEFAULT_MEASURES",
@@ -376,21 +382,31 @@ class CompareResult:
 
 # ---------------------------------------------------------------------------------- pipeline
 
-def prepare_runs(runs: Mapping[str, Run], tie_policy: str = "hash", seed: int = 0,
-                 k: int = 100) -> tuple[dict[str, Run], dict[str, float]]:
-    """Resolve ties in every run once; return the tie-free runs and each run's tied-user share at k."""
+_INPUT_WARNING = ("tie policy 'input': equal scores are ordered by file order; a list written relevant-first "
+                  "then wins every tie. Prefer 'hash'.")
+
+
+def _check_runs(runs: Mapping, tie_policy: str) -> None:
     if tie_policy not in TIE_POLICIES:
         raise ConfigError(f"unknown tie policy {tie_policy!r}; choose one of: {', '.join(TIE_POLICIES)}")
     if not runs:
         raise ConfigError("no runs given; pass run files or a folder of runs")
+
+
+def prepare_runs(runs: Mapping[str, Run], tie_policy: str = "hash", seed: int = 0,
+                 k: int = 100) -> tuple[dict[str, Run], dict[str, float]]:
+    """Resolve ties in every run once; return the tie-free runs and each run's tied-user share at k.
+
+    Holds every run in memory; :func:`evaluate` and :func:`compare` score run by run instead.
+    """
+    _check_runs(runs, tie_policy)
     shares = {name: tied_user_share(run, k) for name, run in runs.items()}
     with warnings.catch_warnings():
         if tie_policy == "input":
             warnings.simplefilter("ignore")
         resolved = {name: ensure_tie_free(run, tie_policy, seed) for name, run in runs.items()}
     if tie_policy == "input":
-        warnings.warn("tie policy 'input': equal scores are ordered by file order; a list written "
-                      "relevant-first then wins every tie. Prefer 'hash'.", stacklevel=2)
+        warnings.warn(_INPUT_WARNING, stacklevel=2)
     return resolved, shares
 
 
@@ -466,31 +482,46 @@ def measure_definitions(names) -> dict[str, str]:
     return {name: describe_measure(name) for name in names}
 
 
-def _table(label_set: str, runs: Mapping[str, Run], qrels: Qrels, measures: Mapping[str, str],
-           queries: Sequence[str] | None) -> SystemTable:
-    from .measures import per_query_matrix
+def _score(runs: Mapping[str, RunSource], label_sets: Mapping, measures: Mapping[str, str], tie_policy: str,
+           seed: int) -> Scored:
+    """Every run scored under every label set in one pass over the runs, one run in memory at a time
+    (:func:`recjudge.evaluation.measures.score_runs`); the tied-user shares are taken at k = 100."""
+    from .measures import score_runs
 
-    judged = set(qrels.frame.qid.unique())
-    if not any(judged.intersection(run.frame.qid.unique()) for run in runs.values()):
-        raise ConfigError(f"no run ranks any user that {label_set!r} judges: every measure would be 0; check "
-                          "that runs and qrels use the same user ids")
-
-    mats = per_query_matrix(runs, qrels, list(measures), queries=queries)
-    return SystemTable(label_set, {name: mats[key] for name, key in measures.items()})
+    _check_runs(runs, tie_policy)
+    scored = score_runs(runs, label_sets, list(measures), tie_policy, seed, k=100)
+    if tie_policy == "input":  # score_runs keeps each run's own warning quiet: said once here
+        warnings.warn(_INPUT_WARNING, stacklevel=3)
+    return scored
 
 
-def evaluate(runs: Mapping[str, Run], qrels: Qrels, measures: Sequence[str] | str | None = None,
+def _table(label_set: str, scored: Scored, key, measures: Mapping[str, str], unranked: str | None = None
+           ) -> SystemTable:
+    """The matrices of label set ``key`` in ``scored`` under the user's measure names. ``unranked``
+    is the error when no run ranks any of the label set's users (every measure would be 0)."""
+    if not any(scored.users_ranked[key].values()):
+        raise ConfigError(unranked or f"no run ranks any user that {label_set!r} judges: every measure would be 0; "
+                          "check that runs and qrels use the same user ids")
+    mats = scored.matrices[key]
+    return SystemTable(label_set, {name: mats[k] for name, k in measures.items()})
+
+
+def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str] | str | None = None,
              tie_policy: str = "hash", seed: int = 0, export_ties: Mapping[str, dict] | None = None
              ) -> EvaluationResult:
-    """Score and rank systems under one label set."""
+    """Score and rank systems under one label set.
+
+    ``runs`` maps a name to a Run or to a run file (:func:`recjudge.data.trec.run_paths`); files are
+    read one at a time, so the memory does not grow with the number of runs.
+    """
     names = _measure_names(measures)
-    resolved, shares = prepare_runs(runs, tie_policy, seed)
-    table = _table(qrels.name, resolved, qrels, names, None)
+    scored = _score(runs, {"labels": qrels}, names, tie_policy, seed)
+    table = _table(qrels.name, scored, "labels", names)
     settings = {"measures": list(names), "measure_definitions": measure_definitions(names),
                 "tie_policy": tie_policy, "seed": seed,
                 "qrels": qrels.name, "n_users": len(qrels.qids), "missing_user_score": 0.0,
                 "export_ties": dict(export_ties or {})}
-    return EvaluationResult(table, settings, shares)
+    return EvaluationResult(table, settings, scored.tied_user_share)
 
 
 def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
@@ -525,7 +556,7 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
     )
 
 
-def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrels] | Mapping[str, Qrels],
+def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequence[Qrels] | Mapping[str, Qrels],
             measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "hash",
             seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None,
             bootstrap_seed: int | None = None, ci_method: str = DEFAULT_CI_METHOD,
@@ -534,7 +565,8 @@ def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrel
 
     ``seed`` drives the hash tie policy and, unless ``bootstrap_seed`` is given, the bootstrap;
     a separate ``bootstrap_seed`` varies the CIs without changing any score or rank.
-    ``sources`` (label set name → path it was read from) is recorded in the settings.
+    ``sources`` (label set name → path it was read from) is recorded in the settings. ``runs`` maps
+    a name to a Run or to a run file, read one at a time as in :func:`evaluate`.
     """
     if queries not in QUERY_SETS:
         raise ConfigError(f"--queries must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
@@ -557,23 +589,37 @@ def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrel
         raise ConfigError(f"CI method must be one of {', '.join(CI_METHODS)}, not {ci_method!r}")
     boot_seed = seed if bootstrap_seed is None else bootstrap_seed
     names = _measure_names(measures)
-    resolved, shares = prepare_runs(runs, tie_policy, seed)
+    # every table's label set, so that one pass over the runs scores them all: ("reference",) over
+    # the reference's users; per candidate, ("candidate", key) and, under "shared", ("shared", key)
+    # for the reference over the users both judge
+    label_sets: dict[tuple, Qrels | tuple] = {("reference",): reference}
+    shared: dict[str, list[str]] = {}
     ref_users = set(reference.qids)
-    ref_table = _table(reference.name, resolved, reference, names, None)
+    for key, qrels in cand_map.items():
+        if queries == "shared":
+            shared[key] = sorted(ref_users & set(qrels.qids))
+            if not shared[key]:
+                raise ConfigError(f"reference {reference.name!r} and candidate {key!r} judge no user in "
+                                  "common; use --queries own")
+            label_sets[("shared", key)] = (reference, shared[key])
+            label_sets[("candidate", key)] = (qrels, shared[key])
+        else:
+            label_sets[("candidate", key)] = qrels
+    scored = _score(runs, label_sets, names, tie_policy, seed)
+    ref_table = _table(reference.name, scored, ("reference",), names)
     cand_tables: dict[str, SystemTable] = {}
     ref_tables: dict[str, SystemTable] = {}
     agreement: dict[str, dict[str, RankAgreement]] = {}
-    for key, qrels in cand_map.items():
+    for key in cand_map:
         if queries == "shared":
-            shared = sorted(ref_users & set(qrels.qids))
-            if not shared:
-                raise ConfigError(f"reference {reference.name!r} and candidate {key!r} judge no user in "
-                                  "common; use --queries own")
-            ref_t = _table(reference.name, resolved, reference, names, shared)
-            cand_t = _table(key, resolved, qrels, names, shared)
+            unranked = (f"no run ranks any of the {len(shared[key])} users that reference {reference.name!r} and "
+                        f"candidate {key!r} both judge: every measure would be 0; check that runs and qrels use "
+                        "the same user ids, or use --queries own")
+            ref_t = _table(reference.name, scored, ("shared", key), names, unranked)
+            cand_t = _table(key, scored, ("candidate", key), names, unranked)
         else:
             ref_t = ref_table
-            cand_t = _table(key, resolved, qrels, names, None)
+            cand_t = _table(key, scored, ("candidate", key), names)
         cand_tables[key] = cand_t
         ref_tables[key] = ref_t
         agreement[key] = {
@@ -599,4 +645,4 @@ def compare(runs: Mapping[str, Run], reference: Qrels, candidates: Sequence[Qrel
     }
     if sources is not None:
         settings["paths"] = {name: str(path) for name, path in sources.items()}
-    return CompareResult(ref_table, cand_tables, agreement, settings, shares, ref_tables)
+    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables)
