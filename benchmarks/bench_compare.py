@@ -14,14 +14,15 @@ times, each in a fresh interpreter (start-up and file reading included):
   same four measures under both qrels with ``ir_measures.calc_aggregate``-equivalent per-query
   values (one evaluator per measure and label set), then the mean per system.
 
-Also times the same work through ``recjudge.evaluation.measures.score_runs`` (read, tie share, tie
-resolution and both label sets run by run, one run in memory; then τ with the bootstrap), the engine
-``compare`` is to call. Prints wall time (median over ``--repeats``; ir-measures over
+``compare`` reads and scores the runs one at a time (``recjudge.evaluation.measures.score_runs``:
+read, tie share, tie resolution and both label sets per run), so its peak memory does not grow with
+``--systems``. Also times that engine called directly (``--no-engine`` skips it), which shows what
+the command adds around it. Prints wall time (median over ``--repeats``; ir-measures over
 ``--reference-repeats``), peak RSS of the child process, the speed ratios, throughput (run lines per
 second of the whole command) and the largest difference between each tool's system means and
-ir-measures'; then the per-stage split of the same work, timed stage by stage in one
-fresh interpreter (import, reading runs and qrels, tie share, ensure_tie_free, the per-user ×
-per-system matrices for each label set, τ with the bootstrap).
+ir-measures'; then the per-stage split of the same work in one fresh interpreter (import, reading
+qrels, building the judgments, then summed over the runs: reading, tie share, ensure_tie_free, the
+docid lookup and each label set's matrices; τ with the bootstrap), from ``score_runs(timings=…)``.
 """
 
 from __future__ import annotations
@@ -98,24 +99,21 @@ json.dump({"systems": systems}, open(out, "w"))
 STAGES_SCRIPT = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from recjudge.data.trec import ensure_tie_free, read_qrels, read_runs, tied_user_share
+from recjudge.data.trec import read_qrels, run_paths
 from recjudge.evaluation import metaeval
-from recjudge.evaluation.measures import per_query_matrix
+from recjudge.evaluation.measures import score_runs
 runs_dir, ref_path, cand_path = sys.argv[1:4]
 measures, n_boot = json.loads(sys.argv[4]), int(sys.argv[5])
 out = {"import": time.perf_counter() - t0}
-def stage(name, fn):
-    t = time.perf_counter()
-    value = fn()
-    out[name] = time.perf_counter() - t
-    return value
-runs = stage("read runs", lambda: read_runs(runs_dir))
-ref, cand = stage("read qrels", lambda: (read_qrels(ref_path), read_qrels(cand_path)))
-stage("tie share", lambda: [tied_user_share(r, 100) for r in runs.values()])
-runs = stage("ensure_tie_free", lambda: {k: ensure_tie_free(r, "hash", 0) for k, r in runs.items()})
-ref_m = stage("matrices, reference", lambda: per_query_matrix(runs, ref, measures))
-cand_m = stage("matrices, candidate", lambda: per_query_matrix(runs, cand, measures))
-stage("tau + bootstrap", lambda: [metaeval._agreement(k, ref_m[k], cand_m[k], n_boot, 0) for k in ref_m])
+t = time.perf_counter()
+labels = {"reference": read_qrels(ref_path), "candidate": read_qrels(cand_path)}
+out["read qrels"] = time.perf_counter() - t
+scored = score_runs(run_paths(runs_dir), labels, measures, timings=out)  # adds its stages, summed over runs
+t = time.perf_counter()
+ref_m, cand_m = scored.matrices["reference"], scored.matrices["candidate"]
+for k in ref_m:
+    metaeval._agreement(k, ref_m[k], cand_m[k], n_boot, 0)
+out["tau + bootstrap"] = time.perf_counter() - t
 print(json.dumps(out))
 """
 
@@ -172,7 +170,7 @@ def main() -> None:
     ap.add_argument("--skip-reference", action="store_true", help="do not run ir-measures")
     ap.add_argument("--reuse", action="store_true", help="with --keep: use the files already in DIR")
     ap.add_argument("--engine", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time the same work through score_runs, which holds one run in memory at a time")
+                    help="also time score_runs called directly (the engine compare runs, without the CLI)")
     ap.add_argument("--no-stages", dest="stages", action="store_false", help="skip the per-stage split")
     ap.add_argument("--keep", metavar="DIR", help="write the generated files here and keep them")
     args = ap.parse_args()
@@ -221,7 +219,7 @@ def main() -> None:
         return
     split = stages(run_dir, ref_path, cand_path, args.bootstrap)
     total = sum(split.values())
-    print(f"\nper-stage split (one fresh interpreter, {total:.2f} s in all):")
+    print(f"\nper-stage split (one fresh interpreter, run by run as compare does, {total:.2f} s in all):")
     for name, sec in split.items():
         print(f"  {name:<22} {sec:>8.2f} s {100 * sec / total:>5.1f}%")
     print(f"machine load (1 min): {os.getloadavg()[0]:.2f}")

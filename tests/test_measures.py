@@ -530,3 +530,17 @@ def test_score_runs_equals_per_query_matrix_and_reads_files_one_at_a_time(tmp_pa
             pd.testing.assert_frame_equal(scored.matrices[label][key], frame, check_exact=True)
     assert scored.tied_user_share == {"plain": tied_user_share(RUN, 10), "tied": 0.5}
     assert scored.users_ranked == {"ref": {"plain": 2, "tied": 2}, "other": {"plain": 1, "tied": 1}}
+
+
+def test_score_runs_adds_seconds_per_stage_without_changing_the_scores(tmp_path):
+    from recjudge.data.trec import run_paths, write_run
+    from recjudge.evaluation.measures import score_runs
+
+    write_run(RUN, tmp_path / "a.run")
+    write_run(RUN, tmp_path / "b.run")
+    timings = {"read runs": 1.0}  # added to, not replaced
+    timed = score_runs(run_paths(tmp_path), {"ref": QRELS}, ["nDCG@10"], timings=timings)
+    plain = score_runs(run_paths(tmp_path), {"ref": QRELS}, ["nDCG@10"])
+    assert set(timings) == {"judgments", "read runs", "tie share", "ensure_tie_free", "docid lookup", "matrices, ref"}
+    assert timings["read runs"] > 1.0 and all(v >= 0 for v in timings.values())
+    pd.testing.assert_frame_equal(timed.matrices["ref"]["nDCG@10"], plain.matrices["ref"]["nDCG@10"], check_exact=True)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -826,7 +827,7 @@ class Scored(NamedTuple):
 
 def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[str, Qrels | tuple],
                measures=DEFAULT_MEASURES, tie_policy: str = "hash", seed: int = 0, k: int | None = 100,
-               backend: str = "auto") -> Scored:
+               backend: str = "auto", timings: dict[str, float] | None = None) -> Scored:
     """Score every run under every label set in one pass, holding one run in memory at a time.
 
     ``runs`` maps a name to a :class:`~recjudge.data.trec.Run` or to a run file, read when its turn
@@ -836,9 +837,14 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     the run is scored under each label set. ``label_sets`` maps a name to qrels, or to ``(qrels,
     queries)`` with ``queries`` as in :func:`per_query_matrix`. The matrices equal
     ``per_query_matrix(tie_free_runs, qrels, measures, queries, backend)``.
+
+    ``timings``, when given, gets the seconds spent per stage added to it (``judgments``, ``read
+    runs``, ``tie share``, ``ensure_tie_free``, ``docid lookup``, ``matrices, <label set>``), summed
+    over the runs: the per-stage split of the benchmark.
     """
     from ..data.trec import read_run, tied_user_share
 
+    clock = _StageClock(timings)
     parsed = _checked(measures, backend)
     names = list(runs)
     scorers = {}
@@ -846,20 +852,41 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
         qrels, queries = value if isinstance(value, tuple) else (value, None)
         scorers[label] = _Scorer(qrels, parsed, queries, backend, len(names))
     vocabulary = _Vocabulary([sc.jd for sc in scorers.values()])
+    clock.lap("judgments")
     shares: dict[str, float] = {}
     for col, name in enumerate(names):
         run = runs[name]
         if not isinstance(run, Run):
             run = read_run(run, name=name)
+        clock.lap("read runs")
         shares[name] = tied_user_share(run, k)
+        clock.lap("tie share")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
             run = ensure_tie_free(run, tie_policy, seed)
-        for scorer, doc_of_unique in zip(scorers.values(), vocabulary.doc_codes(run)):
+        clock.lap("ensure_tie_free")
+        doc_codes = vocabulary.doc_codes(run)
+        clock.lap("docid lookup")
+        for (label, scorer), doc_of_unique in zip(scorers.items(), doc_codes):
             scorer.add(run, col, doc_of_unique)
+            clock.lap(f"matrices, {label}")
         del run
     return Scored({label: sc.frames(names) for label, sc in scorers.items()}, shares,
                   {label: dict(zip(names, sc.users_ranked.tolist())) for label, sc in scorers.items()})
+
+
+class _StageClock:
+    """Seconds since the last lap, added to ``timings[stage]``; does nothing without ``timings``."""
+
+    def __init__(self, timings: dict[str, float] | None):
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        if self.timings is not None:
+            now = time.perf_counter()
+            self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
+            self.last = now
 
 
 def _checked(measures, backend: str) -> tuple:
