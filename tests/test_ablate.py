@@ -21,9 +21,8 @@ from recjudge.experiments.ablate import (
     sampled_pairs,
     variants,
 )
-from recjudge.judge import judge_names
 from recjudge.judge.baselines import _result
-from recjudge.judge.registry import JudgeSpec, register_judge
+from recjudge.judge.registry import JudgeSpec
 from recjudge.judge.results import Judgment
 
 GENRES = ["Drama", "Comedy", "Action", "Horror", "Romance", "Sci-Fi"]
@@ -195,8 +194,13 @@ def _run_oracle(ctx):
     return _result(ctx, judgments, time.perf_counter(), {"method": "test oracle"})
 
 
-if "test-oracle" not in judge_names():
-    register_judge(JudgeSpec("test-oracle", "baseline", "the reference label (tests only)", _run_oracle))
+@pytest.fixture(autouse=True)
+def _oracle_judge(monkeypatch):
+    """The test oracle, registered for this module's tests only (the registry is process-wide)."""
+    from recjudge.judge import registry
+
+    monkeypatch.setitem(registry._JUDGES, "test-oracle",
+                        JudgeSpec("test-oracle", "baseline", "the reference label (tests only)", _run_oracle))
 
 
 def _human_qrels(tmp_path, users=8, items=60, per_user=12, seed=3):
