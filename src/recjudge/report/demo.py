@@ -26,7 +26,7 @@ from .evaluation import (
 CARD_FIELDS = (
     "collection", "split", "candidate set", "systems", "pre-sort candidate order", "tie prevalence",
     "tie-breaking rule", "permutation check", "tie sensitivity", "judge", "judge model", "template hash",
-    "fields", "profile size", "repeats", "judge cost", "labels compared", "users counted", "seeds",
+    "fields", "profile size", "repeats", "judge cost", "labels compared", "measures", "users counted", "seeds",
 )
 
 
