@@ -242,6 +242,9 @@ def test_every_output_states_each_measures_gain_function(tmp_path):
         assert defs["nDCG@100"] == "nDCG@100, linear gain (trec_eval)"
         assert defs["nDCGexp@100"].startswith("nDCGexp@100: nDCG@100, exponential gain 2^rel − 1")
         assert "trec-health-misinfo" in defs["CompatHM(p=0.95)"]
+        settings = json.loads((tmp_path / name).read_text())["settings"]
+        assert settings["missing_user_score"] == 0.0
+        assert list(settings["missing_user_exceptions"]) == ["CompatHM(p=0.95)"]
     for folder in ("rep", "erep"):
         text = (tmp_path / folder / "report.md").read_text()
         assert "  - nDCG@100, linear gain (trec_eval)" in text and "exponential gain 2^rel − 1" in text

@@ -475,6 +475,12 @@ def _measure_names(measures: Sequence[str] | str | None) -> dict[str, str]:
     return {name.replace(" ", ""): measure_key(m) for name, m in zip(items, parsed)}
 
 
+def _left_out(names) -> dict[str, str]:
+    """Measures whose mean leaves some users out instead of scoring them 0 (CompatHM, as its script)."""
+    return {n: "users the run does not rank, or without a relevant label, are left out of the mean"
+            for n in names if n.replace(" ", "").startswith("CompatHM")}
+
+
 def measure_definitions(names) -> dict[str, str]:
     """Each measure's definition in words (gain function, variant), as reports and JSON state it."""
     from .measures import describe_measure
@@ -520,6 +526,7 @@ def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str
     settings = {"measures": list(names), "measure_definitions": measure_definitions(names),
                 "tie_policy": tie_policy, "seed": seed,
                 "qrels": qrels.name, "n_users": len(qrels.qids), "missing_user_score": 0.0,
+                **({"missing_user_exceptions": _left_out(names)} if _left_out(names) else {}),
                 "export_ties": dict(export_ties or {})}
     return EvaluationResult(table, settings, scored.tied_user_share)
 
@@ -640,6 +647,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
         "reference": reference.name,
         "candidates": list(cand_map),
         "missing_user_score": 0.0,
+        **({"missing_user_exceptions": _left_out(names)} if _left_out(names) else {}),
         "rank_order": "mean score descending (rounded to 12 decimals); equal means share the average rank",
         "export_ties": dict(export_ties or {}),
     }

@@ -261,7 +261,9 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         *_measure_lines(s),
         f"- Users counted: {md_code(s['queries'])} ("
         + ("each label set over the users it judges" if s["queries"] == "own"
-           else "only users judged by both label sets") + "); a user a run does not rank scores 0.",
+           else "only users judged by both label sets") + "); a user a run does not rank scores 0"
+        + "".join(f" ({md_text(m)}: {md_text(why)})" for m, why in
+                  dict(s.get("missing_user_exceptions") or {}).items()) + ".",
         f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b, "
         f"seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
         *[f"- {md_code(name)} read from {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
