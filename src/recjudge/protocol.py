@@ -182,7 +182,8 @@ def apply_to_parser(protocol: Protocol, command: str, parser: argparse.ArgumentP
 def _typed(action: argparse.Action, protocol: Protocol, command: str, key: str, value: Any) -> Any:
     """A protocol value converted by the option's own type, so it is checked as the command line is."""
     if action.type is None:
-        return value if not isinstance(value, (int, float)) else str(value) if action.nargs else value
+        # an untyped list option (paths) holds strings, as the command line would give them
+        return str(value) if action.nargs and isinstance(value, (int, float)) else value
     try:
         return action.type(str(value))
     except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:

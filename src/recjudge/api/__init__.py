@@ -439,21 +439,15 @@ def _lazy_runs(files: list):
     """Runs read one at a time, so a folder of large runs is audited in bounded memory."""
     import logging
 
-    from ..data.trec import read_run, run_name
+    from ..data.trec import read_run, run_paths
 
-    names: dict[str, Any] = {}
-    for f in files:
-        name = run_name(f)
-        if name in names:
-            raise InputError(str(f), f"run name {name!r} is also used by {names[name]}",
-                             "rename one of the files: a run's name is its file name")
-        names[name] = f
+    by_name = run_paths(files)  # names checked unique before the first run is read
     log = logging.getLogger("recjudge.evaluation.ties")
 
     def lazily():
-        for i, f in enumerate(files, start=1):
-            log.info("auditing %s (%d/%d)", f, i, len(files))
-            yield read_run(f)
+        for i, (name, f) in enumerate(by_name.items(), start=1):
+            log.info("auditing %s (%d/%d)", f, i, len(by_name))
+            yield read_run(f, name=name)
 
     return lazily()
 
