@@ -45,14 +45,13 @@ def release(root, seed=0, after_make=False, qrels_files=("p2-interest.qrels", "p
             profile_items=6, judged_items=7, ml_items=5):
     """A release folder; with ``after_make``, also what make.sh writes. Returns (folder, facts)."""
     rng = random.Random(seed)
-    MOVIES, IN_DATABASE = movies, in_database  # the module defaults, overridable
     folder = root / "ml-32m-ext"
     profiles, p2, interest = [], [], {}
     for pid in participants:
         did = pid + ML32M_EXT_USER_OFFSET
-        for m in rng.sample(list(MOVIES), profile_items):
+        for m in rng.sample(list(movies), profile_items):
             profiles.append([pid, did, m, rng.choice(HALVES)])
-        judged = rng.sample(list(MOVIES), judged_items)
+        judged = rng.sample(list(movies), judged_items)
         ranked = dict(zip(judged[:3], ("1", "2", "3")))
         for m in judged:
             seen = rng.random() < 0.4
@@ -65,14 +64,14 @@ def release(root, seed=0, after_make=False, qrels_files=("p2-interest.qrels", "p
     _write(folder / "p2-movielens-profiles.csv", PROFILE_COLUMNS, profiles)
     _write(folder / "p2-ratings.csv", P2_RATINGS_COLUMNS, p2)
     _write(folder / "database-movies.csv", ["movie_id", "title", "release_date", "genres", "director", "overview"],
-           [[m, f"Film {m}", f"{1950 + m}-05-01", "Drama|Crime", f"Director {m}", f"Plot {m}."] for m in IN_DATABASE])
+           [[m, f"Film {m}", f"{1950 + m}-05-01", "Drama|Crime", f"Director {m}", f"Plot {m}."] for m in in_database])
     for name in qrels_files:
         path = folder / "qrels" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         labels = interest if "interest" in name else {k: 1 for k in interest}
         path.write_text("".join(f"{q} 0 {d} {lab}\n" for (q, d), lab in sorted(labels.items())))
     ml = [[u, m, rng.choice(HALVES), 1_000_000 + 10 * i] for i, (u, m) in
-          enumerate((u, m) for u in ml_users for m in rng.sample(list(MOVIES), ml_items))]
+          enumerate((u, m) for u in ml_users for m in rng.sample(list(movies), ml_items))]
     if after_make:
         appended = [[did, m, r, PARTICIPANT_TIMESTAMP] for _, did, m, r in profiles]
         _write(folder / "explicit-ratings.csv", ["userId", "movieId", "rating", "timestamp"], ml + appended)
@@ -83,5 +82,5 @@ def release(root, seed=0, after_make=False, qrels_files=("p2-interest.qrels", "p
         _write(folder / "implicit-ratings.csv", ["userId", "movieId", "rating", "timestamp"],
                [row for row in explicit if row[2] >= 4 and counts[row[0]] >= 5])
         _write(folder / "filtered-movies.csv", ["movieId", "title", "genres"],
-               [[m, _title(m), "Comedy|Romance"] for m in MOVIES])
+               [[m, _title(m), "Comedy|Romance"] for m in movies])
     return folder, {"profiles": profiles, "interest": interest, "ml": ml}
