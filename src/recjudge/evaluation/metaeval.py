@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..data.trec import TIE_POLICIES, Qrels, Run, ensure_tie_free, tied_user_share
 from ..errors import ConfigError
@@ -82,11 +81,15 @@ def system_means(matrix: pd.DataFrame) -> pd.Series:
 
 def system_ranks(scores: pd.Series) -> pd.Series:
     """Rank 1 = best (highest mean score); equal scores share the average rank."""
+    from scipy import stats  # here, not at import: scipy.stats takes ~0.5 s to load
+
     return pd.Series(stats.rankdata(-scores.to_numpy(dtype=float), method="average"), index=scores.index)
 
 
 def kendall_tau(reference: Sequence[float], candidate: Sequence[float]) -> float:
     """Kendall's τ-b between two score vectors over the same systems (scipy.stats.kendalltau)."""
+    from scipy import stats
+
     return float(stats.kendalltau(reference, candidate, variant="b").statistic)
 
 
@@ -97,6 +100,8 @@ def weighted_tau(reference: Sequence[float], candidate: Sequence[float]) -> floa
     from each score vector in turn and the two results averaged (``rank=True``), so swaps at the
     top of either ranking count most.
     """
+    from scipy import stats
+
     return float(stats.weightedtau(np.asarray(reference, float), np.asarray(candidate, float)).statistic)
 
 
@@ -199,6 +204,8 @@ def bias_corrected_interval(resampled: np.ndarray, estimate: float, level: float
     share = (np.count_nonzero(t < estimate) + np.count_nonzero(t <= estimate)) / (2.0 * len(t))
     if share <= 0.0 or share >= 1.0:
         return (math.nan, math.nan)
+    from scipy import stats
+
     z0 = stats.norm.ppf(share)
     a = 0.0
     if jackknife is not None:
@@ -533,6 +540,8 @@ def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str
 
 def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
                top: int = 5, ci_method: str = DEFAULT_CI_METHOD, label: str = "candidate") -> RankAgreement:
+    from scipy import stats
+
     names = list(ref.columns)
     ref_means, cand_means = system_means(ref), system_means(cand)
     r, c = ref_means.to_numpy(), cand_means.to_numpy()
