@@ -10,10 +10,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..data.trec import Qrels
+from .ablate import across_experiments
 from .reproduce import (
     K_VALUES,
     PROMPT_ROWS,
@@ -28,7 +28,7 @@ from .reproduce import (
     table3_row,
 )
 
-__all__ = ["compute", "experiment_interval", "restrict"]
+__all__ = ["compute", "restrict"]
 
 LLM_CELLS = "every LLM-label cell (Tables 3, 4, 5, 8, 9; Figures 3-5; significance agreement)"
 SYSTEM_CELLS = "every system-ranking cell (Tables 1, 4, 5, 9; Figures 2 and 5; significance agreement)"
@@ -43,28 +43,13 @@ def restrict(qrels: Qrels, pairs: Sequence, name: str | None = None) -> Qrels:
     return Qrels.from_frame(qrels.frame.merge(wanted, on=["qid", "docid"]), name or qrels.name)
 
 
-def experiment_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and the t-interval across independent experiments (NaN bounds with fewer than two)."""
-    from scipy import stats
-
-    v = np.asarray([x for x in values if not math.isnan(x)], float)
-    if len(v) == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(v.mean())
-    if len(v) < 2:
-        return mean, math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-    return mean, mean - half, mean + half
-
-
 def _mean(values: Sequence[float]) -> float:
     """The mean of the finite values (NaN when none: a τ over constant scores is undefined)."""
-    v = [x for x in values if not math.isnan(x)]
-    return float(np.mean(v)) if v else math.nan
+    return across_experiments(values).mean
 
 
 def _ci_note(values: Sequence[float]) -> str:
-    _, lo, hi = experiment_interval(values)
+    lo, hi = across_experiments(values).ci
     if math.isnan(lo):
         return f"{len(values)} experiment" + ("s" if len(values) != 1 else "")
     return f"mean of {len(values)} experiments, 95% CI [{lo:.4f}, {hi:.4f}]"
