@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import TIE_POLICIES, Qrels, Run, ensure_tie_free, tied_user_share
+from ..data.trec import TIE_POLICIES, Qrels, Run
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -59,7 +59,6 @@ __all__ = [
     "jackknife_kendall_tau",
     "label_set_names",
     "CI_METHODS",
-    "prepare_runs",
     "export_tie_info",
     "system_means",
 ]
@@ -398,23 +397,6 @@ def _check_runs(runs: Mapping, tie_policy: str) -> None:
         raise ConfigError(f"unknown tie policy {tie_policy!r}; choose one of: {', '.join(TIE_POLICIES)}")
     if not runs:
         raise ConfigError("no runs given; pass run files or a folder of runs")
-
-
-def prepare_runs(runs: Mapping[str, Run], tie_policy: str = "hash", seed: int = 0,
-                 k: int = 100) -> tuple[dict[str, Run], dict[str, float]]:
-    """Resolve ties in every run once; return the tie-free runs and each run's tied-user share at k.
-
-    Holds every run in memory; :func:`evaluate` and :func:`compare` score run by run instead.
-    """
-    _check_runs(runs, tie_policy)
-    shares = {name: tied_user_share(run, k) for name, run in runs.items()}
-    with warnings.catch_warnings():
-        if tie_policy == "input":
-            warnings.simplefilter("ignore")
-        resolved = {name: ensure_tie_free(run, tie_policy, seed) for name, run in runs.items()}
-    if tie_policy == "input":
-        warnings.warn(_INPUT_WARNING, stacklevel=2)
-    return resolved, shares
 
 
 def _name_key(name: str) -> str:
