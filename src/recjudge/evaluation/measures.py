@@ -145,8 +145,7 @@ def _expand_alias(item: str) -> str:
     """``nDCGexp@k`` / ``nDCGexp`` → the ir-measures string with gains 2^rel − 1 for rel 0–7."""
     if item != _EXP_ALIAS and not item.startswith(_EXP_ALIAS + "@"):
         return item
-    gains = ",".join(f"{k}:{v}" for k, v in EXP_GAINS.items())
-    return f"nDCG(gains={{{gains}}})" + item[len(_EXP_ALIAS):]
+    return f"nDCG(gains={_gains_text(EXP_GAINS)})" + item[len(_EXP_ALIAS):]
 
 
 @functools.cache

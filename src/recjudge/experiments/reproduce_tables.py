@@ -238,12 +238,14 @@ def _agreement_rows(s, human, by_row: Mapping[str, Sequence[Qrels]]) -> dict[str
     """Per row: agree / tie / disagree (human 0 vs 1-7 on the LLM's raw labels) and κ, one value per experiment."""
     from ..judge import select_pairs
 
+    # every row of an experiment is judged on that experiment's one sample: cut the human qrels once
+    n = max((len(v) for v in by_row.values()), default=0)
+    samples = [restrict(human, select_pairs(reference=human, per_user=s.per_user, seed=s.seed + e)) for e in range(n)]
     out = {}
     for row, per_exp in by_row.items():
         vals: dict[str, list[float]] = {"agree": [], "tie": [], "disagree": [], "kappa": []}
         for e, llm in enumerate(per_exp):
-            pairs = select_pairs(reference=human, per_user=s.per_user, seed=s.seed + e)
-            ag = _agreement(restrict(human, pairs), llm, 0, s.seed + e)
+            ag = _agreement(samples[e], llm, 0, s.seed + e)
             rv = ag.pairwise_relevant_vs_not
             vals["agree"].append(rv.agree)
             vals["tie"].append(rv.tie)
