@@ -626,6 +626,23 @@ def _rbo_tables(p: float, depth: int) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[0.0, np.cumsum(w / np.arange(1, depth + 1))], np.r_[0.0, np.cumsum(w)]
 
 
+def _n_ideal(ctx) -> np.ndarray:
+    """Per query, the length of the ideal list (documents with a label > 0)."""
+    jd = ctx.jd
+    return ctx.cached("n_ideal", lambda: jd.count(jd.label > 0))
+
+
+def _ideal_ranks(rows: Rows, jd: Judgments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows with a label > 0, their groups, and their ideal rank among the retrieved: higher
+    labels first (the query's documents above them), then same-label documents in run order."""
+    hit = np.flatnonzero(rows.label > 0)
+    g, lab = rows.group[hit], rows.label[hit]
+    by_label = np.lexsort((-lab, g))  # stable: rank order inside each (group, label)
+    ahead = np.empty(len(g), dtype=np.int64)
+    ahead[by_label] = _within_group_position(g[by_label], lab[by_label])
+    return hit, g, jd.above[rows.j[hit]] + ahead
+
+
 def _compat(m, rows: Rows, ctx) -> np.ndarray:
     """RBO(ranking, ideal) / RBO(ideal, ideal), in closed form.
 
@@ -634,17 +651,13 @@ def _compat(m, rows: Rows, ctx) -> np.ndarray:
     """
     jd = ctx.jd
     p = float(m["p"])
-    n_ideal = ctx.cached("n_ideal", lambda: jd.count(jd.label > 0))[rows.gq]
+    n_ideal = _n_ideal(ctx)[rows.gq]
     depth = np.maximum(rows.length, n_ideal)
     c_tab, w_tab = ctx.rbo_tables(p, int(depth.max(initial=0)))
-    hit = np.flatnonzero(rows.label > 0)
-    g, lab, jj, s = rows.group[hit], rows.label[hit], rows.j[hit], rows.score[hit]
     # ideal rank: higher labels first, then retrieved same-label documents by run score
     # (unretrieved ones score 0.0), then qrels order
-    by_label = np.lexsort((-lab, g))  # stable: rank order inside each (group, label)
-    ahead = np.empty(len(g), dtype=np.int64)
-    ahead[by_label] = _within_group_position(g[by_label], lab[by_label])
-    ideal = jd.above[jj] + ahead
+    hit, g, ideal = _ideal_ranks(rows, jd)
+    s = rows.score[hit]
     if np.any(s <= 0):
         ideal += _unretrieved_ahead(rows, jd, hit, s)
     later = np.maximum(rows.pos[hit], ideal)
@@ -674,18 +687,12 @@ def _compat_hm(m, rows: Rows, ctx) -> np.ndarray:
     with ``later`` the larger of its two ranks; RBO(ideal, ideal) over n relevant items is
     ``sum_{k < min(n, 1000)} (C[1000] - C[k])``.
     """
-    jd = ctx.jd
     depth = _HM_DEPTH
     c_tab, _ = ctx.rbo_tables(float(m["p"]), depth)
-    hit = np.flatnonzero(rows.label > 0)
-    g, lab = rows.group[hit], rows.label[hit]
-    by_label = np.lexsort((-lab, g))  # stable: rank order inside each (group, label)
-    ahead = np.empty(len(g), dtype=np.int64)
-    ahead[by_label] = _within_group_position(g[by_label], lab[by_label])
-    ideal = jd.above[rows.j[hit]] + ahead
+    hit, g, ideal = _ideal_ranks(rows, ctx.jd)
     later = np.minimum(np.maximum(rows.pos[hit], ideal), depth)
     num = np.bincount(g, weights=c_tab[depth] - c_tab[later], minlength=rows.ng)
-    n_ideal = np.minimum(ctx.cached("n_ideal", lambda: jd.count(jd.label > 0))[rows.gq], depth)
+    n_ideal = np.minimum(_n_ideal(ctx)[rows.gq], depth)
     best = n_ideal * c_tab[depth] - np.r_[0.0, np.cumsum(c_tab[:depth])][n_ideal]
     out = np.full(rows.ng, np.nan)
     ok = (n_ideal > 0) & (rows.length > 0)
