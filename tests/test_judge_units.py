@@ -396,6 +396,13 @@ def test_config_and_registry_refuse_mistakes():
     ('{"m": {"input": 1, "output": -2}}', "model 'm': output is -2, not a price"),
     ('{"m": {"input": 1, "output": true}}', "model 'm': output is true, not a price"),
     ("[1, 2]", "expected a JSON object of models, got a list"),
+    # aliases, as_of and the context limits
+    ('{"m": {"alias_of": "nowhere"}}', "model 'm': alias_of names 'nowhere', which has no prices"),
+    ('{"m": {"alias_of": "gpt-5", "input": 1}}', "an alias holds only"),
+    ('{"m": {"input": 1, "output": 1, "as_of": 2025}}', "as_of is 2025, not a text"),
+    ('{"m": {"input": 1, "output": 1, "context_tokens": 0}}', "context_tokens is 0, not a number of tokens"),
+    ('{"m": {"input": 1, "output": 1, "max_input_tokens": 1.5}}', "max_input_tokens is 1.5"),
+    ('{"m": {"input": 1, "output": 1, "window": 8}}', "expected keys input, output"),
 ])
 def test_bad_price_tables_name_file_model_and_fix(tmp_path, content, problem):
     from recjudge.judge import load_prices
