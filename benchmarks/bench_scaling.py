@@ -38,12 +38,17 @@ def label_sets(users: int, judged: int, seed: int = 0) -> tuple[Qrels, Qrels]:
     return Qrels("human", frame.assign(label=human)), Qrels("llm", frame.assign(label=llm))
 
 
+def input_paths(folder: Path) -> dict[str, Path]:
+    """The input files of one size, by role (written by :func:`write_inputs`, read by the commands)."""
+    return {"human": folder / "human.qrels", "llm": folder / "llm.qrels", "run": folder / "pop.run",
+            "qrels": folder / "ties.qrels"}
+
+
 def write_inputs(folder: Path, users: int) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     human, llm = label_sets(users, 60)
     run, qrels = synthetic(users, 100, 60)
-    paths = {"human": folder / "human.qrels", "llm": folder / "llm.qrels", "run": folder / "pop.run",
-             "qrels": folder / "ties.qrels"}
+    paths = input_paths(folder)
     write_qrels(human, paths["human"])
     write_qrels(llm, paths["llm"])
     write_run(run, paths["run"])
@@ -75,8 +80,7 @@ def main() -> None:
     for n in sizes:
         # written by a child: a fork of a parent holding the data would count it in the commands' peak RSS
         subprocess.run([sys.executable, __file__, "--write-only", str(root / f"u{n}"), str(n)], check=True)
-        inputs[n] = {k: root / f"u{n}" / name for k, name in
-                     (("human", "human.qrels"), ("llm", "llm.qrels"), ("run", "pop.run"), ("qrels", "ties.qrels"))}
+        inputs[n] = input_paths(root / f"u{n}")
     rows = []
     for name in ("agreement", "ties"):
         row = {"command": name}
