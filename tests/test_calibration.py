@@ -176,6 +176,17 @@ def test_grade_without_overlap_borrows_the_nearest_grade_and_the_lower_one_on_a_
     assert not rows[2].flagged and not rows[4].flagged
 
 
+def _three_systems():
+    """The one-user, three-system example below: full human labels and the filled ones."""
+    full = read_qrels(_pairs([("u", "a", 2), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
+                              ("u", "e", 0)]))
+    filled = read_qrels(_pairs([("u", "a", 1), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
+                                ("u", "e", 2)]))
+    runs = {name: read_run("".join(f"u Q0 {d} {r} {3 - r} {name}\n" for r, d in enumerate(docs, start=1)), name)
+            for name, docs in (("S1", ["a", "c"]), ("S2", ["b", "b2"]), ("S3", ["e", "b"]))}
+    return runs, full, filled
+
+
 def test_validate_fill_tau_with_fill_differs_from_tau_without_by_hand():
     """One user, three systems, top-2. Hidden: a (human 2) and e (human 0); the LLM's grades come back
     through calibration as a = 1 and e = 2, so the filled labels differ from the full ones.
@@ -190,13 +201,9 @@ def test_validate_fill_tau_with_fill_differs_from_tau_without_by_hand():
     τ(full, visible): (S1,S2), (S1,S3) discordant, (S2,S3) concordant → (1 - 2) / 3.
     τ(full, filled): all three pairs discordant → (0 - 3) / 3. (τ(visible, filled) would be 1/3.)
     """
-    human = read_qrels(_pairs([("u", "a", 2), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
-                               ("u", "e", 0)]))
-    # calibrated on the visible labels: grade 1 → b, b2 (1, 1) → 1; grade 0 → c (0) → 0; grade 2 → d (2) → 2
-    llm = read_qrels(_pairs([("u", "a", 1), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
-                             ("u", "e", 2)]))
-    runs = {name: read_run("".join(f"u Q0 {d} {r} {3 - r} {name}\n" for r, d in enumerate(docs, start=1)), name)
-            for name, docs in (("S1", ["a", "c"]), ("S2", ["b", "b2"]), ("S3", ["e", "b"]))}
+    # the LLM's grades, calibrated on the visible labels: grade 1 → b, b2 (1, 1) → 1; grade 0 → c (0) → 0;
+    # grade 2 → d (2) → 2, so they are the filled labels as they stand
+    runs, human, llm = _three_systems()
     fraction, seed = 1 / 3, 88
     _, hidden = hide_labels(human, fraction, seed)
     assert sorted(hidden.docid) == ["a", "e"]  # the premise of the table above (a seeded draw)
@@ -217,17 +224,6 @@ def test_fill_pools_the_top_k_by_score_whatever_the_rank_column_or_the_claimed_p
 
 
 # ------------------------------------------------------------------ the measure set fill compares on
-
-def _three_systems():
-    """The one-user, three-system example above: full human labels and the filled ones."""
-    full = read_qrels(_pairs([("u", "a", 2), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
-                              ("u", "e", 0)]))
-    filled = read_qrels(_pairs([("u", "a", 1), ("u", "b", 1), ("u", "b2", 1), ("u", "c", 0), ("u", "d", 2),
-                                ("u", "e", 2)]))
-    runs = {name: read_run("".join(f"u Q0 {d} {r} {3 - r} {name}\n" for r, d in enumerate(docs, start=1)), name)
-            for name, docs in (("S1", ["a", "c"]), ("S2", ["b", "b2"]), ("S3", ["e", "b"]))}
-    return runs, full, filled
-
 
 def test_scenarios_report_every_measure_given_by_hand():
     """P@2 (label ≥ 1 relevant):    full     filled
