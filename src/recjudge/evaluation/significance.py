@@ -46,9 +46,14 @@ _CHUNK = 2048
 _REL_TOL = 1e-12
 
 
+def _exact(n: int, permutations: int) -> bool:
+    """Whether all 2^n sign vectors of ``n`` users fit in ``permutations`` (then they are enumerated)."""
+    return n <= 30 and 2 ** n <= permutations
+
+
 def _signs(n: int, permutations: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
     """Sign vectors (rows) for ``n`` users: all 2^n when that fits in ``permutations``, else a sample."""
-    if n <= 30 and 2 ** n <= permutations:
+    if _exact(n, permutations):
         grid = ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1).astype(np.int8)
         return 1 - 2 * grid, True
     return 1 - 2 * rng.integers(0, 2, size=(permutations, n), dtype=np.int8), False
@@ -163,8 +168,7 @@ def pairwise_tests(matrix: pd.DataFrame, label_set: str = "labels", measure: str
         decision = int(np.sign(mean)) if not math.isnan(ph) and ph < alpha and mean != 0 else 0
         tests.append(PairTest(systems[i], systems[j], float(mean), float(p), float(ph), decision))
     n = len(values)
-    exact = n <= 30 and 2 ** n <= permutations
-    return PairwiseTests(label_set, measure, n, permutations, exact, alpha, tuple(tests))
+    return PairwiseTests(label_set, measure, n, permutations, _exact(n, permutations), alpha, tuple(tests))
 
 
 def top_overlap(reference: pd.Series, candidate: pd.Series, k: int = 5) -> float:
