@@ -824,7 +824,7 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
 
 class Scored(NamedTuple):
     """What :func:`score_runs` gives: per label set, the matrices of :func:`per_query_matrix`; per run,
-    its tied-user share at k before tie resolution, and the policy that made it tie-free."""
+    its tied-user share at k before tie resolution; per label set and run, the judged users it ranks."""
 
     matrices: dict[str, dict[str, pd.DataFrame]]
     tied_user_share: dict[str, float]
