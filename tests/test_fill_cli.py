@@ -35,6 +35,13 @@ def _fill(tmp_path, paths, *extra, out=None):
     return main(args)
 
 
+def _refused(tmp_path, paths, *extra, out=None):
+    """A fill that must exit 2 and leave every file under ``tmp_path`` exactly as it was."""
+    before = _snapshot(tmp_path)
+    assert _fill(tmp_path, paths, *extra, out=out) == 2
+    assert _snapshot(tmp_path) == before
+
+
 def test_a_good_fill_writes_qrels_sources_and_json(files):
     tmp_path, paths = files
     assert _fill(tmp_path, paths, "--json", str(tmp_path / "fill.json"), "--validate", "0.5") == 0
@@ -50,18 +57,14 @@ def test_out_that_is_an_input_is_refused_and_the_input_untouched(files, capsys, 
     else:
         out = tmp_path / "alias.qrels"
         (os.symlink if how == "symlink" else os.link)(paths[target], out)
-    before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths, out=out) == 2
-    assert _snapshot(tmp_path) == before  # nothing overwritten, no .sources.tsv, no temp file
+    _refused(tmp_path, paths, out=out)  # nothing overwritten, no .sources.tsv, no temp file
     assert "would be overwritten" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("target", ["human", "run2"])
 def test_json_that_is_an_input_is_refused(files, capsys, target):
     tmp_path, paths = files
-    before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths, "--json", str(paths[target])) == 2
-    assert _snapshot(tmp_path) == before
+    _refused(tmp_path, paths, "--json", str(paths[target]))
     assert "--json" in capsys.readouterr().err
 
 
@@ -71,17 +74,13 @@ def test_sources_companion_that_is_an_input_is_refused(files, capsys):
     human = tmp_path / "mixed.qrels.sources.tsv"
     paths["human"].rename(human)
     paths["human"] = human
-    before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths, out=tmp_path / "mixed.qrels") == 2
-    assert _snapshot(tmp_path) == before
+    _refused(tmp_path, paths, out=tmp_path / "mixed.qrels")
     assert ".sources.tsv" in capsys.readouterr().err
 
 
 def test_json_and_out_on_one_path_are_refused(files, capsys):
     tmp_path, paths = files
-    before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths, "--json", str(tmp_path / "filled.qrels")) == 2
-    assert _snapshot(tmp_path) == before
+    _refused(tmp_path, paths, "--json", str(tmp_path / "filled.qrels"))
     assert "same file" in capsys.readouterr().err
 
 
@@ -106,18 +105,14 @@ def test_runs_sharing_no_user_with_the_human_qrels_write_nothing(files, capsys):
     tmp_path, paths = files
     for key in ("run1", "run2"):
         paths[key].write_text(paths[key].read_text().replace("u1", "v1").replace("u2", "v2"))
-    before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths, "--json", str(tmp_path / "fill.json")) == 2
-    assert _snapshot(tmp_path) == before
+    _refused(tmp_path, paths, "--json", str(tmp_path / "fill.json"))
     assert "share no user" in capsys.readouterr().err
 
 
 def test_uncalibratable_llm_qrels_write_nothing(files, capsys):
     tmp_path, paths = files
     paths["llm"].write_text("u9 0 zz 3\n")  # no (user, item) pair in common with the human qrels
-    before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths) == 2
-    assert _snapshot(tmp_path) == before
+    _refused(tmp_path, paths)
     assert "cannot be calibrated" in capsys.readouterr().err
 
 
@@ -125,17 +120,13 @@ def test_validation_that_cannot_run_writes_nothing(files, capsys):
     """--validate fails after the fill itself could be written: the fill must not be written either."""
     tmp_path, paths = files
     # 5 human labels: hiding 1% of them hides none (seed 0), which validation refuses
-    before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths, "--validate", "0.01", "--json", str(tmp_path / "fill.json")) == 2
-    assert _snapshot(tmp_path) == before
+    _refused(tmp_path, paths, "--validate", "0.01", "--json", str(tmp_path / "fill.json"))
     assert "leaves nothing to compare" in capsys.readouterr().err
 
 
 def test_unknown_measure_exits_2_before_writing(files, capsys):
     tmp_path, paths = files
-    before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths, "--measures", "nDCG@10,Bogus@3", "--json", str(tmp_path / "fill.json")) == 2
-    assert _snapshot(tmp_path) == before
+    _refused(tmp_path, paths, "--measures", "nDCG@10,Bogus@3", "--json", str(tmp_path / "fill.json"))
     assert "Bogus@3" in capsys.readouterr().err
 
 
