@@ -464,10 +464,12 @@ def _measure_names(measures: Sequence[str] | str | None) -> dict[str, str]:
     return {name.replace(" ", ""): measure_key(m) for name, m in zip(items, parsed)}
 
 
-def _left_out(names) -> dict[str, str]:
-    """Measures whose mean leaves some users out instead of scoring them 0 (CompatHM, as its script)."""
-    return {n: "users the run does not rank, or without a relevant label, are left out of the mean"
-            for n in names if n.replace(" ", "").startswith("CompatHM")}
+def _missing_users(names) -> dict:
+    """The settings saying how a user without a score counts: 0, except for measures whose mean
+    leaves such users out (CompatHM, as its script), listed when there are any."""
+    left_out = {n: "users the run does not rank, or without a relevant label, are left out of the mean"
+                for n in names if n.replace(" ", "").startswith("CompatHM")}
+    return {"missing_user_score": 0.0, **({"missing_user_exceptions": left_out} if left_out else {})}
 
 
 def measure_definitions(names) -> dict[str, str]:
@@ -514,8 +516,7 @@ def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str
     table = _table(qrels.name, scored, "labels", names)
     settings = {"measures": list(names), "measure_definitions": measure_definitions(names),
                 "tie_policy": tie_policy, "seed": seed,
-                "qrels": qrels.name, "n_users": len(qrels.qids), "missing_user_score": 0.0,
-                **({"missing_user_exceptions": _left_out(names)} if _left_out(names) else {}),
+                "qrels": qrels.name, "n_users": len(qrels.qids), **_missing_users(names),
                 "export_ties": dict(export_ties or {})}
     return EvaluationResult(table, settings, scored.tied_user_share)
 
@@ -637,8 +638,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
         "ci_level": 0.95,
         "reference": reference.name,
         "candidates": list(cand_map),
-        "missing_user_score": 0.0,
-        **({"missing_user_exceptions": _left_out(names)} if _left_out(names) else {}),
+        **_missing_users(names),
         "rank_order": "mean score descending (rounded to 12 decimals); equal means share the average rank",
         "export_ties": dict(export_ties or {}),
     }
