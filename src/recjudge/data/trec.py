@@ -342,12 +342,15 @@ def _read_typed(text: str, names: tuple[str, ...], kinds: tuple[type, ...]) -> t
     too few cannot hide behind it); otherwise pandas splits on ``\\s+``. String columns come back
     as pandas' default string dtype (object before pandas 3), as :meth:`Run.from_frame` makes them.
     """
-    simple = "\t" not in text and "\r" not in text
-    if simple:
-        parsed = _read_arrow(text, names, kinds)
-        if parsed is not None:
-            return parsed
-    for sep in (" ", r"\s+") if simple else (r"\s+",):
+    seps: tuple[str, ...] = (r"\s+",)
+    if "\t" not in text and "\r" not in text:
+        if _pyarrow_csv() is None:
+            seps = (" ", r"\s+")
+        else:
+            parsed = _read_arrow(text, names, kinds)
+            if parsed is not None:
+                return parsed  # else pandas' " " split would be refused too: straight to \s+
+    for sep in seps:
         parsed = _read_pandas(text, names, kinds, sep)
         if parsed is not None:
             return parsed
