@@ -196,16 +196,21 @@ def _ksweep(s, cells: _Cells, figures, runs, human, llm_by_exp: Sequence[Qrels],
     ranking = [m for m in measures if not m.startswith("Judged")]
     taus: dict[tuple[int, str], list[float]] = {}
     wtaus: dict[tuple[int, str], list[float]] = {}
+    subs = {}  # (experiment, K) → the LLM's labels on that sample
     for e, llm in enumerate(llm_by_exp):
         for k in s.k_values:
             pairs = select_pairs(reference=human, per_user=k, seed=s.seed + e)
-            sub = restrict(llm, pairs, f"LLM K={k}")
+            sub = restrict(llm, pairs, f"LLM K={k} e{e + 1}")
             if len(runs) >= 2 and len(sub.frame):
-                cmp = api.compare(runs=runs, reference=human, candidate=[sub], measures=",".join(ranking),
-                                  queries="shared", bootstrap=0).result
-                for m, ra in next(iter(cmp.agreement.values())).items():
-                    taus.setdefault((k, _short(m)), []).append(ra.kendall_tau)
-                    wtaus.setdefault((k, _short(m)), []).append(ra.weighted_tau)
+                subs[(e, k)] = sub
+    if subs:
+        # one compare scores every sample in one pass over the runs (each on the users it shares)
+        cmp = api.compare(runs=runs, reference=human, candidate=list(subs.values()), measures=",".join(ranking),
+                          queries="shared", bootstrap=0).result
+        for (_, k), by_measure in zip(subs, cmp.agreement.values()):
+            for m, ra in by_measure.items():
+                taus.setdefault((k, _short(m)), []).append(ra.kendall_tau)
+                wtaus.setdefault((k, _short(m)), []).append(ra.weighted_tau)
     for (k, m), values in taus.items():
         if "table4" in s.only:
             _add_mean(cells, "table4", f"K={k}", f"tau {m}", values)
