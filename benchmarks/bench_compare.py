@@ -76,53 +76,38 @@ Path(out).write_text(json.dumps(result))
 
 
 STREAM_SCRIPT = r"""
-import json, sys
+import json, sys, time
+t0 = time.perf_counter()
 from recjudge.data.trec import read_qrels, run_paths
 from recjudge.evaluation import metaeval
 from recjudge.evaluation.measures import measure_key, parse_measures, score_runs
 runs_dir, ref_path, cand_path, out = sys.argv[1:5]
 measures, n_boot = json.loads(sys.argv[5]), int(sys.argv[6])
-keys = {m: measure_key(p) for m, p in zip(measures, parse_measures(measures))}
-scored = score_runs(run_paths(runs_dir), {"reference": read_qrels(ref_path), "candidate": read_qrels(cand_path)},
-                    measures)
-ref_m, cand_m = scored.matrices["reference"], scored.matrices["candidate"]
-for m, k in keys.items():
-    metaeval._agreement(m, ref_m[k], cand_m[k], n_boot, 0)
-means = {label: {m: metaeval.system_means(mats[k]) for m, k in keys.items()} for label, mats in scored.matrices.items()}
-systems = [{"system": s, "reference": {m: float(means["reference"][m][s]) for m in keys},
-            "candidates": {"candidate": {"scores": {m: float(means["candidate"][m][s]) for m in keys}}}}
-           for s in scored.tied_user_share]
-json.dump({"systems": systems}, open(out, "w"))
-"""
-
-
-STAGES_SCRIPT = r"""
-import json, sys, time
-t0 = time.perf_counter()
-from recjudge.data.trec import read_qrels, run_paths
-from recjudge.evaluation import metaeval
-from recjudge.evaluation.measures import score_runs
-runs_dir, ref_path, cand_path = sys.argv[1:4]
-measures, n_boot = json.loads(sys.argv[4]), int(sys.argv[5])
-out = {"import": time.perf_counter() - t0}
+timings = {"import": time.perf_counter() - t0}
 t = time.perf_counter()
 labels = {"reference": read_qrels(ref_path), "candidate": read_qrels(cand_path)}
-out["read qrels"] = time.perf_counter() - t
-scored = score_runs(run_paths(runs_dir), labels, measures, timings=out)  # adds its stages, summed over runs
+timings["read qrels"] = time.perf_counter() - t
+scored = score_runs(run_paths(runs_dir), labels, measures, timings=timings)  # adds its stages, summed over runs
 t = time.perf_counter()
 ref_m, cand_m = scored.matrices["reference"], scored.matrices["candidate"]
 for k in ref_m:
     metaeval._agreement(k, ref_m[k], cand_m[k], n_boot, 0)
-out["tau + bootstrap"] = time.perf_counter() - t
-print(json.dumps(out))
+timings["tau + bootstrap"] = time.perf_counter() - t
+keys = {m: measure_key(p) for m, p in zip(measures, parse_measures(measures))}
+means = {label: {m: metaeval.system_means(mats[k]) for m, k in keys.items()} for label, mats in scored.matrices.items()}
+systems = [{"system": s, "reference": {m: float(means["reference"][m][s]) for m in keys},
+            "candidates": {"candidate": {"scores": {m: float(means["candidate"][m][s]) for m in keys}}}}
+           for s in scored.tied_user_share]
+json.dump({"systems": systems, "timings": timings}, open(out, "w"))
 """
 
 
-def stages(run_dir: Path, ref_path: Path, cand_path: Path, n_boot: int) -> dict[str, float]:
-    """Seconds per stage of the compare work, in one fresh interpreter."""
-    cmd = [sys.executable, "-c", STAGES_SCRIPT, str(run_dir), str(ref_path), str(cand_path), json.dumps(MEASURES),
-           str(n_boot)]
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+def stages(run_dir: Path, ref_path: Path, cand_path: Path, n_boot: int, out: Path) -> dict[str, float]:
+    """Seconds per stage of the compare work: the engine script once more, in a fresh interpreter."""
+    cmd = [sys.executable, "-c", STREAM_SCRIPT, str(run_dir), str(ref_path), str(cand_path), str(out),
+           json.dumps(MEASURES), str(n_boot)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(out.read_text())["timings"]
 
 
 def write_files(folder: Path, users: int, systems: int, depth: int, judged: int) -> tuple[Path, Path, Path, int]:
@@ -217,7 +202,7 @@ def main() -> None:
     print("(lines/s: run lines over the whole command's wall time, start-up included)")
     if not args.stages:
         return
-    split = stages(run_dir, ref_path, cand_path, args.bootstrap)
+    split = stages(run_dir, ref_path, cand_path, args.bootstrap, folder / "stages.json")
     total = sum(split.values())
     print(f"\nper-stage split (one fresh interpreter, run by run as compare does, {total:.2f} s in all):")
     for name, sec in split.items():
