@@ -387,17 +387,18 @@ class _Cells:
 
     def add(self, target: str, row: str, column: str, ours: float | None, note: str = "",
             published_as: tuple[str, str, str] | None = None) -> None:
-        table, prow, pcol = published_as or (target, row, column)
-        cell = self.published.cell(table, prow, pcol)
+        from .published import NOT_PUBLISHED
+
+        cell = self.published.cell(*(published_as or (target, row, column)))
         pub = None if cell is None else cell.value
-        ours_f = None if ours is None or (isinstance(ours, float) and math.isnan(ours)) else float(ours)
-        comparable = None if ours_f is None or cell is None else cell.comparable(ours_f)
-        diff = None if comparable is None or pub is None else comparable - pub
-        self.rows.append({"target": target, "row": row, "column": column, "ours": comparable if comparable is not
-                          None else ours_f, "published": cell.shown() if cell is not None else "not published in "
-                          "our data", "published_value": pub, "difference": diff,
-                          "cite": cell.cite if cell is not None else "", "note": note,
-                          "unit": cell.unit if cell is not None else "share"})
+        value = None if ours is None or (isinstance(ours, float) and math.isnan(ours)) else float(ours)
+        if value is not None and cell is not None:
+            value = cell.comparable(value)  # on the published cell's scale
+        diff = None if value is None or pub is None else value - pub
+        self.rows.append({"target": target, "row": row, "column": column, "ours": value,
+                          "published": NOT_PUBLISHED if cell is None else cell.shown(), "published_value": pub,
+                          "difference": diff, "cite": "" if cell is None else cell.cite, "note": note,
+                          "unit": "share" if cell is None else cell.unit})
 
     def frame(self) -> pd.DataFrame:
         import pandas as pd
