@@ -43,14 +43,13 @@ def _num(x: Any) -> str:
 
 
 def _cells_table(frame: pd.DataFrame) -> str:
-    def shown(v, unit):  # percent cells read as the paper prints them
+    def on_scale(v, unit):  # percent cells read as the paper prints them; None and NaN as "–"
         return _num(v) if unit != "percent" or v is None or math.isnan(v) else f"{v:.2f}%"
 
     shown = pd.DataFrame({
-        "row": frame.row, "column": frame.column, "ours": [shown(v, u) for v, u in zip(frame.ours, frame.unit)],
+        "row": frame.row, "column": frame.column, "ours": [on_scale(v, u) for v, u in zip(frame.ours, frame.unit)],
         "published": frame.published,
-        "difference": [shown(v, u) if v is not None else "–" for v, u in zip(frame.difference, frame.unit)],
-        "note": frame.note})
+        "difference": [on_scale(v, u) for v, u in zip(frame.difference, frame.unit)], "note": frame.note})
     return markdown_table(shown, index=False)
 
 
