@@ -301,7 +301,7 @@ def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None,
                           history=history, name=job.name)
         s = res.summary
         r["over"] += s.failures.get("context_overflow", 0)
-        r["users"] |= {o.user for o in getattr(s, "context_overflow", ())}
+        r["users"] |= {o.user for o in s.context_overflow}
         calls = s.planned_calls - s.cache_hits
         r["calls"] += calls
         r["hits"] += s.cache_hits
