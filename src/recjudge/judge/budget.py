@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from .cache import Usage
 from .config import JudgeConfig
 from .prompts import Template
 
 __all__ = ["estimate_tokens", "estimate_messages_tokens", "output_estimate", "load_prices", "load_models",
-           "ModelEntry", "cost", "Budget"]
+           "model_entry", "ModelEntry", "cost", "Budget"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -86,6 +86,16 @@ def load_models(path: str | os.PathLike | None = None) -> dict[str, ModelEntry]:
 def load_prices(path: str | os.PathLike | None = None) -> dict[str, dict[str, float]]:
     """Built-in prices (USD per million tokens) updated with a user file of the same shape."""
     return {model: entry.price() for model, entry in load_models(path).items()}
+
+
+def model_entry(config: JudgeConfig) -> ModelEntry | None:
+    """``config.model``'s row of the price table (``config.prices`` over the built-in one), None when
+    unpriced; --max-cost without a price is refused here, so a caller can refuse it before any work."""
+    entry = load_models(config.prices).get(config.model)
+    if entry is None and config.max_cost is not None and not config.dry_run:
+        raise ConfigError(f"--max-cost needs a price for model {config.model!r}; add it to a price table "
+                          "passed with --prices (USD per million tokens: input, cached_input, output)")
+    return entry
 
 
 def _read_table(p: Path) -> tuple[dict[str, ModelEntry], dict[str, tuple[str, str]]]:

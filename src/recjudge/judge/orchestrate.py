@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from ..errors import ConfigError
 from ..urls import public_url
 from .backend import make_backend
-from .budget import Budget, cost, estimate_messages_tokens, load_models, output_estimate
+from .budget import Budget, cost, estimate_messages_tokens, model_entry, output_estimate
 from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
 from .client import Request
 from .profile import candidates_block
@@ -87,7 +87,7 @@ class LLMJob:
         self.ctx = ctx
         self.config = ctx.config
         self.template = template
-        entry = load_models(self.config.prices).get(self.config.model)
+        entry = model_entry(self.config)  # refuses --max-cost without a price
         self.price = entry.price() if entry is not None else None
         self.price_as_of = entry.as_of if entry is not None else None
         # the window each prompt must fit: the config's, else what the price table declares
@@ -98,9 +98,6 @@ class LLMJob:
         else:
             self.window, self.window_from = None, None
         self.overflow: list[Overflow] = []
-        if self.config.max_cost is not None and self.price is None and not self.config.dry_run:
-            raise ConfigError(f"--max-cost needs a price for model {self.config.model!r}; add it to a price table "
-                              "passed with --prices (USD per million tokens: input, cached_input, output)")
         self.key_params = self.config.key_params()
         # answers by cache key; requests with the same rendered prompt share one answer, which
         # _result maps onto each request's own (qid, items) by candidate position
