@@ -77,23 +77,18 @@ def register(sub) -> None:
 
 
 def run_reproduce_cli(args: argparse.Namespace) -> int:
+    import dataclasses
     import sys
 
     from ..experiments.reproduce import ReproduceSettings, run_reproduce
 
-    def path(v):
-        return Path(v) if v is not None else None
-
-    settings = ReproduceSettings(
-        collection=Path(args.collection), out=Path(args.out), model=args.model, base_url=args.base_url,
-        runs=path(args.runs), historical_runs=path(args.historical_runs),
-        historical_qrels=path(args.historical_qrels), groups=path(args.groups), grid=args.grid,
-        systems=args.systems, epochs=args.epochs, device=args.device, sample_users=args.sample_users,
-        min_interactions=args.min_interactions, historical_split=args.historical_split, only=tuple(args.only),
-        experiments=args.experiments, per_user=args.per_user, k_values=tuple(args.k_values), depth=args.depth,
-        field_sets=args.field_sets, profile_size=args.profile_size, fields=args.fields,
-        concurrency=args.concurrency, context_tokens=args.context_tokens, max_cost=args.max_cost, prices=args.prices, call_seconds=args.call_seconds,
-        seed=args.seed, permutations=args.permutations, bootstrap=args.bootstrap, dry_run=args.dry_run)
+    # every option's dest is the settings field of the same name (alpha has no flag: its default stays)
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(ReproduceSettings) if hasattr(args, f.name)}
+    for name in ("collection", "out", "runs", "historical_runs", "historical_qrels", "groups"):
+        if values[name] is not None:
+            values[name] = Path(values[name])
+    values.update(only=tuple(args.only), k_values=tuple(args.k_values))
+    settings = ReproduceSettings(**values)
     result = run_reproduce(settings, progress=lambda m: print(m, file=sys.stderr, flush=True))
     if args.dry_run:
         print(result.plan_text)
