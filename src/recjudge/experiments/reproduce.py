@@ -469,12 +469,9 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
         check_output_dir(s.out, "--out", inputs)
     base, not_applied = base_judge(s)
     if s.max_cost is not None and not s.dry_run:
-        from ..judge.budget import load_prices
+        from ..judge.budget import model_entry
 
-        if base.model not in load_prices(base.prices):
-            # refused before training and judging, not at the first call
-            raise ConfigError(f"--max-cost needs a price for model {base.model!r}; pass a price table with --prices "
-                              "(USD per million tokens: input, cached_input, output)")
+        model_entry(base.replace(max_cost=s.max_cost))  # an unpriced model refused before training and judging
     collection = api.load_collection(s.collection)
     human = collection.qrels
     if human is None:
