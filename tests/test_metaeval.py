@@ -578,7 +578,7 @@ def test_shared_queries_with_users_missing_on_both_sides_by_hand():
 
 # ------------------------------------------------------------------ run by run (issue 14)
 
-def test_compare_and_evaluate_read_run_files_one_at_a_time_with_the_results_of_runs_in_memory(tmp_path, monkeypatch):
+def test_compare_and_evaluate_read_run_files_at_most_two_at_a_time_with_the_results_of_runs_in_memory(tmp_path, monkeypatch):
     import gc
     import weakref
 
@@ -602,13 +602,14 @@ def test_compare_and_evaluate_read_run_files_one_at_a_time_with_the_results_of_r
     for queries in ("own", "shared"):
         live_at_read.clear()
         got = compare(files, human, [llm], queries=queries, bootstrap=50, seed=4)
-        assert live_at_read == [0, 0, 0, 0]  # each file read once, after the one before it was dropped
+        # each file read once; the next is read while the current one is scored, never more
+        assert len(live_at_read) == 4 and max(live_at_read) <= 1
         want = compare(in_memory, human, [llm], queries=queries, bootstrap=50, seed=4)
         assert got.to_json() == want.to_json()
         assert got.tie_share == want.tie_share and max(got.tie_share.values()) > 0
     live_at_read.clear()
     assert evaluate(files, human, seed=4).to_json() == evaluate(in_memory, human, seed=4).to_json()
-    assert live_at_read == [0, 0, 0, 0]
+    assert len(live_at_read) == 4 and max(live_at_read) <= 1
 
 
 def test_input_tie_policy_is_warned_once_for_all_runs():

@@ -44,6 +44,17 @@ RUN = (
 )
 
 
+def test_the_compiled_reader_is_built_where_ci_requires_it():
+    # .ci/run sets RECJUDGE_REQUIRE_NATIVE=1: a missing compiler must fail there, not pass as a slow run
+    import os
+
+    from recjudge.data import trec
+
+    if os.environ.get("RECJUDGE_REQUIRE_NATIVE") != "1":
+        pytest.skip("RECJUDGE_REQUIRE_NATIVE is not set (CI sets it); recjudge._native is optional")
+    assert trec._scanner_type() is not None and trec._reader() == "scan"
+
+
 def test_read_run_inline_path_gz_and_fileobj_agree(tmp_path):
     plain = tmp_path / "sysA.run"
     plain.write_text(RUN)
@@ -215,8 +226,7 @@ def test_write_run_and_qrels_round_trip_atomically(tmp_path):
 
 
 def test_failed_write_leaves_nothing(tmp_path):
-    bad = Run("x", pd.DataFrame({"qid": ["u1"], "docid": ["i1"], "rank": [1], "score": [1.0], "tag": ["t"]}))
-    object.__setattr__(bad, "frame", bad.frame.drop(columns=["tag"]))  # writer will fail mid-way
+    bad = Run("x", pd.DataFrame({"qid": ["u1"], "docid": ["i1"], "rank": [1], "score": [1.0]}))  # no tag: the writer fails mid-way
     with pytest.raises(AttributeError):
         write_run(bad, tmp_path / "x.run")
     assert list(tmp_path.iterdir()) == []
@@ -310,7 +320,9 @@ def test_written_files_get_the_umask_mode_and_json_has_no_nan(tmp_path):
 def test_ensure_tie_free_keeps_a_tie_free_run_untouched():
     run = read_run("u Q0 b 1 0.5 t\nu Q0 a 2 0.25 t\nv Q0 c 1 -1 t\n")  # distinct scores per user
     out = ensure_tie_free(run, "docid", 3)
-    assert out.frame is run.frame  # no copy, no rewritten scores
+    assert out.table is run.table  # no copy, no rewritten scores
+    framed = Run("f", run.frame)
+    assert ensure_tie_free(framed, "docid", 3).frame is framed.frame
     assert out.frame.score.tolist() == [0.5, 0.25, -1.0]
     assert (out.tie_policy, out.seed) == ("docid", 3)
     assert ensure_tie_free(out, "hash") is out

@@ -149,7 +149,6 @@ def _path_inputs(*values) -> list:
 
 def _named(reference, candidates) -> tuple[Any, list, dict[str, str]]:
     """Read reference and candidates; name each by the one naming rule of outputs (paths when given)."""
-    from dataclasses import replace
 
     from ..evaluation.metaeval import label_set_names
 
@@ -157,7 +156,7 @@ def _named(reference, candidates) -> tuple[Any, list, dict[str, str]]:
     qrels = [_qrels(v) for v in items]
     paths = [os.fspath(v) if _is_path(v) else q.name for v, q in zip(items, qrels)]
     names = label_set_names([q.name for q in qrels], paths)
-    named = [replace(q, name=n) for q, n in zip(qrels, names)]
+    named = [q.renamed(n) for q, n in zip(qrels, names)]
     return named[0], named[1:], dict(zip(names, paths))
 
 

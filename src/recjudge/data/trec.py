@@ -10,21 +10,23 @@ Python providers by docid ascending; after the rewrite both see one order.
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import io
 import math
 import os
 import warnings
 import weakref
+import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from .._io import Source, atomic_write, read_text
+from .._io import Source, atomic_write, is_inline, read_text, source_name
 from ..errors import ConfigError, InputError
 
 __all__ = [
@@ -49,6 +51,11 @@ __all__ = [
     "seeded_hash_keys",
     "FrameCodes",
     "frame_codes",
+    "RunTable",
+    "QrelsTable",
+    "ScoreOrder",
+    "score_order",
+    "READERS",
 ]
 
 RUN_SUFFIXES = (".run", ".txt", ".trec")
@@ -71,22 +78,87 @@ class Qrel(NamedTuple):
     iteration: str = "0"
 
 
-@dataclass(frozen=True, eq=False)
+class RunTable(NamedTuple):
+    """A run's columns as the reader and the tie policy keep them: ids as int32 codes, no Python
+    object per row. Every distinct value appears in at least one row."""
+
+    codes: FrameCodes   # qid and docid codes
+    rank: np.ndarray    # int64 per row
+    score: np.ndarray   # float64 per row
+    tcode: np.ndarray   # int32 per row: the tag's code
+    tags: np.ndarray    # object: the distinct tags
+
+
+class QrelsTable(NamedTuple):
+    """Qrels columns with ids as int32 codes (see :class:`RunTable`)."""
+
+    codes: FrameCodes   # qid and docid codes
+    icode: np.ndarray   # int32 per row: the iteration's code
+    iterations: np.ndarray  # object: the distinct iteration values
+    label: np.ndarray   # int64 per row
+
+
+def _set(obj, **values) -> None:
+    for key, value in values.items():
+        object.__setattr__(obj, key, value)
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class Run:
     """One system's rankings. ``frame`` columns: qid, docid, rank, score, tag; row order is input order.
 
     ``tie_policy`` is None until :func:`resolve_ties` has ordered the rows and rewritten scores. It
     is a record, not a guarantee (the frame is mutable): consumers call :func:`ensure_tie_free`,
     which verifies the scores.
+
+    A run holds a frame, a :class:`RunTable` (what the readers and :func:`resolve_ties` make), or
+    both; each is built from the other on first use, so scoring a run read from a file never makes
+    a Python object per row. Neither may be changed in place.
     """
 
     name: str
-    frame: pd.DataFrame
-    tie_policy: str | None = None
-    seed: int | None = None
+    tie_policy: str | None
+    seed: int | None
+    _frame: pd.DataFrame | None = field(repr=False)
+    _table: RunTable | None = field(repr=False)
+    _order: ScoreOrder | None = field(repr=False)  # see score_order
+
+    def __init__(self, name: str, frame: pd.DataFrame | None = None, tie_policy: str | None = None,
+                 seed: int | None = None, *, table: RunTable | None = None):
+        if frame is None and table is None:
+            raise TypeError("Run needs a frame or a table")
+        _set(self, name=name, tie_policy=tie_policy, seed=seed, _frame=frame, _table=table, _order=None)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            t = self._table
+            c = t.codes
+            f = pd.DataFrame({"qid": c.qids[c.qcode], "docid": c.docids[c.dcode], "rank": t.rank,
+                              "score": t.score, "tag": t.tags[t.tcode]})
+            _remember_codes(f, c)
+            _set(self, _frame=f)
+        return self._frame
+
+    @property
+    def table(self) -> RunTable:
+        if self._table is None:
+            f = self._frame
+            _set(self, _table=RunTable(frame_codes(f), f["rank"].to_numpy(dtype=np.int64),
+                                       f.score.to_numpy(dtype=np.float64), *_factorize32(f.tag.to_numpy(dtype=object))))
+        return self._table
+
+    @property
+    def codes(self) -> FrameCodes:
+        return self._table.codes if self._table is not None else frame_codes(self._frame)
+
+    @property
+    def scores(self) -> np.ndarray:
+        """float64 per row, in row order."""
+        return self._table.score if self._table is not None else self._frame.score.to_numpy(dtype=np.float64)
 
     def __len__(self) -> int:
-        return len(self.frame)
+        return len(self._table.score) if self._table is not None else len(self._frame)
 
     def __iter__(self) -> Iterator[RunRow]:
         f = self.frame
@@ -95,10 +167,16 @@ class Run:
 
     @property
     def qids(self) -> list[str]:
-        return sorted(self.frame.qid.unique())
+        return sorted(self.codes.qids)
 
     def to_frame(self) -> pd.DataFrame:
         return self.frame.copy()
+
+    def renamed(self, name: str) -> Run:
+        """The same rankings under another name (nothing is copied)."""
+        out = Run(name, self._frame, self.tie_policy, self.seed, table=self._table)
+        _set(out, _order=self._order)
+        return out
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "run", tag: str | None = None) -> Run:
@@ -126,15 +204,52 @@ class Run:
         return cls.from_frame(_rows_frame(rows, RunRow._fields), name)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Qrels:
-    """Relevance labels. ``frame`` columns: qid, iteration, docid, label (int64)."""
+    """Relevance labels. ``frame`` columns: qid, iteration, docid, label (int64).
+
+    Like :class:`Run`, held as a frame, a :class:`QrelsTable` or both, each built on first use.
+    """
 
     name: str
-    frame: pd.DataFrame
+    _frame: pd.DataFrame | None = field(repr=False)
+    _table: QrelsTable | None = field(repr=False)
+
+    def __init__(self, name: str, frame: pd.DataFrame | None = None, *, table: QrelsTable | None = None):
+        if frame is None and table is None:
+            raise TypeError("Qrels needs a frame or a table")
+        _set(self, name=name, _frame=frame, _table=table)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            t = self._table
+            c = t.codes
+            f = pd.DataFrame({"qid": c.qids[c.qcode], "iteration": t.iterations[t.icode],
+                              "docid": c.docids[c.dcode], "label": t.label})
+            _remember_codes(f, c)
+            _set(self, _frame=f)
+        return self._frame
+
+    @property
+    def table(self) -> QrelsTable:
+        if self._table is None:
+            f = self._frame
+            _set(self, _table=QrelsTable(frame_codes(f), *_factorize32(f.iteration.to_numpy(dtype=object)),
+                                         f.label.to_numpy(dtype=np.int64)))
+        return self._table
+
+    @property
+    def codes(self) -> FrameCodes:
+        return self._table.codes if self._table is not None else frame_codes(self._frame)
+
+    @property
+    def labels(self) -> np.ndarray:
+        """int64 per row, in row order."""
+        return self._table.label if self._table is not None else self._frame.label.to_numpy(dtype=np.int64)
 
     def __len__(self) -> int:
-        return len(self.frame)
+        return len(self._table.label) if self._table is not None else len(self._frame)
 
     def __iter__(self) -> Iterator[Qrel]:
         f = self.frame
@@ -143,15 +258,20 @@ class Qrels:
 
     @property
     def qids(self) -> list[str]:
-        return sorted(self.frame.qid.unique())
+        return sorted(self.codes.qids)
 
     def to_frame(self) -> pd.DataFrame:
         return self.frame.copy()
 
+    def renamed(self, name: str) -> Qrels:
+        """The same labels under another name (nothing is copied)."""
+        return Qrels(name, self._frame, table=self._table)
+
     def to_dict(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
-        for q, d, lab in zip(self.frame.qid, self.frame.docid, self.frame.label):
-            out.setdefault(q, {})[d] = int(lab)
+        c = self.codes
+        for q, d, lab in zip(c.qids[c.qcode].tolist(), c.docids[c.dcode].tolist(), self.labels.tolist()):
+            out.setdefault(q, {})[d] = lab
         return out
 
     @classmethod
@@ -344,7 +464,7 @@ def _read_typed(text: str, names: tuple[str, ...], kinds: tuple[type, ...]) -> t
     """
     seps: tuple[str, ...] = (r"\s+",)
     if "\t" not in text and "\r" not in text:
-        if _pyarrow_csv() is None:
+        if _pyarrow_csv() is None or _reader() == "pandas":
             seps = (" ", r"\s+")
         else:
             parsed = _read_arrow(text, names, kinds)
@@ -357,11 +477,17 @@ def _read_typed(text: str, names: tuple[str, ...], kinds: tuple[type, ...]) -> t
     return None
 
 
+# pandas before 3 parses decimals one unit in the last place off now and then unless told to round
+# trip (as Python's float(), which ir-measures reads scores with); pandas 3 does it by default
+_ROUND_TRIP = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+
+
 def _read_pandas(text: str, names: tuple[str, ...], kinds: tuple[type, ...], sep: str
                  ) -> tuple[pd.DataFrame, FrameCodes] | None:
     dtype = {i: k if k is not int else np.int64 for i, k in enumerate(kinds)}
     try:
         raw = pd.read_csv(io.StringIO(text), sep=sep, header=None, engine="c", quoting=3, dtype=dtype,
+                          **_ROUND_TRIP,
                           keep_default_na=False, skip_blank_lines=True,
                           na_values={i: [] for i, k in enumerate(kinds) if k is not str})
     except (ValueError, TypeError, OverflowError, pd.errors.ParserError):
@@ -379,6 +505,144 @@ def _read_pandas(text: str, names: tuple[str, ...], kinds: tuple[type, ...], sep
     if any(pd.isna(u).any() or (u == "").any() for u in (codes.qids, codes.docids, *others)):
         return None
     return raw, codes
+
+
+READERS = ("auto", "scan", "pyarrow", "pandas")
+_CHUNK = 1 << 24  # bytes per read: the scanner streams, so memory does not grow with the file
+
+
+def _reader() -> str:
+    """The fast reader to try first: ``RECJUDGE_READER`` (auto, scan, pyarrow, pandas), for benchmarks
+    and tests; ``auto`` takes the compiled scanner when it was built. The careful reader is always last."""
+    choice = os.environ.get("RECJUDGE_READER", "auto")
+    if choice not in READERS:
+        raise ConfigError(f"RECJUDGE_READER={choice!r}; choose one of {', '.join(READERS)}")
+    if choice == "auto":
+        return "scan" if _scanner_type() is not None else "pyarrow" if _pyarrow_csv() is not None else "pandas"
+    if choice == "scan" and _scanner_type() is None:
+        raise ConfigError("RECJUDGE_READER=scan, but recjudge._native was not built; reinstall recjudge "
+                          "with a C compiler present (pip install -e .)")
+    if choice == "pyarrow" and _pyarrow_csv() is None:
+        raise ConfigError('RECJUDGE_READER=pyarrow, but pyarrow is not installed: pip install "recjudge[fast]"')
+    return choice
+
+
+@functools.cache
+def _scanner_type():
+    """The compiled tokenizer (``recjudge._native.Scanner``), or None where it was not built."""
+    try:
+        from .. import _native
+    except ImportError:
+        return None
+    return _native.Scanner
+
+
+def _scan_source(source: Source, what: str, kinds: str) -> tuple[str, tuple | None, Source]:
+    """(name, the scanner's result or None, what the careful reader should read instead).
+
+    Paths (plain or gzip) are streamed in chunks, so neither the file nor its text is ever held
+    whole; errors opening or decompressing name the file as :func:`recjudge._io.read_text` does. A
+    file object is read once, and its bytes are what the careful reader gets when the scanner refuses.
+    """
+    name = source_name(source)
+    scanner = _scanner_type()(kinds, (0, 2))
+    if isinstance(source, str) and is_inline(source):
+        try:
+            scanner.feed(source.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate: the careful reader says where
+            return name, None, source
+        return name, scanner.finish(), source
+    if not isinstance(source, (str, os.PathLike)):
+        data = source.read()
+        fallback = io.StringIO(data) if isinstance(data, str) else io.BytesIO(data)
+        fallback.name = name
+        if isinstance(data, str):
+            try:
+                scanner.feed(data.encode("utf-8"))
+            except UnicodeEncodeError:
+                return name, None, fallback
+        elif data[:2] == b"\x1f\x8b":
+            return name, None, fallback  # a compressed stream: read_text decompresses it (and names a fault)
+        else:
+            scanner.feed(memoryview(data)[3:] if data.startswith(BOM) else data)
+        return name, scanner.finish(), fallback
+    path = Path(source)
+    if not path.exists():
+        raise InputError(name, f"{what} not found", "check the path")
+    if path.is_dir():
+        raise InputError(name, f"expected a {what}, found a folder", "name a file")
+    try:
+        with open(path, "rb") as fh:
+            compressed = fh.read(2) == b"\x1f\x8b"
+            fh.seek(0)
+            if not compressed and name.endswith(".gz"):
+                raise InputError(name, f"{what} is named .gz but is not gzip data",
+                                 "rename it without .gz or compress it with gzip")
+            stream = gzip.GzipFile(fileobj=fh, mode="rb") if compressed else fh
+            buf = bytearray(_CHUNK)
+            view = memoryview(buf)
+            first = True
+            while True:
+                n = stream.readinto(buf)
+                if not n:
+                    break
+                chunk = view[:n]
+                if first and bytes(chunk[:3]) == BOM:
+                    chunk = chunk[3:]
+                first = False
+                if not scanner.feed(chunk):
+                    break
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(name, f"unreadable gzip {what}: {exc}",
+                         "re-create the file, or gunzip it to see what is wrong") from None
+    except OSError as exc:
+        raise InputError(name, f"cannot read {what}: {exc.strerror or exc}", "check permissions") from None
+    return name, scanner.finish(), source
+
+
+BOM = b"\xef\xbb\xbf"
+RUN_KINDS = "s-sifs"     # qid Q0 docid rank score tag
+QRELS_KINDS = "sssi"     # qid iteration docid label
+
+
+def _array32(buffer) -> np.ndarray:
+    return np.frombuffer(buffer, dtype=np.int32)
+
+
+def _strings(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _scanned_codes(qcol, dcol, duplicate: int, grouped: bool) -> FrameCodes | None:
+    """The id codes of a scanned file, or None when a (qid, docid) pair repeats (the careful reader names it)."""
+    codes = FrameCodes(_array32(qcol[0]), _strings(qcol[1]), _array32(dcol[0]), _strings(dcol[1]))
+    if duplicate >= 0 or (not grouped and _has_duplicate_pairs(codes)):
+        return None
+    return codes
+
+
+def _scanned_run(result) -> RunTable | None:
+    _, cols, duplicate, grouped = result
+    codes = _scanned_codes(cols[0], cols[2], duplicate, grouped)
+    if codes is None:
+        return None
+    tcode, tags = cols[5]
+    return RunTable(codes, np.frombuffer(cols[3], dtype=np.int64), np.frombuffer(cols[4], dtype=np.float64),
+                    _array32(tcode), _strings(tags))
+
+
+def _scanned_qrels(result) -> QrelsTable | None:
+    _, cols, duplicate, grouped = result
+    label = np.frombuffer(cols[3], dtype=np.int64)
+    if (np.abs(label) > MAX_LABEL).any():
+        return None
+    codes = _scanned_codes(cols[0], cols[2], duplicate, grouped)
+    if codes is None:
+        return None
+    icode, iterations = cols[1]
+    return QrelsTable(codes, _array32(icode), _strings(iterations), label)
 
 
 def _fast_run_frame(text: str) -> pd.DataFrame | None:
@@ -404,11 +668,24 @@ def _has_duplicate_pairs(codes: FrameCodes) -> bool:
     return bool(pd.Series(key).duplicated().any())
 
 
+def _source_run_name(src: str) -> str:
+    return "inline" if src == "<inline>" else run_name(src)
+
+
+def _source_qrels_name(src: str) -> str:
+    return "inline" if src == "<inline>" else run_name(src).removesuffix(".qrels")
+
+
 def read_run(source: Source, name: str | None = None) -> Run:
     """Read a TREC run ``qid Q0 docid rank score tag`` from a path, .gz, file object or inline string."""
+    if _reader() == "scan":
+        src, scanned, source = _scan_source(source, "run", RUN_KINDS)
+        table = _scanned_run(scanned) if scanned is not None else None
+        if table is not None:
+            return Run(name if name is not None else _source_run_name(src), table=table)
     src, text = read_text(source, "run")
     if name is None:
-        name = "inline" if src == "<inline>" else run_name(src)
+        name = _source_run_name(src)
     fast = _fast_run_frame(text)
     if fast is not None:
         return Run(name, fast)
@@ -421,7 +698,7 @@ def read_run(source: Source, name: str | None = None) -> Run:
         raise InputError(src, f"rank {raw[3].iloc[i]!r} is not an integer", "write the rank as 1, 2, 3, …",
                          line=numbers[i])
     df["rank"] = rank.astype("int64").to_numpy()
-    df["score"] = pd.to_numeric(raw[4], errors="coerce").astype("float64").to_numpy()
+    df["score"] = _decimals(raw[4])
     bad = (df.score.isna() & ~raw[4].str.lower().isin(["nan", "+nan", "-nan"])).to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -430,6 +707,15 @@ def read_run(source: Source, name: str | None = None) -> Run:
     df["tag"] = raw[5].to_numpy()
     _check_run_frame(df, src, numbers, raw_scores=raw[4])
     return Run(name, df)
+
+
+def _decimals(texts: pd.Series) -> np.ndarray:
+    """The numbers pandas recognises in ``texts`` (NaN elsewhere), each converted by Python's float():
+    correctly rounded, as ir-measures reads scores (pandas' parser can be one unit in the last place off)."""
+    values = pd.to_numeric(texts, errors="coerce").astype("float64").to_numpy(copy=True)
+    good = np.flatnonzero(~np.isnan(values))
+    values[good] = [float(t) for t in texts.to_numpy(dtype=object)[good]]
+    return values
 
 
 def _check_run_frame(df: pd.DataFrame, src: str, lines: list[int] | None, raw_scores=None) -> None:
@@ -468,9 +754,14 @@ def _fast_qrels_frame(text: str) -> pd.DataFrame | None:
 
 def read_qrels(source: Source, name: str | None = None) -> Qrels:
     """Read TREC qrels ``qid iter docid label`` from a path, .gz, file object or inline string."""
+    if _reader() == "scan":
+        src, scanned, source = _scan_source(source, "qrels", QRELS_KINDS)
+        table = _scanned_qrels(scanned) if scanned is not None else None
+        if table is not None:
+            return Qrels(name if name is not None else _source_qrels_name(src), table=table)
     src, text = read_text(source, "qrels")
     if name is None:
-        name = "inline" if src == "<inline>" else run_name(src).removesuffix(".qrels")
+        name = _source_qrels_name(src)
     fast = _fast_qrels_frame(text)
     if fast is not None:
         return Qrels(name, fast)
@@ -718,12 +1009,6 @@ def _sorted_codes(values) -> np.ndarray:
     return pd.factorize(np.asarray(values, dtype=object), sort=True)[0].astype(np.int64, copy=False)
 
 
-def _sorted_qid_codes(frame: pd.DataFrame) -> np.ndarray:
-    """Per row, the rank of its qid among the frame's distinct qids in string order (from the cached codes)."""
-    codes = frame_codes(frame)
-    return _sorted_codes(codes.qids)[codes.qcode]
-
-
 def _docid_order(docids: np.ndarray) -> np.ndarray:
     """Rank of each docid in byte-wise string order (what trec_eval's strcmp uses)."""
     return _sorted_codes(docids)
@@ -734,32 +1019,91 @@ def _check_policy(policy: str) -> None:
         raise ConfigError(f"unknown tie policy {policy!r}; choose one of {', '.join(TIE_POLICIES)}")
 
 
-def order_rows(frame: pd.DataFrame, policy: str = "hash", seed: int = 0) -> np.ndarray:
-    """Row indices of ``frame`` ordered by qid, score descending, then the tie policy."""
-    _check_policy(policy)
-    qid_codes = _sorted_qid_codes(frame)
-    neg_score = -frame.score.to_numpy(dtype=np.float64)
-    order = np.lexsort((neg_score, qid_codes))  # stable: equal scores keep file order ('input')
-    if policy == "input" or len(order) < 2:
-        return order
-    q, sc = qid_codes[order], neg_score[order]
+class ScoreOrder(NamedTuple):
+    """A run's rows ordered by qid (string order), then score descending, ties in row order."""
+
+    order: np.ndarray  # row indices (the identity when the rows are in that order already)
+    qrank: np.ndarray  # per ordered row: index of its qid in ``qids``
+    score: np.ndarray  # per ordered row
+    in_place: bool     # the rows were in that order: ``order`` is the identity
+    qids: np.ndarray   # object: the run's distinct qids in string order
+
+
+def _score_order_of(codes: FrameCodes, score: np.ndarray) -> ScoreOrder:
+    rank = _sorted_codes(codes.qids)
+    qids = np.empty(len(codes.qids), dtype=object)
+    qids[rank] = codes.qids
+    qrank = rank[codes.qcode]
+    n = len(score)
+    same = qrank[1:] == qrank[:-1]
+    if n < 2 or (np.all(qrank[1:] >= qrank[:-1]) and np.all(score[1:][same] <= score[:-1][same])):
+        return ScoreOrder(np.arange(n), qrank, score, True, qids)
+    order = np.lexsort((-score, qrank))  # stable: equal scores keep row order
+    return ScoreOrder(order, qrank[order], score[order], False, qids)
+
+
+def score_order(run: Run) -> ScoreOrder:
+    """The run's rows by qid, then score descending (ties in row order): sorted at most once per run.
+
+    Runs written as TREC runs usually are (grouped by query, best first), which one linear pass
+    confirms without sorting. The tie share, the tie check, :func:`resolve_ties` and the measures
+    all start from this one order.
+    """
+    cached = run._order
+    if cached is None:
+        cached = _score_order_of(run.codes, run.scores)
+        _set(run, _order=cached)
+    return cached
+
+
+def _tie_blocks(so: ScoreOrder) -> tuple[np.ndarray, np.ndarray] | None:
+    """(ordered positions inside a block of equal scores, their block number), or None when no two
+    rows of a query share a score."""
+    q, sc = so.qrank, so.score
+    if len(q) < 2:
+        return None
     new_block = np.r_[True, (q[1:] != q[:-1]) | (sc[1:] != sc[:-1])]
+    if new_block.all():
+        return None
     block = np.cumsum(new_block) - 1
     size = np.bincount(block)
-    tied = size[block] > 1
-    if not tied.any():
-        return order  # tie-free: the policy decides nothing, so its keys are never computed
-    rows = order[tied]  # only rows inside tie blocks need the policy's key
-    docrank = _docid_order(frame.docid.to_numpy()[rows])
+    tied = np.flatnonzero(size[block] > 1)
+    return tied, block[tied]
+
+
+def _policy_order(codes: FrameCodes, so: ScoreOrder, policy: str, seed: int) -> np.ndarray:
+    """Row indices ordered by qid, score descending, then ``policy``: the score order, with the rows
+    of each tie block (and only those) put in the policy's order."""
+    order = so.order
+    blocks = None if policy == "input" else _tie_blocks(so)
+    if blocks is None:
+        return order  # tie-free (or 'input'): the policy decides nothing, so its keys are never computed
+    at, block = blocks
+    rows = order[at]
+    dcode = codes.dcode[rows]
+    used = np.unique(dcode)
+    where = np.searchsorted(used, dcode)
+    docrank = _docid_order(codes.docids[used])[where]
     if policy == "hash":
-        keys: tuple = (docrank, hash_keys(frame.qid.to_numpy()[rows], frame.docid.to_numpy()[rows], seed))
+        item_hashes = string_hashes(codes.docids[used])[where]
+        keys: tuple = (docrank, seeded_hash_keys(string_hashes(codes.qids), item_hashes, codes.qcode[rows], seed))
     elif policy == "trec_eval":
         keys = (-docrank,)
     else:
         keys = (docrank,)
+    order = order.copy()
     # blocks stay where they are; rows are reordered inside each block (lexsort: last key primary)
-    order[np.flatnonzero(tied)] = rows[np.lexsort((*keys, block[tied]))]
+    order[at] = rows[np.lexsort((*keys, block))]
     return order
+
+
+def order_rows(frame: pd.DataFrame | Run, policy: str = "hash", seed: int = 0) -> np.ndarray:
+    """Row indices of ``frame`` (or of a run's rows) ordered by qid, score descending, then the tie policy."""
+    _check_policy(policy)
+    if isinstance(frame, Run):
+        return _policy_order(frame.codes, score_order(frame), policy, seed)
+    codes = frame_codes(frame)
+    return _policy_order(codes, _score_order_of(codes, frame.score.to_numpy(dtype=np.float64)), policy, seed)
 
 
 def _positions(sorted_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -773,6 +1117,16 @@ def _positions(sorted_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pos, np.repeat(lengths, lengths)
 
 
+def _compact(codes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``codes`` renumbered over the values still used (first-seen order), when some are not."""
+    used = np.zeros(len(values), dtype=bool)
+    used[codes] = True
+    if used.all():
+        return codes, values
+    new = np.cumsum(used, dtype=np.int64) - 1
+    return new[codes].astype(np.int32), values[used]
+
+
 def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | None = None) -> Run:
     """Order each ranking by score then ``policy`` and rewrite scores as n, n-1, …, 1 (tie-free).
 
@@ -783,34 +1137,25 @@ def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | Non
         warnings.warn(
             f"run {run.name!r}: tie policy 'input' resolves equal scores by file order; a list written "
             "relevant-first then wins every tie. Prefer 'hash'.", stacklevel=2)
-    order = order_rows(run.frame, policy, seed)
-    qcodes = _sorted_qid_codes(run.frame)[order]
-    pos, n = _positions(qcodes)
+    _check_policy(policy)
+    t = run.table
+    so = score_order(run)
+    order = _policy_order(t.codes, so, policy, seed)
+    pos, n = _positions(so.qrank)  # the policy reorders rows inside blocks only: qids stay in place
     if depth is not None:
         keep = pos < depth
         order, pos = order[keep], pos[keep]
         n = np.minimum(n[keep], depth)
-    df = run.frame.iloc[order].reset_index(drop=True)
-    df["rank"] = (pos + 1).astype(np.int64)
-    df["score"] = (n - pos).astype(np.float64)
-    return Run(run.name, df, tie_policy=policy, seed=seed)
-
-
-def _score_order(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row order by query then score descending, query code and score of each ordered row).
-
-    Runs written by :func:`resolve_ties` are grouped by query and in score order already: checked
-    in one pass, no sort.
-    """
-    codes = frame_codes(frame)
-    qcodes = codes.qcode
-    score = frame.score.to_numpy(dtype=np.float64)
-    same = qcodes[1:] == qcodes[:-1]
-    grouped = len(qcodes) < 2 or (np.count_nonzero(~same) == len(codes.qids) - 1)
-    if grouped and np.all(score[1:][same] <= score[:-1][same]):
-        return np.arange(len(score)), qcodes, score
-    order = np.lexsort((-score, qcodes))
-    return order, qcodes[order], score[order]
+    c = t.codes
+    dcode, docids = _compact(c.dcode[order], c.docids)
+    tcode, tags = _compact(t.tcode[order], t.tags)
+    table = RunTable(FrameCodes(c.qcode[order], c.qids, dcode, docids), (pos + 1).astype(np.int64),
+                     (n - pos).astype(np.float64), tcode, tags)
+    out = Run(run.name, tie_policy=policy, seed=seed, table=table)
+    # the result is in score order by construction: record it, so nothing checks or sorts it again
+    _set(out, _order=ScoreOrder(np.arange(len(pos)), so.qrank if depth is None else so.qrank[keep],
+                                table.score, True, so.qids))
+    return out
 
 
 def is_tie_free(run: Run) -> bool:
@@ -818,9 +1163,9 @@ def is_tie_free(run: Run) -> bool:
 
     Then every tie policy gives the same order, so trec_eval and ir-measures rank alike.
     """
-    _, q, s = _score_order(run.frame)
-    s32 = s.astype(np.float32)
-    same = q[1:] == q[:-1]
+    so = score_order(run)
+    s32 = so.score.astype(np.float32)
+    same = so.qrank[1:] == so.qrank[:-1]
     return bool(np.all(s32[1:][same] < s32[:-1][same]))
 
 
@@ -833,15 +1178,19 @@ def ensure_tie_free(run: Run, policy: str = "hash", seed: int = 0) -> Run:
     """
     _check_policy(policy)
     if is_tie_free(run):
-        return run if run.tie_policy is not None else Run(run.name, run.frame, policy, seed)
+        if run.tie_policy is not None:
+            return run
+        out = Run(run.name, run._frame, policy, seed, table=run._table)
+        _set(out, _order=run._order)
+        return out
     return resolve_ties(run, policy, seed)
 
 
 def top_k(run: Run, k: int) -> pd.DataFrame:
     """Rows of each query's ``k`` best scores, ranked; ``run`` must be tie-free (:func:`ensure_tie_free`)."""
-    order, q, _ = _score_order(run.frame)
-    pos, _ = _positions(q)
-    return run.frame.iloc[order[pos < k]]
+    so = score_order(run)
+    pos, _ = _positions(so.qrank)
+    return run.frame.iloc[so.order[pos < k]]
 
 
 def tied_user_share(run: Run, k: int | None = None) -> float:
@@ -850,13 +1199,14 @@ def tied_user_share(run: Run, k: int | None = None) -> float:
     A tie block that straddles position k counts: it decides which items enter the top-k.
     """
     # computed, not read from run.tie_policy: a resolved run simply has no ties; ties need no order
-    # among themselves here, so a run already grouped and in score order is not sorted
-    _, q, s = _score_order(run.frame)
+    # among themselves here, so the run's one score order serves
+    so = score_order(run)
+    q, s = so.qrank, so.score
     pos, _ = _positions(q)
     tie = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
     if k is not None:
         tie &= pos[1:] <= k  # pair (k-1, k) 0-based crosses the boundary and counts
-    n = len(frame_codes(run.frame).qids)
+    n = len(run.codes.qids)
     return len(np.unique(q[1:][tie])) / n if n else math.nan
 
 

@@ -44,7 +44,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import Qrels, Run, ensure_tie_free, frame_codes
+from ..data.trec import Qrels, Run, ensure_tie_free, is_tie_free, score_order
 from ..errors import ConfigError
 
 __all__ = [
@@ -298,27 +298,44 @@ def _within_group_position(codes: np.ndarray, *more: np.ndarray) -> np.ndarray:
     return np.arange(len(codes), dtype=np.int64) - np.repeat(starts, lengths)
 
 
+@functools.cache
+def _native():
+    """The compiled join (``recjudge._native``), or None where it was not built (numpy does it then)."""
+    try:
+        from .. import _native as native
+    except ImportError:
+        return None
+    return native
+
+
 @dataclass(frozen=True, eq=False)
 class Judgments:
-    """The qrels of the evaluated queries as integer codes, sorted by (query, document) key.
+    """The qrels of the evaluated queries as integer codes, sorted by query, then document code.
 
     ``qrow`` is the original qrels row (Compat's ideal list breaks full ties by qrels order);
-    ``above`` is, for a label > 0, the number of documents of the query with a higher label.
+    ``above`` is, for a label > 0, the number of documents of the query with a higher label;
+    ``starts[q]:starts[q + 1]`` are the rows of query ``q``.
     """
 
     queries: list[str]
     qlookup: _Lookup
     dlookup: _Lookup
     ndoc: int
-    keys: np.ndarray
-    qcode: np.ndarray
-    label: np.ndarray
-    qrow: np.ndarray
-    above: np.ndarray
+    qcode: np.ndarray   # int32
+    dcode: np.ndarray   # int32, ascending inside each query
+    label: np.ndarray   # int64
+    qrow: np.ndarray    # int64
+    above: np.ndarray   # int64
+    starts: np.ndarray  # int64, nq + 1
 
     @property
     def nq(self) -> int:
         return len(self.queries)
+
+    @functools.cached_property
+    def keys(self) -> np.ndarray:
+        """(query, document) as one sorted int64 key: the numpy join's search array."""
+        return self.qcode.astype(np.int64) * self.ndoc + self.dcode
 
     def query_codes(self, qids: np.ndarray) -> np.ndarray:
         """Code of each query id (-1 when not evaluated)."""
@@ -328,19 +345,25 @@ class Judgments:
         """Code of each document id (-1 when no evaluated query judges it)."""
         return _lookup_codes(np.asarray(docids, dtype=object), self.dlookup)
 
-    def find(self, qcode: np.ndarray, dcode: np.ndarray, lo: int = 0, hi: int | None = None) -> np.ndarray:
+    def find(self, qcode: np.ndarray, dcode: np.ndarray) -> np.ndarray:
         """Row of each (query code, document code) in the judgments arrays, -1 when not judged.
 
-        ``dcode`` is -1 for a document no query judges; ``lo:hi`` narrows the search to the rows
-        of a block of queries. A binary search needs no table beside the sorted keys (an int64
-        hash index was barely faster and costs ~16 bytes per judgment).
+        ``dcode`` is -1 for a document no query judges. Compiled: a binary search inside the
+        query's rows (in cache while its ranked rows are looked up); numpy: one over every
+        judgment's (query, document) key.
         """
-        keys = self.keys[lo:hi]
-        key = np.where(dcode >= 0, qcode * self.ndoc + dcode, -1)
+        native = _native()
+        if native is not None:
+            out = np.empty(len(qcode), dtype=np.int64)
+            native.find_in_segments(self.starts, self.dcode, np.ascontiguousarray(qcode, dtype=np.int64),
+                                    np.ascontiguousarray(dcode, dtype=np.int32), out)
+            return out
+        keys = self.keys
+        key = np.where(dcode >= 0, qcode.astype(np.int64) * self.ndoc + dcode, -1)
         at = np.searchsorted(keys, key)  # keys are sorted and unique
         ok = at < len(keys)
         ok[ok] = keys[at[ok]] == key[ok]
-        return np.where(ok, at + lo, -1)
+        return np.where(ok, at, -1)
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         """Per query, how many judged documents satisfy ``mask``."""
@@ -348,8 +371,7 @@ class Judgments:
 
     def segment(self, q: int) -> tuple[int, int]:
         """Rows of query ``q`` in the judgments arrays (sorted by query first)."""
-        lo, hi = np.searchsorted(self.qcode, [q, q + 1])
-        return int(lo), int(hi)
+        return int(self.starts[q]), int(self.starts[q + 1])
 
     def ideal_dcg(self, cutoff: int | None, gains: Mapping[int, int] | None = None) -> np.ndarray:
         """trec_eval's ideal DCG per query: gains > 0 in descending order, log2 discount."""
@@ -380,9 +402,10 @@ def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
     lo, hi = int(label.min()), int(label.max())
     width = hi - lo + 1
     if nq * width <= 50_000_000:  # counting, no sort: labels are small integers in practice
-        counts = np.bincount(qcode * width + (label - lo), minlength=nq * width).reshape(nq, width)
+        flat = qcode.astype(np.int64) * width + (label - lo)
+        counts = np.bincount(flat, minlength=nq * width).reshape(nq, width)
         above = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1] - counts  # labels strictly higher
-        return above[qcode, label - lo]
+        return above.ravel()[flat]
     by_label = np.lexsort((-label, qcode))
     sq, sl = qcode[by_label], label[by_label]
 
@@ -398,64 +421,54 @@ def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
 def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     """The judgments of ``queries`` (sorted query ids; query code = index) coded for lookups."""
     qlookup = _Lookup(np.array(queries, dtype=object))
-    f = qrels.frame
-    codes = frame_codes(f)  # the reader's codes: no string is hashed again
+    codes = qrels.codes  # the reader's codes: no string is hashed again
     qcode = qlookup(codes.qids)[codes.qcode]
-    keep = np.flatnonzero(qcode >= 0)
-    qcode = qcode[keep]
-    dcode, docs = codes.dcode[keep].astype(np.int64), codes.docids
+    keep = qcode >= 0
+    if keep.all():
+        keep, dcode, label = np.arange(len(qcode)), codes.dcode, qrels.labels
+    else:
+        keep = np.flatnonzero(keep)
+        qcode, dcode, label = qcode[keep], codes.dcode[keep], qrels.labels[keep]
+    docs = codes.docids
     ndoc = max(len(docs), 1)
-    label = f.label.to_numpy(dtype=np.int64)[keep]
-    keys = qcode * ndoc + dcode
-    order = np.argsort(keys, kind="stable")
-    keys, qcode, label, qrow = keys[order], qcode[order], label[order], keep[order]
+    # the keys are unique (one label per pair), so any sort gives this one order
+    order = np.argsort(qcode * ndoc + dcode)
+    qcode, dcode, label, qrow = (qcode[order].astype(np.int32), dcode[order].astype(np.int32),
+                                 label[order].astype(np.int64, copy=False), keep[order].astype(np.int64, copy=False))
+    starts = np.searchsorted(qcode, np.arange(len(queries) + 1)).astype(np.int64)
     above = _labels_above(qcode, label, len(queries))
-    return Judgments(queries, qlookup, _Lookup(docs), ndoc, keys, qcode, label, qrow, above)
+    return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts)
 
 
-class _Sorted(NamedTuple):
-    """One run ranked (score desc) inside query blocks in ascending query code; evaluated queries only."""
+class RankedRun(NamedTuple):
+    """A tie-free run in score order (query by query in string order, best first): what each label
+    set scores. Built once per run (:func:`ranked_run`) and shared by every label set."""
 
-    dcode: np.ndarray   # document code in the judgments' vocabulary, -1 when no query judges it
-    score: np.ndarray
-    bq: np.ndarray      # query code of each block, ascending
-    bstart: np.ndarray  # first row of each block
-    blen: np.ndarray    # rows in each block
+    qids: np.ndarray    # object: the run's distinct qids in string order
+    qrank: np.ndarray   # int64 per row: index into qids (non-decreasing)
+    dcode: np.ndarray   # int32 per row: index into docids
+    docids: np.ndarray  # object: the run's distinct docids
+    score: np.ndarray   # float64 per row
+    pos: np.ndarray     # int64 per row: 0-based rank inside its query
 
 
-def _sort_run(run: Run, jd: Judgments, doc_of_unique: np.ndarray | None = None) -> _Sorted:
-    """``run`` (tie-free: :func:`~recjudge.data.trec.ensure_tie_free`) grouped and ranked.
-
-    ``doc_of_unique``: the judgments' document code of each of the run's distinct docids, when the
-    caller has it (:class:`_Vocabulary` looks them up once for every label set).
-    """
-    f = run.frame
-    codes = frame_codes(f)  # strings hashed once per run, not once per label set
-    s = f.score.to_numpy(dtype=np.float64)
-    rowcode = jd.qlookup(codes.qids)[codes.qcode]
-    if doc_of_unique is None:
-        doc_of_unique = jd.dlookup(codes.docids)
-    d = doc_of_unique.astype(np.int32 if jd.ndoc < 2**31 else np.int64)[codes.dcode]  # half the memory
-    keep = rowcode >= 0
-    if not keep.all():
-        rowcode, s, d = rowcode[keep], s[keep], d[keep]
-    same = rowcode[1:] == rowcode[:-1]
-    # resolve_ties leaves runs sorted already; sort only when they are not
-    if not (np.all(rowcode[1:] >= rowcode[:-1]) and np.all(s[1:][same] < s[:-1][same])):
-        order = np.lexsort((-s, rowcode))
-        rowcode, s, d = rowcode[order], s[order], d[order]
-        same = rowcode[1:] == rowcode[:-1]
-    starts = _group_starts(rowcode)
-    return _Sorted(d, s, rowcode[starts], starts, np.diff(np.r_[starts, len(rowcode)]))
+def ranked_run(run: Run) -> RankedRun:
+    """``run`` (tie-free: :func:`~recjudge.data.trec.ensure_tie_free`) in its one score order
+    (:func:`~recjudge.data.trec.score_order`: no sort when the file is written in that order)."""
+    so = score_order(run)
+    c = run.codes
+    dcode = c.dcode if so.in_place else c.dcode[so.order]
+    starts = _group_starts(so.qrank)
+    pos = np.arange(len(so.qrank), dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, len(so.qrank)]))
+    return RankedRun(so.qids, so.qrank, dcode, c.docids, so.score, pos)
 
 
 class Rows(NamedTuple):
     """Ranked rows with their judgments: what every measure in :data:`MEASURE_FUNCTIONS` reads.
 
     Rows of one group (one query of one run) are contiguous and in rank order. In
-    :func:`per_query_matrix` they are a block of queries for all runs, query-major: group g =
-    (query - q0) * n_runs + run, which keeps each query's qrels and documents in cache while every
-    run is looked up. The tie audit builds them for one tie order of one run.
+    :func:`per_query_matrix` a group is a query of a block of queries of one run; the tie audit
+    builds them for one tie order of one run.
     """
 
     group: np.ndarray   # per row; groups are contiguous, rows in rank order inside
@@ -473,24 +486,25 @@ class Rows(NamedTuple):
         return len(self.gq)
 
 
-def _rows(sr: _Sorted, jd: Judgments, q0: int, q1: int) -> Rows:
-    """The rows of queries ``q0:q1`` of one ranked run (group = query - q0), joined with the judgments."""
+_UNJUDGED = np.iinfo(np.int64).min
+
+
+def _rows(rowq: np.ndarray, dcode: np.ndarray, score: np.ndarray, pos: np.ndarray, jd: Judgments,
+          q0: int, q1: int) -> Rows:
+    """Rows of the queries ``q0:q1`` of one ranked run (group = query - q0), joined with the judgments.
+
+    ``rowq`` (non-decreasing query codes), ``dcode`` (the judgments' document codes), ``score`` and
+    ``pos`` hold exactly those queries' rows.
+    """
     nqc = q1 - q0
-    b0, b1 = np.searchsorted(sr.bq, [q0, q1])
-    length = np.zeros(nqc, dtype=np.int64)
-    length[sr.bq[b0:b1] - q0] = sr.blen[b0:b1]
-    gstart = np.r_[0, np.cumsum(length)[:-1]].astype(np.int64)
-    a = int(sr.bstart[b0]) if b1 > b0 else 0
-    n = int(length.sum())
-    dcode, score = sr.dcode[a:a + n], sr.score[a:a + n]  # the run's rows are in query order: one slice
-    gq = np.arange(q0, q1, dtype=np.int64)
-    group = np.repeat(np.arange(nqc, dtype=np.int64), length)
-    pos = np.arange(n, dtype=np.int64) - np.repeat(gstart, length)
-    lo, hi = jd.segment(q0)[0], jd.segment(q1 - 1)[1]
-    j = jd.find(group + q0, dcode, lo, hi)  # this block's queries only
+    group = rowq - q0
+    length = np.bincount(group, minlength=nqc)
+    gstart = np.cumsum(length) - length
+    j = jd.find(rowq, dcode)
     judged = j >= 0
-    label = np.where(judged, jd.label[np.maximum(j, 0)], np.iinfo(np.int64).min)
-    return Rows(group, pos, score, j, judged, label, gq, length, gstart)
+    label = jd.label[np.maximum(j, 0)]
+    label[~judged] = _UNJUDGED
+    return Rows(group, pos, score, j, judged, label, np.arange(q0, q1, dtype=np.int64), length, gstart)
 
 
 class _Vocabulary:
@@ -501,11 +515,11 @@ class _Vocabulary:
         self.lookup = _Lookup(pd.unique(np.concatenate(docs)) if docs else np.zeros(0, dtype=object))
         shared = self.lookup.keys
         # per label set: its document code of each shared document, with -1 appended for "absent"
-        self.to_jd = [np.r_[jd.dlookup(shared), -1] for jd in judgments]
+        self.to_jd = [np.r_[jd.dlookup(shared), -1].astype(np.int32) for jd in judgments]
 
-    def doc_codes(self, run: Run) -> list[np.ndarray]:
-        """Per label set, the document code of each of the run's distinct docids (-1: not judged)."""
-        shared = self.lookup(frame_codes(run.frame).docids)  # -1 indexes the appended "absent"
+    def doc_codes(self, docids: np.ndarray) -> list[np.ndarray]:
+        """Per label set, the document code (int32) of each of a run's distinct docids (-1: not judged)."""
+        shared = self.lookup(docids)  # -1 indexes the appended "absent"
         return [to_jd[shared] for to_jd in self.to_jd]
 
 
@@ -722,7 +736,7 @@ def _unretrieved_ahead(rows: Rows, jd: Judgments, hit: np.ndarray, s: np.ndarray
         g = rows.group[row]
         in_run = rows.j[rows.gstart[g]:rows.gstart[g] + rows.length[g]]
         lo, hi = jd.segment(int(jd.qcode[j]))
-        same = np.zeros(len(jd.keys), dtype=bool)
+        same = np.zeros(len(jd.label), dtype=bool)
         same[lo:hi] = jd.label[lo:hi] == jd.label[j]
         same[in_run[in_run >= 0]] = False
         extra[i] = int(same.sum()) if s[i] < 0 else int((same & (jd.qrow < jd.qrow[j])).sum())
@@ -739,9 +753,9 @@ MEASURE_FUNCTIONS = {
 # ------------------------------------------------------------------------------------- matrix
 
 def _query_index(qrels: Qrels, queries: Sequence[str] | None) -> list[str]:
-    judged = set(qrels.frame.qid.unique())
     if queries is None:
-        return sorted(judged)
+        return qrels.qids
+    judged = set(qrels.codes.qids)
     wanted = sorted({str(q) for q in queries})
     missing = [q for q in wanted if q not in judged]
     if missing:
@@ -753,12 +767,12 @@ def _query_index(qrels: Qrels, queries: Sequence[str] | None) -> list[str]:
 
 
 def _tie_free(run: Run) -> Run:
-    out = ensure_tie_free(run, "hash", 0)  # the same frame back when the scores are tie-free
-    if out.frame is not run.frame:
-        warnings.warn(f"run {run.name!r} has equal scores within a query (compared as float32, as trec_eval "
-                      "does); ordered them with the default 'hash' policy (seed 0) — call "
-                      "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
-    return out
+    if is_tie_free(run):
+        return run
+    warnings.warn(f"run {run.name!r} has equal scores within a query (compared as float32, as trec_eval "
+                  "does); ordered them with the default 'hash' policy (seed 0) — call "
+                  "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
+    return ensure_tie_free(run, "hash", 0)
 
 
 def _check_exp_labels(measures, jd: Judgments, qrels: Qrels) -> None:
@@ -838,16 +852,21 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
 
     ``runs`` maps a name to a :class:`~recjudge.data.trec.Run` or to a run file, read when its turn
     comes and dropped after (:func:`recjudge.data.trec.run_paths` names the files of a folder), so
-    the peak memory does not grow with the number of runs. Each run's tied-user share at ``k`` is
-    taken before :func:`~recjudge.data.trec.ensure_tie_free` applies ``tie_policy`` / ``seed``; then
-    the run is scored under each label set. ``label_sets`` maps a name to qrels, or to ``(qrels,
-    queries)`` with ``queries`` as in :func:`per_query_matrix`. The matrices equal
+    the peak memory does not grow with the number of runs: the next file is read in a second thread
+    while the current run is scored (the compiled reader parses without the GIL), so at most two
+    runs are in memory. Each run is put in score order once (:func:`~recjudge.data.trec.score_order`,
+    no sort when the file is written that way); its tied-user share at ``k`` is taken from that
+    order before :func:`~recjudge.data.trec.ensure_tie_free` applies ``tie_policy`` / ``seed``, and
+    the tie-free order is what every label set scores. ``label_sets`` maps a name to qrels, or to
+    ``(qrels, queries)`` with ``queries`` as in :func:`per_query_matrix`. The matrices equal
     ``per_query_matrix(tie_free_runs, qrels, measures, queries, backend)``.
 
     ``timings``, when given, gets the seconds spent per stage added to it (``judgments``, ``read
-    runs``, ``tie share``, ``ensure_tie_free``, ``docid lookup``, ``matrices, <label set>``), summed
-    over the runs: the per-stage split of the benchmark.
+    runs`` — waiting for the reading thread —, ``tie share``, ``ensure_tie_free``, ``docid lookup``,
+    ``matrices, <label set>``), summed over the runs: the per-stage split of the benchmark.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from ..data.trec import read_run, tied_user_share
 
     clock = _StageClock(timings)
@@ -860,23 +879,30 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     vocabulary = _Vocabulary([sc.jd for sc in scorers.values()])
     clock.lap("judgments")
     shares: dict[str, float] = {}
-    for col, name in enumerate(names):
+
+    def load(name: str) -> Run:
         run = runs[name]
-        if not isinstance(run, Run):
-            run = read_run(run, name=name)
-        clock.lap("read runs")
-        shares[name] = tied_user_share(run, k)
-        clock.lap("tie share")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
-            run = ensure_tie_free(run, tie_policy, seed)
-        clock.lap("ensure_tie_free")
-        doc_codes = vocabulary.doc_codes(run)
-        clock.lap("docid lookup")
-        for (label, scorer), doc_of_unique in zip(scorers.items(), doc_codes):
-            scorer.add(run, col, doc_of_unique)
-            clock.lap(f"matrices, {label}")
-        del run
+        return run if isinstance(run, Run) else read_run(run, name=name)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recjudge-read") as reader:
+        ahead = reader.submit(load, names[0]) if names else None
+        for col, name in enumerate(names):
+            run = ahead.result()
+            ahead = reader.submit(load, names[col + 1]) if col + 1 < len(names) else None
+            clock.lap("read runs")
+            shares[name] = tied_user_share(run, k)
+            clock.lap("tie share")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
+                run = ensure_tie_free(run, tie_policy, seed)
+            ranked = ranked_run(run)
+            clock.lap("ensure_tie_free")
+            doc_codes = vocabulary.doc_codes(ranked.docids)
+            clock.lap("docid lookup")
+            for (label, scorer), doc_of_unique in zip(scorers.items(), doc_codes):
+                scorer.add(run, col, doc_of_unique, ranked)
+                clock.lap(f"matrices, {label}")
+            del run, ranked
     return Scored({label: sc.frames(names) for label, sc in scorers.items()}, shares,
                   {label: dict(zip(names, sc.users_ranked.tolist())) for label, sc in scorers.items()})
 
@@ -922,19 +948,31 @@ class _Scorer:
         self.reference = _Reference(qrels, slow, self.index) if slow else None
         self.users_ranked = np.zeros(n_runs, dtype=np.int64)  # per run: judged users it ranks
 
-    def add(self, run: Run, col: int, doc_of_unique: np.ndarray | None = None) -> None:
-        """Fill column ``col`` with the scores of ``run`` (tie-free)."""
+    def add(self, run: Run, col: int, doc_of_unique: np.ndarray | None = None, ranked: RankedRun | None = None) -> None:
+        """Fill column ``col`` with the scores of ``run`` (tie-free; ``ranked`` is its :func:`ranked_run`,
+        ``doc_of_unique`` the judgments' code of each of its distinct docids, when the caller has them)."""
         jd, nq = self.jd, len(self.index)
-        sr = _sort_run(run, jd, doc_of_unique)
-        self.users_ranked[col] = len(sr.bq)
-        if self.fast and len(sr.dcode):
-            # blocks of queries bound the per-row arrays and keep the block's judgments in cache
-            step = max(1, int(_CHUNK_ROWS * nq / len(sr.dcode)))
-            for q0 in range(int(sr.bq[0]), int(sr.bq[-1]) + 1, step):
+        if ranked is None:
+            ranked = ranked_run(run)
+        if doc_of_unique is None:
+            doc_of_unique = jd.dlookup(ranked.docids).astype(np.int32)
+        qmap = jd.qlookup(ranked.qids)  # both in string order: rows stay in query order
+        rowq = qmap[ranked.qrank]
+        dcode, score, pos = ranked.dcode, ranked.score, ranked.pos
+        if (qmap < 0).any():
+            keep = rowq >= 0
+            rowq, dcode, score, pos = rowq[keep], dcode[keep], score[keep], pos[keep]
+        self.users_ranked[col] = int((qmap >= 0).sum())
+        if self.fast and len(rowq):
+            d = doc_of_unique[dcode]
+            # blocks of queries bound the per-row arrays of a long run
+            step = max(1, int(_CHUNK_ROWS * nq / len(rowq)))
+            for q0 in range(int(rowq[0]), int(rowq[-1]) + 1, step):
                 q1 = min(q0 + step, nq)
-                rows = _rows(sr, jd, q0, q1)
-                if rows.label.size == 0:
+                a, b = np.searchsorted(rowq, [q0, q1])
+                if a == b:
                     continue  # the run ranks none of these queries: they stay 0 (trec_eval -c)
+                rows = _rows(rowq[a:b], d[a:b], score[a:b], pos[a:b], jd, q0, q1)
                 for m in self.fast:
                     self.values[measure_key(m)][q0:q1, col] = MEASURE_FUNCTIONS[m.NAME](m, rows, self.ctx)
         if self.reference is not None:

@@ -4,7 +4,6 @@ published values; plus the settings that differ from the paper and the cells the
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -297,7 +296,7 @@ def _pool(s, cells: _Cells, figures, extras, runs, human, llm: Qrels, measures, 
     cells.add("table5", "calibration", "mean human label", float(both.label_human.mean()) if len(both) else None)
     extras["calibration"] = cal.to_json()
 
-    full = dataclasses.replace(llm, name="Full LLM")
+    full = llm.renamed("Full LLM")
     cmp = api.compare(runs=runs, reference=human, candidate=[full], measures=",".join(ranking), queries="shared",
                       bootstrap=0).result
     name = next(iter(cmp.agreement))

@@ -190,7 +190,7 @@ def audit_ties(runs: Mapping[str, Run] | Iterable[Run], qrels: Qrels | None = No
     settings = TieSettings(tuple(s.name for s in specs), _check_cutoffs(cutoffs), seed, seeds,
                            permutations, mc_samples, confidence)
     if isinstance(runs, Mapping):  # the mapping's keys name the runs
-        items: Iterable[Run] = (v if v.name == k else Run(k, v.frame, v.tie_policy, v.seed)
+        items: Iterable[Run] = (v if v.name == k else v.renamed(k)
                                 for k, v in runs.items())
     else:
         items = runs
