@@ -251,12 +251,12 @@ def test_parse_measures():
         per_query_matrix({"r": RUN}, QRELS, ["P@1"], backend="fast")
 
 
-def test_query_blocks_give_the_same_matrix(monkeypatch):
+def test_the_numpy_join_gives_the_compiled_joins_matrix(monkeypatch):
     import recjudge.evaluation.measures as measures_module
 
     qrels, runs = _random_case(21, n_runs=3)
     whole = per_query_matrix(runs, qrels, FAST, backend="numpy")
-    monkeypatch.setattr(measures_module, "_CHUNK_ROWS", 40)  # a few queries per block
+    monkeypatch.setattr(measures_module, "_native", lambda: None)  # as where recjudge._native was not built
     _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), whole, tol=0.0)
     _assert_equal(whole, per_query_matrix(runs, qrels, FAST, backend="ir_measures"))
 
@@ -284,13 +284,35 @@ def test_string_dtype_columns_and_shared_objects():
     _assert_equal(per_query_matrix(shared, qrels, FAST, backend="numpy"), want)
 
 
-def test_small_query_blocks_give_the_same_values(monkeypatch):
-    import recjudge.evaluation.measures as measures_module
+@pytest.mark.parametrize("seed", [41, 42])
+def test_leaving_unjudged_rows_out_changes_no_measure(seed):
+    # the engine hands the measures only the judged rows of a ranking (with its whole length);
+    # with every row, unjudged ones included, each measure must give the same values
+    import recjudge.evaluation.measures as M
 
-    qrels, runs = _random_case(41, n_runs=3)
-    want = per_query_matrix(runs, qrels, FAST, backend="numpy")
-    monkeypatch.setattr(measures_module, "_CHUNK_ROWS", 300)  # many blocks, each joined on its own
-    _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), want, tol=0.0)
+    qrels, runs = _random_case(seed, n_runs=2)
+    parsed = M.parse_measures(FAST + ("CompatHM(p=0.9)", "nDCGexp@5"))
+    index = qrels.qids
+    jd = M.judgments(qrels, index)
+    ctx = M.Context(jd)
+    for run in runs.values():
+        ranked = M.ranked_run(run)
+        qmap = jd.qlookup(ranked.qids)
+        dmap = jd.dlookup(ranked.docids).astype(np.int32)
+        judged = M._judged_rows(ranked, qmap, dmap, jd)
+        keep = qmap[ranked.qrank] >= 0  # every row of the evaluated queries
+        group = qmap[ranked.qrank][keep]
+        j = jd.find(group, dmap[ranked.dcode][keep])
+        label = np.where(j >= 0, jd.label[np.maximum(j, 0)], M._UNJUDGED)
+        nrows = np.bincount(group, minlength=jd.nq)
+        every = M.Rows(group, ranked.pos[keep], ranked.score[keep], j, j >= 0, label, judged.gq, nrows,
+                       np.cumsum(nrows) - nrows, nrows)
+        assert len(judged.group) < len(every.group)  # the case does leave rows out
+        assert np.array_equal(judged.length, every.length)
+        for m in parsed:
+            a = M.MEASURE_FUNCTIONS[m.NAME](m, judged, ctx)
+            b = M.MEASURE_FUNCTIONS[m.NAME](m, every, ctx)
+            np.testing.assert_array_equal(a, b, err_msg=M.measure_key(m))
 
 
 @pytest.mark.parametrize("backend", ["ir_measures", "numpy"])
@@ -308,13 +330,12 @@ def test_bpref_caps_by_hand(backend):
     assert m.loc["many", "r"] == pytest.approx((1 / 2 + 1 / 2) / 2, abs=1e-12)
 
 
-def test_queries_no_run_ranks_score_zero_in_every_chunk(monkeypatch):
-    """A block of judged queries that no run ranks (e.g. cold users dropped by a time split) must
-    score 0 on the numpy path, not crash; small blocks force such an empty block."""
+def test_queries_no_run_ranks_score_zero():
+    """Judged queries that no run ranks (e.g. cold users dropped by a time split) must score 0 on
+    the numpy path, not crash."""
     import recjudge.evaluation.measures as measures_mod
     from recjudge.data.trec import Qrels, Run, resolve_ties
 
-    monkeypatch.setattr(measures_mod, "_CHUNK_ROWS", 10)
     qrels = Qrels.from_frame(pd.DataFrame({"qid": [f"u{i:02d}" for i in range(20) for _ in range(2)],
                                            "docid": ["a", "b"] * 20, "label": [1, 0] * 20}), "q")
     run = resolve_ties(Run.from_frame(pd.DataFrame({"qid": ["u00", "u00"], "docid": ["a", "b"],

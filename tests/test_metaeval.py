@@ -591,10 +591,10 @@ def test_compare_and_evaluate_read_run_files_at_most_two_at_a_time_with_the_resu
     in_memory = trec.read_runs(tmp_path)  # the same runs, every one held at once
     real, alive, live_at_read = trec.read_run, [], []
 
-    def counting(source, name=None):
+    def counting(source, name=None, **options):
         gc.collect()
         live_at_read.append(sum(ref() is not None for ref in alive))
-        run = real(source, name)
+        run = real(source, name, **options)
         alive.append(weakref.ref(run))
         return run
 
@@ -637,3 +637,24 @@ def test_shared_users_that_no_run_ranks_are_an_error_naming_both_label_sets():
     strangers = read_qrels("x1 0 d1 1\n", name="strangers")
     with pytest.raises(ConfigError, match="no run ranks any user that 'strangers' judges"):
         compare(runs, ref, {"strangers": strangers}, measures="P@2", bootstrap=0)
+
+
+def test_shared_bootstrap_weights_give_each_measures_own_interval():
+    # compare draws the resamples once per label set and hands them to every measure: the
+    # intervals must be those each measure gets drawing its own (same seed, same users)
+    from recjudge.errors import ConfigError
+    from recjudge.evaluation.metaeval import BootstrapWeights, bootstrap_kendall_tau
+
+    rng = np.random.default_rng(3)
+    users = [f"u{i}" for i in range(40)]
+    ref = pd.DataFrame(rng.random((40, 6)), index=users, columns=list("abcdef"))
+    cand = ref + rng.normal(0, 0.2, ref.shape)
+    holes = cand.copy()
+    holes.iloc[::7, 2] = np.nan  # a user a label set lacks: the weighted path with missing cells
+    shared = BootstrapWeights(9, 40, 300)
+    for c in (cand, holes, ref * 2):
+        assert bootstrap_kendall_tau(ref, c, 300, 9, weights=shared) == bootstrap_kendall_tau(ref, c, 300, 9)
+    assert [w.dtype for w in shared.chunks()] == [np.float64] * 2
+    assert shared._chunks[0].dtype == np.uint8  # counts stored compactly
+    with pytest.raises(ConfigError, match="another seed"):
+        bootstrap_kendall_tau(ref, cand, 300, 8, weights=shared)

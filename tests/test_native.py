@@ -22,6 +22,15 @@ from recjudge.errors import ConfigError, InputError
 native = pytest.importorskip("recjudge._native", reason="recjudge._native was not built (no C compiler at install)")
 
 
+def _plain(result):
+    """A scanner result with its Blocks as bytes, to compare by value."""
+    if isinstance(result, native.Block):
+        return bytes(memoryview(result))
+    if isinstance(result, (list, tuple)):
+        return type(result)(_plain(x) for x in result)
+    return result
+
+
 def _readers() -> list[str]:
     out = ["scan", "pandas"]
     if trec._pyarrow_csv() is not None:
@@ -181,7 +190,7 @@ def test_chunked_feeding_gives_the_one_shot_result(text, chunk):
     for i in range(0, len(data), chunk):
         parts.feed(data[i:i + chunk])
     got = parts.finish()
-    assert got == want
+    assert _plain(got) == _plain(want)
     frame = read_run(io.StringIO(text)).frame
     careful = _careful_run(text)
     assert frame.docid.tolist() == careful.docid.tolist()
@@ -228,7 +237,7 @@ def test_the_scanner_refuses_misuse():
         native.Scanner("si", (0, 1))
     s = native.Scanner("s")
     s.feed(b"a\n")
-    assert s.finish() == (1, [(bytearray(b"\x00\x00\x00\x00"), ["a"])], -1, True)
+    assert _plain(s.finish()) == (1, [(b"\x00\x00\x00\x00", ["a"])], -1, True)
     with pytest.raises(ValueError, match="finished"):
         s.finish()
 
@@ -238,34 +247,107 @@ def test_the_scanner_refuses_misuse():
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_the_compiled_join_equals_a_search_over_every_judgment(data):
-    from recjudge.evaluation.measures import Judgments, _native
+    from recjudge.evaluation import measures
+    from recjudge.evaluation.measures import Judgments
 
     nq, ndoc = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 12))
-    pairs = data.draw(st.sets(st.tuples(st.integers(0, nq - 1), st.integers(0, ndoc - 1)), max_size=40))
-    pairs = sorted(pairs)
+    pairs = sorted(data.draw(st.sets(st.tuples(st.integers(0, nq - 1), st.integers(0, ndoc - 1)), max_size=40)))
     qcode = np.array([q for q, _ in pairs], dtype=np.int32)
     dcode = np.array([d for _, d in pairs], dtype=np.int32)
     starts = np.searchsorted(qcode, np.arange(nq + 1)).astype(np.int64)
-    rows = data.draw(st.lists(st.tuples(st.integers(0, nq - 1), st.integers(-1, ndoc - 1)), max_size=60))
-    rq = np.array([q for q, _ in rows], dtype=np.int64)
-    rd = np.array([d for _, d in rows], dtype=np.int32)
-    out = np.empty(len(rows), dtype=np.int64)
-    _native().find_in_segments(starts, dcode, rq, rd, out)
-    keys = qcode.astype(np.int64) * ndoc + dcode
-    want = [next((i for i, k in enumerate(keys) if d >= 0 and k == q * ndoc + d), -1) for q, d in rows]
-    assert out.tolist() == want
     jd = Judgments([str(i) for i in range(nq)], None, None, ndoc, qcode, dcode, np.zeros(len(pairs), np.int64),
                    np.arange(len(pairs)), np.zeros(len(pairs), np.int64), starts)
-    assert jd.find(rq, rd).tolist() == want
+    # a run's own query and document codes, mapped to the judgments' (-1: not evaluated / not judged)
+    qmap = np.array(data.draw(st.lists(st.integers(-1, nq - 1), min_size=1, max_size=8)), dtype=np.int64)
+    dmap = np.array(data.draw(st.lists(st.integers(-1, ndoc - 1), min_size=1, max_size=15)), dtype=np.int32)
+    rows = data.draw(st.lists(st.tuples(st.integers(-1, len(qmap) - 1), st.integers(-1, len(dmap) - 1)), max_size=60))
+    qidx = np.array([q for q, _ in rows], dtype=np.int64)
+    didx = np.array([d for _, d in rows], dtype=np.int32)
+    keys = {(q, d): i for i, (q, d) in enumerate(pairs)}
+    want = [(r, keys[(int(qmap[q]), int(dmap[d]))], int(qmap[q])) for r, (q, d) in enumerate(rows)
+            if q >= 0 and d >= 0 and (int(qmap[q]), int(dmap[d])) in keys]
+    got = jd.join(qmap, dmap, qidx, didx)
+    assert list(zip(*(a.tolist() for a in got))) == want
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(measures, "_native", lambda: None)  # the numpy join
+        got = jd.join(qmap, dmap, qidx, didx)
+    assert list(zip(*(a.tolist() for a in got))) == want
 
 
 def test_the_join_checks_its_arguments():
     starts = np.array([0, 1], dtype=np.int64)
     docs = np.array([3], dtype=np.int32)
-    out = np.empty(1, dtype=np.int64)
-    with pytest.raises(TypeError, match="row_doc"):
-        native.find_in_segments(starts, docs, np.zeros(1, np.int64), np.zeros(1, np.int64), out)
+    ident_q, ident_d = np.array([0], np.int64), np.array([0, 1, 2, 3], np.int32)
+    out_r, out_j, out_q = (np.empty(1, dtype=np.int64) for _ in range(3))
+    with pytest.raises(TypeError, match="didx"):
+        native.join(starts, docs, ident_q, ident_d, np.zeros(1, np.int64), np.zeros(1, np.int64), out_r, out_j, out_q)
     with pytest.raises(ValueError, match="outside"):
-        native.find_in_segments(starts, docs, np.array([5], np.int64), np.array([3], np.int32), out)
-    native.find_in_segments(starts, docs, np.array([0], np.int64), np.array([3], np.int32), out)
-    assert out.tolist() == [0]
+        native.join(starts, docs, ident_q, ident_d, np.array([5], np.int64), np.array([3], np.int32), out_r, out_j, out_q)
+    with pytest.raises(ValueError, match="starts"):
+        native.join(np.array([0, 2], np.int64), docs, ident_q, ident_d, np.array([0], np.int64),
+                    np.array([3], np.int32), out_r, out_j, out_q)
+    assert native.join(starts, docs, ident_q, ident_d, np.array([0], np.int64), np.array([3], np.int32),
+                       out_r, out_j, out_q) == 1
+    assert (out_r[0], out_j[0]) == (0, 0)
+
+
+# ------------------------------------------------------------------------------- dictionary
+
+def test_runs_read_with_one_dictionary_share_codes_and_keep_their_rows(tmp_path):
+    texts = ["u1 Q0 a 1 3 t\nu1 Q0 b 2 2 t\nu2 Q0 c 1 1 t\n",
+             "u1 Q0 c 1 5 s\nu3 Q0 d 1 4 s\nu3 Q0 a 2 3 s\n",
+             "u1 Q0 a 1 1 t\nu1 Q0 a 2 0 t\n",            # a duplicate: the careful reader refuses it
+             "u9 Q0 e 1 1 t\n"]
+    paths = []
+    for i, text in enumerate(texts):
+        paths.append(tmp_path / f"r{i}.run")
+        paths[-1].write_text(text)
+    dictionary = trec.IdDictionary()
+    shared = [read_run(paths[0], dictionary=dictionary), read_run(paths[1], dictionary=dictionary)]
+    with pytest.raises(InputError, match="appears twice"):
+        read_run(paths[2], dictionary=dictionary)
+    shared.append(read_run(paths[3], dictionary=dictionary))
+    for run, path in zip(shared, (paths[0], paths[1], paths[3])):
+        alone = read_run(path)
+        pd.testing.assert_frame_equal(run.frame, alone.frame)  # the rows do not depend on the dictionary
+        assert dictionary.issued(run.codes.docids)
+    ids = dictionary.ids()
+    assert ids.tolist()[:4] == ["a", "b", "c", "d"] and "e" in ids.tolist()
+    a, b = shared[0].codes, shared[1].codes
+    assert a.docids[a.dcode[0]] == b.docids[b.dcode[2]] == "a" and a.dcode[0] == b.dcode[2]  # one code for "a"
+    assert not dictionary.issued(np.array(["a"], dtype=object))
+
+
+def test_a_dictionary_is_filled_by_one_scanner_at_a_time():
+    import threading
+
+    d = native.Dictionary()
+    first = native.Scanner(trec.RUN_KINDS, (0, 2), {2: d})
+    second = native.Scanner(trec.RUN_KINDS, (0, 2), {2: d})
+    big = b"".join(b"u%d Q0 d%d 1 1 t\n" % (i % 50, i) for i in range(400_000))
+    errors = []
+    go = threading.Thread(target=first.feed, args=(big,))
+    go.start()
+    while go.is_alive():
+        try:
+            second.feed(b"v Q0 x 1 1 t\n")
+        except RuntimeError as exc:
+            errors.append(str(exc))
+            break
+    go.join()
+    assert first.finish()[0] == 400_000
+    assert errors == [] or "another scanner" in errors[0]
+    with pytest.raises((ValueError, TypeError), match="shared"):
+        native.Scanner(trec.RUN_KINDS, (0, 2), {1: d})  # column 1 is not an id column
+
+
+def test_blocks_lend_their_memory_to_writable_arrays():
+    s = native.Scanner("if")
+    s.feed(b"3 2.5\n4 -1\n")
+    rows, cols, _, _ = s.finish()
+    ints = np.frombuffer(cols[0], dtype=np.int64)
+    floats = np.frombuffer(cols[1], dtype=np.float64)
+    del cols
+    assert ints.tolist() == [3, 4] and floats.tolist() == [2.5, -1.0]
+    ints[0] = 7  # the arrays own (through the Block) memory nobody else sees
+    assert ints.tolist() == [7, 4] and isinstance(ints.base.obj, native.Block)  # kept alive by the array

@@ -15,6 +15,7 @@ import hashlib
 import io
 import math
 import os
+import sys
 import warnings
 import weakref
 import zlib
@@ -56,6 +57,7 @@ __all__ = [
     "ScoreOrder",
     "score_order",
     "READERS",
+    "IdDictionary",
 ]
 
 RUN_SUFFIXES = (".run", ".txt", ".trec")
@@ -80,7 +82,8 @@ class Qrel(NamedTuple):
 
 class RunTable(NamedTuple):
     """A run's columns as the reader and the tie policy keep them: ids as int32 codes, no Python
-    object per row. Every distinct value appears in at least one row."""
+    object per row. Every distinct value appears in at least one row, except docids of runs read
+    with a shared :class:`IdDictionary`."""
 
     codes: FrameCodes   # qid and docid codes
     rank: np.ndarray    # int64 per row
@@ -537,7 +540,8 @@ def _scanner_type():
     return _native.Scanner
 
 
-def _scan_source(source: Source, what: str, kinds: str) -> tuple[str, tuple | None, Source]:
+def _scan_source(source: Source, what: str, kinds: str, shared: dict | None = None
+                 ) -> tuple[str, tuple | None, Source]:
     """(name, the scanner's result or None, what the careful reader should read instead).
 
     Paths (plain or gzip) are streamed in chunks, so neither the file nor its text is ever held
@@ -545,7 +549,7 @@ def _scan_source(source: Source, what: str, kinds: str) -> tuple[str, tuple | No
     file object is read once, and its bytes are what the careful reader gets when the scanner refuses.
     """
     name = source_name(source)
-    scanner = _scanner_type()(kinds, (0, 2))
+    scanner = _scanner_type()(kinds, (0, 2), shared)
     if isinstance(source, str) and is_inline(source):
         try:
             scanner.feed(source.encode("utf-8"))
@@ -615,22 +619,54 @@ def _strings(values: list) -> np.ndarray:
     return out
 
 
-def _scanned_codes(qcol, dcol, duplicate: int, grouped: bool) -> FrameCodes | None:
-    """The id codes of a scanned file, or None when a (qid, docid) pair repeats (the careful reader names it)."""
-    codes = FrameCodes(_array32(qcol[0]), _strings(qcol[1]), _array32(dcol[0]), _strings(dcol[1]))
+def _scanned_codes(qcol, dcol, duplicate: int, grouped: bool, docids: np.ndarray | None = None) -> FrameCodes | None:
+    """The id codes of a scanned file, or None when a (qid, docid) pair repeats (the careful reader
+    names it). ``docids``: the shared dictionary's ids, when the docid column used one."""
+    codes = FrameCodes(_array32(qcol[0]), _strings(qcol[1]), _array32(dcol[0]),
+                       _strings(dcol[1]) if docids is None else docids)
     if duplicate >= 0 or (not grouped and _has_duplicate_pairs(codes)):
         return None
     return codes
 
 
-def _scanned_run(result) -> RunTable | None:
+def _scanned_run(result, dictionary: IdDictionary | None = None) -> RunTable | None:
     _, cols, duplicate, grouped = result
-    codes = _scanned_codes(cols[0], cols[2], duplicate, grouped)
+    codes = _scanned_codes(cols[0], cols[2], duplicate, grouped, dictionary.ids() if dictionary else None)
     if codes is None:
         return None
     tcode, tags = cols[5]
     return RunTable(codes, np.frombuffer(cols[3], dtype=np.int64), np.frombuffer(cols[4], dtype=np.float64),
                     _array32(tcode), _strings(tags))
+
+
+class IdDictionary:
+    """Document ids shared by runs read together: each distinct id gets one code for all of them.
+
+    Runs read with one dictionary (``read_run(..., dictionary=d)``) hold ``d.ids()`` as their
+    docids, which may then list ids a run does not use; what depends only on the document (its
+    code in some qrels) is looked up once per id instead of once per run. Only the compiled reader
+    shares codes; a run another reader reads has docids of its own. One thread at a time.
+    """
+
+    def __init__(self):
+        scanner = _scanner_type()
+        self._native = None if scanner is None else sys.modules[scanner.__module__].Dictionary()
+        self._ids = np.empty(0, dtype=object)
+        self._issued: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+    def ids(self) -> np.ndarray:
+        """Every id so far, by code. A new array whenever ids were added, so one a run holds never changes."""
+        if self._native is not None and len(self._native) > len(self._ids):
+            self._ids = np.concatenate([self._ids, _strings(self._native.strings(len(self._ids)))])
+            self._issued[id(self._ids)] = self._ids
+        return self._ids
+
+    def issued(self, docids: np.ndarray) -> bool:
+        """Whether ``docids`` is an array :meth:`ids` gave: its codes are this dictionary's."""
+        return self._issued.get(id(docids)) is docids
+
+    def __len__(self) -> int:
+        return len(self._native) if self._native is not None else 0
 
 
 def _scanned_qrels(result) -> QrelsTable | None:
@@ -676,11 +712,15 @@ def _source_qrels_name(src: str) -> str:
     return "inline" if src == "<inline>" else run_name(src).removesuffix(".qrels")
 
 
-def read_run(source: Source, name: str | None = None) -> Run:
-    """Read a TREC run ``qid Q0 docid rank score tag`` from a path, .gz, file object or inline string."""
+def read_run(source: Source, name: str | None = None, *, dictionary: IdDictionary | None = None) -> Run:
+    """Read a TREC run ``qid Q0 docid rank score tag`` from a path, .gz, file object or inline string.
+
+    ``dictionary``: document ids shared with the other runs read with it (:class:`IdDictionary`).
+    """
     if _reader() == "scan":
-        src, scanned, source = _scan_source(source, "run", RUN_KINDS)
-        table = _scanned_run(scanned) if scanned is not None else None
+        shared = {2: dictionary._native} if dictionary is not None and dictionary._native is not None else None
+        src, scanned, source = _scan_source(source, "run", RUN_KINDS, shared)
+        table = _scanned_run(scanned, dictionary if shared else None) if scanned is not None else None
         if table is not None:
             return Run(name if name is not None else _source_run_name(src), table=table)
     src, text = read_text(source, "run")
@@ -1022,11 +1062,13 @@ def _check_policy(policy: str) -> None:
 class ScoreOrder(NamedTuple):
     """A run's rows ordered by qid (string order), then score descending, ties in row order."""
 
-    order: np.ndarray  # row indices (the identity when the rows are in that order already)
-    qrank: np.ndarray  # per ordered row: index of its qid in ``qids``
-    score: np.ndarray  # per ordered row
-    in_place: bool     # the rows were in that order: ``order`` is the identity
-    qids: np.ndarray   # object: the run's distinct qids in string order
+    order: np.ndarray   # row indices (the identity when the rows are in that order already)
+    qrank: np.ndarray   # per ordered row: index of its qid in ``qids``
+    score: np.ndarray   # per ordered row
+    in_place: bool      # the rows were in that order: ``order`` is the identity
+    qids: np.ndarray    # object: the run's distinct qids in string order
+    pos: np.ndarray     # per ordered row: 0-based position inside its query
+    starts: np.ndarray  # per query (index into qids): its first ordered row
 
 
 def _score_order_of(codes: FrameCodes, score: np.ndarray) -> ScoreOrder:
@@ -1035,11 +1077,15 @@ def _score_order_of(codes: FrameCodes, score: np.ndarray) -> ScoreOrder:
     qids[rank] = codes.qids
     qrank = rank[codes.qcode]
     n = len(score)
-    same = qrank[1:] == qrank[:-1]
-    if n < 2 or (np.all(qrank[1:] >= qrank[:-1]) and np.all(score[1:][same] <= score[:-1][same])):
-        return ScoreOrder(np.arange(n), qrank, score, True, qids)
-    order = np.lexsort((-score, qrank))  # stable: equal scores keep row order
-    return ScoreOrder(order, qrank[order], score[order], False, qids)
+    order, in_place = np.arange(n), True
+    if n > 1:
+        new_query = qrank[1:] != qrank[:-1]
+        if not (np.all(qrank[1:] >= qrank[:-1]) and np.all((score[1:] <= score[:-1]) | new_query)):
+            order, in_place = np.lexsort((-score, qrank)), False  # stable: equal scores keep row order
+            qrank, score = qrank[order], score[order]
+    starts = np.flatnonzero(np.r_[True, qrank[1:] != qrank[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    pos = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    return ScoreOrder(order, qrank, score, in_place, qids, pos, starts)
 
 
 def score_order(run: Run) -> ScoreOrder:
@@ -1106,17 +1152,6 @@ def order_rows(frame: pd.DataFrame | Run, policy: str = "hash", seed: int = 0) -
     return _policy_order(codes, _score_order_of(codes, frame.score.to_numpy(dtype=np.float64)), policy, seed)
 
 
-def _positions(sorted_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """0-based position of each row within its run of equal codes, and the run's length per row."""
-    n = len(sorted_codes)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-    lengths = np.diff(np.r_[starts, n])
-    pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
-    return pos, np.repeat(lengths, lengths)
-
-
 def _compact(codes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``codes`` renumbered over the values still used (first-seen order), when some are not."""
     used = np.zeros(len(values), dtype=bool)
@@ -1141,20 +1176,25 @@ def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | Non
     t = run.table
     so = score_order(run)
     order = _policy_order(t.codes, so, policy, seed)
-    pos, n = _positions(so.qrank)  # the policy reorders rows inside blocks only: qids stay in place
+    pos = so.pos  # the policy reorders rows inside blocks only: qids stay in place
+    n = np.repeat(np.diff(np.r_[so.starts, len(pos)]), np.diff(np.r_[so.starts, len(pos)]))
+    keep = None
     if depth is not None:
         keep = pos < depth
         order, pos = order[keep], pos[keep]
         n = np.minimum(n[keep], depth)
     c = t.codes
-    dcode, docids = _compact(c.dcode[order], c.docids)
-    tcode, tags = _compact(t.tcode[order], t.tags)
+    dcode, docids, tcode, tags = c.dcode[order], c.docids, t.tcode[order], t.tags
+    if depth is not None:  # rows were dropped: keep only the ids still used
+        dcode, docids = _compact(dcode, docids)
+        tcode, tags = _compact(tcode, tags)
     table = RunTable(FrameCodes(c.qcode[order], c.qids, dcode, docids), (pos + 1).astype(np.int64),
                      (n - pos).astype(np.float64), tcode, tags)
     out = Run(run.name, tie_policy=policy, seed=seed, table=table)
     # the result is in score order by construction: record it, so nothing checks or sorts it again
-    _set(out, _order=ScoreOrder(np.arange(len(pos)), so.qrank if depth is None else so.qrank[keep],
-                                table.score, True, so.qids))
+    qrank = so.qrank if keep is None else so.qrank[keep]
+    starts = so.starts if keep is None else np.flatnonzero(pos == 0)
+    _set(out, _order=ScoreOrder(np.arange(len(pos)), qrank, table.score, True, so.qids, pos, starts))
     return out
 
 
@@ -1165,8 +1205,7 @@ def is_tie_free(run: Run) -> bool:
     """
     so = score_order(run)
     s32 = so.score.astype(np.float32)
-    same = so.qrank[1:] == so.qrank[:-1]
-    return bool(np.all(s32[1:][same] < s32[:-1][same]))
+    return bool(np.all((s32[1:] < s32[:-1]) | (so.pos[1:] == 0)))
 
 
 def ensure_tie_free(run: Run, policy: str = "hash", seed: int = 0) -> Run:
@@ -1189,8 +1228,7 @@ def ensure_tie_free(run: Run, policy: str = "hash", seed: int = 0) -> Run:
 def top_k(run: Run, k: int) -> pd.DataFrame:
     """Rows of each query's ``k`` best scores, ranked; ``run`` must be tie-free (:func:`ensure_tie_free`)."""
     so = score_order(run)
-    pos, _ = _positions(so.qrank)
-    return run.frame.iloc[so.order[pos < k]]
+    return run.frame.iloc[so.order[so.pos < k]]
 
 
 def tied_user_share(run: Run, k: int | None = None) -> float:
@@ -1202,12 +1240,15 @@ def tied_user_share(run: Run, k: int | None = None) -> float:
     # among themselves here, so the run's one score order serves
     so = score_order(run)
     q, s = so.qrank, so.score
-    pos, _ = _positions(q)
-    tie = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    tie = (s[1:] == s[:-1]) & (so.pos[1:] > 0)  # position 0 starts a query
     if k is not None:
-        tie &= pos[1:] <= k  # pair (k-1, k) 0-based crosses the boundary and counts
-    n = len(run.codes.qids)
-    return len(np.unique(q[1:][tie])) / n if n else math.nan
+        tie &= so.pos[1:] <= k  # pair (k-1, k) 0-based crosses the boundary and counts
+    n = len(so.qids)
+    if not n:
+        return math.nan
+    tied = np.zeros(n, dtype=bool)
+    tied[q[1:][tie]] = True
+    return int(tied.sum()) / n
 
 
 __all__ += ["iter_run_files", "order_rows", "run_paths", "RUN_SUFFIXES", "COMPANION_SUFFIXES"]

@@ -44,7 +44,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import Qrels, Run, ensure_tie_free, is_tie_free, score_order
+from ..data.trec import IdDictionary, Qrels, Run, ensure_tie_free, is_tie_free, score_order
 from ..errors import ConfigError
 
 __all__ = [
@@ -70,7 +70,6 @@ __all__ = [
 
 DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
 BACKENDS = ("auto", "numpy", "ir_measures")
-_CHUNK_ROWS = 1_000_000  # rows (all runs) per block of queries: bounds memory, keeps lookups in cache
 FAST_MEASURES = ("Judged", "Compat", "nDCG", "Bpref", "P", "R", "Success", "RR", "AP", "CompatHM")
 EXP_GAINS = {rel: 2**rel - 1 for rel in range(8)}  # nDCGexp: 2^rel - 1 on the 0-7 interest scale
 _EXP_ALIAS = "nDCGexp"
@@ -345,25 +344,40 @@ class Judgments:
         """Code of each document id (-1 when no evaluated query judges it)."""
         return _lookup_codes(np.asarray(docids, dtype=object), self.dlookup)
 
-    def find(self, qcode: np.ndarray, dcode: np.ndarray) -> np.ndarray:
-        """Row of each (query code, document code) in the judgments arrays, -1 when not judged.
+    def join(self, qmap: np.ndarray, dmap: np.ndarray, qidx: np.ndarray, didx: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows that are judged, their index in the judgments arrays and their query code.
 
-        ``dcode`` is -1 for a document no query judges. Compiled: a binary search inside the
-        query's rows (in cache while its ranked rows are looked up); numpy: one over every
-        judgment's (query, document) key.
+        Row r names the query ``qmap[qidx[r]]`` and the document ``dmap[didx[r]]`` (codes of these
+        judgments; a negative index or code is absent). Returns ``(rows, j, q)``, int64, in row
+        order. Compiled: a binary search inside the query's rows (in cache while its ranked rows
+        are looked up); numpy: one over every judgment's (query, document) key.
         """
         native = _native()
         if native is not None:
-            out = np.empty(len(qcode), dtype=np.int64)
-            native.find_in_segments(self.starts, self.dcode, np.ascontiguousarray(qcode, dtype=np.int64),
-                                    np.ascontiguousarray(dcode, dtype=np.int32), out)
-            return out
+            n = len(qidx)
+            rows, j, q = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+            found = native.join(self.starts, self.dcode, np.ascontiguousarray(qmap, dtype=np.int64),
+                                np.ascontiguousarray(dmap, dtype=np.int32), np.ascontiguousarray(qidx, dtype=np.int64),
+                                np.ascontiguousarray(didx, dtype=np.int32), rows, j, q)
+            return rows[:found], j[:found], q[:found]
+        qmap, dmap = np.r_[np.asarray(qmap, dtype=np.int64), -1], np.r_[np.asarray(dmap, dtype=np.int64), -1]
+        q, d = qmap[np.where(qidx < 0, -1, qidx)], dmap[np.where(didx < 0, -1, didx)]
         keys = self.keys
-        key = np.where(dcode >= 0, qcode.astype(np.int64) * self.ndoc + dcode, -1)
+        key = np.where((q >= 0) & (d >= 0), q * self.ndoc + d, -1)
         at = np.searchsorted(keys, key)  # keys are sorted and unique
         ok = at < len(keys)
         ok[ok] = keys[at[ok]] == key[ok]
-        return np.where(ok, at, -1)
+        rows = np.flatnonzero(ok)
+        return rows, at[rows].astype(np.int64, copy=False), q[rows]
+
+    def find(self, qcode: np.ndarray, dcode: np.ndarray) -> np.ndarray:
+        """Row of each (query code, document code) in the judgments arrays, -1 when not judged
+        (``dcode`` is -1 for a document no query judges)."""
+        rows, j, _ = self.join(np.arange(self.nq), np.arange(self.ndoc, dtype=np.int32), qcode, dcode)
+        out = np.full(len(qcode), -1, dtype=np.int64)
+        out[rows] = j
+        return out
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         """Per query, how many judged documents satisfy ``mask``."""
@@ -450,6 +464,7 @@ class RankedRun(NamedTuple):
     docids: np.ndarray  # object: the run's distinct docids
     score: np.ndarray   # float64 per row
     pos: np.ndarray     # int64 per row: 0-based rank inside its query
+    counts: np.ndarray  # int64 per query (index into qids): its ranked rows
 
 
 def ranked_run(run: Run) -> RankedRun:
@@ -458,17 +473,17 @@ def ranked_run(run: Run) -> RankedRun:
     so = score_order(run)
     c = run.codes
     dcode = c.dcode if so.in_place else c.dcode[so.order]
-    starts = _group_starts(so.qrank)
-    pos = np.arange(len(so.qrank), dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, len(so.qrank)]))
-    return RankedRun(so.qids, so.qrank, dcode, c.docids, so.score, pos)
+    counts = np.diff(np.r_[so.starts, len(so.qrank)])
+    return RankedRun(so.qids, so.qrank, dcode, c.docids, so.score, so.pos, counts)
 
 
 class Rows(NamedTuple):
     """Ranked rows with their judgments: what every measure in :data:`MEASURE_FUNCTIONS` reads.
 
-    Rows of one group (one query of one run) are contiguous and in rank order. In
-    :func:`per_query_matrix` a group is a query of a block of queries of one run; the tie audit
-    builds them for one tie order of one run.
+    Rows of one group (one query of one run) are contiguous and in rank order. They hold at least
+    every judged row of the group (unjudged rows add nothing to any measure, so the engine leaves
+    them out); ``length`` is the group's whole ranking. In :func:`per_query_matrix` a group is a
+    query of one run; the tie audit builds them for one tie order of one run.
     """
 
     group: np.ndarray   # per row; groups are contiguous, rows in rank order inside
@@ -480,6 +495,7 @@ class Rows(NamedTuple):
     gq: np.ndarray      # per group: query code
     length: np.ndarray  # per group: ranked documents (0 when the run lacks the query)
     gstart: np.ndarray  # per group: first row
+    nrows: np.ndarray   # per group: rows held here (length, or fewer when unjudged rows are left out)
 
     @property
     def ng(self) -> int:
@@ -489,36 +505,45 @@ class Rows(NamedTuple):
 _UNJUDGED = np.iinfo(np.int64).min
 
 
-def _rows(rowq: np.ndarray, dcode: np.ndarray, score: np.ndarray, pos: np.ndarray, jd: Judgments,
-          q0: int, q1: int) -> Rows:
-    """Rows of the queries ``q0:q1`` of one ranked run (group = query - q0), joined with the judgments.
+def _judged_rows(ranked: RankedRun, qmap: np.ndarray, doc_of_unique: np.ndarray, jd: Judgments) -> Rows:
+    """The judged rows of a ranked run, one group per query of ``jd`` (group = query code).
 
-    ``rowq`` (non-decreasing query codes), ``dcode`` (the judgments' document codes), ``score`` and
-    ``pos`` hold exactly those queries' rows.
+    ``qmap`` is the judgments' code of each of the run's queries (-1: not evaluated),
+    ``doc_of_unique`` of each of its distinct docids.
     """
-    nqc = q1 - q0
-    group = rowq - q0
-    length = np.bincount(group, minlength=nqc)
-    gstart = np.cumsum(length) - length
-    j = jd.find(rowq, dcode)
-    judged = j >= 0
-    label = jd.label[np.maximum(j, 0)]
-    label[~judged] = _UNJUDGED
-    return Rows(group, pos, score, j, judged, label, np.arange(q0, q1, dtype=np.int64), length, gstart)
+    at, j, group = jd.join(qmap, doc_of_unique, ranked.qrank, ranked.dcode)
+    nrows = np.bincount(group, minlength=jd.nq)
+    length = np.zeros(jd.nq, dtype=np.int64)
+    evaluated = qmap >= 0
+    length[qmap[evaluated]] = ranked.counts[evaluated]
+    return Rows(group, ranked.pos[at], ranked.score[at], j, np.ones(len(j), dtype=bool), jd.label[j],
+                np.arange(jd.nq, dtype=np.int64), length, np.cumsum(nrows) - nrows, nrows)
 
 
 class _Vocabulary:
-    """The documents of several label sets as one index, so a run's docids are looked up once for all."""
+    """The documents of several label sets as one index, so a run's docids are looked up once for all.
 
-    def __init__(self, judgments: list[Judgments]):
+    With an :class:`~recjudge.data.trec.IdDictionary` the runs were read with, each dictionary id is
+    looked up once for every run: a run then costs a lookup of the ids it added, not of all its ids.
+    """
+
+    def __init__(self, judgments: list[Judgments], dictionary: IdDictionary | None = None):
         docs = [jd.dlookup.keys for jd in judgments]
         self.lookup = _Lookup(pd.unique(np.concatenate(docs)) if docs else np.zeros(0, dtype=object))
         shared = self.lookup.keys
         # per label set: its document code of each shared document, with -1 appended for "absent"
         self.to_jd = [np.r_[jd.dlookup(shared), -1].astype(np.int32) for jd in judgments]
+        self.dictionary = dictionary
+        self.mapped = [np.zeros(0, dtype=np.int32) for _ in judgments]  # per label set: code of each dictionary id
 
     def doc_codes(self, docids: np.ndarray) -> list[np.ndarray]:
         """Per label set, the document code (int32) of each of a run's distinct docids (-1: not judged)."""
+        if self.dictionary is not None and self.dictionary.issued(docids):
+            done = len(self.mapped[0]) if self.mapped else 0
+            if len(docids) > done:
+                shared = self.lookup(docids[done:])
+                self.mapped = [np.concatenate([m, to_jd[shared]]) for m, to_jd in zip(self.mapped, self.to_jd)]
+            return [m[:len(docids)] for m in self.mapped]
         shared = self.lookup(docids)  # -1 indexes the appended "absent"
         return [to_jd[shared] for to_jd in self.to_jd]
 
@@ -585,7 +610,8 @@ def _bpref(m, rows: Rows, ctx) -> np.ndarray:
     big_n = ctx.cached(("N", rel), lambda: jd.count((jd.label >= 0) & (jd.label < rel)))[rows.gq]
     nonrel = (rows.label >= 0) & (rows.label < rel)
     before = np.cumsum(nonrel, dtype=np.int64) - nonrel  # non-relevant ranked above, from the block start
-    before -= np.repeat(before[np.minimum(rows.gstart, max(len(before) - 1, 0))], rows.length)
+    if len(before):
+        before -= np.repeat(before[np.minimum(rows.gstart, len(before) - 1)], rows.nrows)
     hit = rows.label >= rel
     g = rows.group[hit]
     nr, rr, nn = before[hit], big_r[g], big_n[g]
@@ -651,9 +677,15 @@ def _ideal_ranks(rows: Rows, jd: Judgments) -> tuple[np.ndarray, np.ndarray, np.
     labels first (the query's documents above them), then same-label documents in run order."""
     hit = np.flatnonzero(rows.label > 0)
     g, lab = rows.group[hit], rows.label[hit]
-    by_label = np.lexsort((-lab, g))  # stable: rank order inside each (group, label)
     ahead = np.empty(len(g), dtype=np.int64)
-    ahead[by_label] = _within_group_position(g[by_label], lab[by_label])
+    values = np.unique(lab)
+    if len(values) <= 32:  # labels are a few small integers: one pass per label, no sort
+        for v in values:
+            same = np.flatnonzero(lab == v)  # rows stay in group, then rank order
+            ahead[same] = _within_group_position(g[same])
+    else:
+        by_label = np.lexsort((-lab, g))  # stable: rank order inside each (group, label)
+        ahead[by_label] = _within_group_position(g[by_label], lab[by_label])
     return hit, g, jd.above[rows.j[hit]] + ahead
 
 
@@ -716,14 +748,15 @@ def _compat_hm(m, rows: Rows, ctx) -> np.ndarray:
 
 def _best_rbo(c_tab, n_ideal, depth, ctx, p) -> np.ndarray:
     """RBO(ideal, ideal) numerators, computed once per distinct (ideal length, depth)."""
-    pairs, inverse = np.unique(np.stack([n_ideal, depth]), axis=1, return_inverse=True)
+    n_ideal, depth = np.asarray(n_ideal, dtype=np.int64), np.asarray(depth, dtype=np.int64)
+    width = int(depth.max(initial=0)) + 1
+    pairs, inverse = np.unique(n_ideal * width + depth, return_inverse=True)  # one int64 key per pair
     cache = ctx.cached(("best", p), dict)
-    vals = np.empty(pairs.shape[1])
-    for i, (k, dep) in enumerate(pairs.T):
-        key = (int(k), int(dep))
-        if key not in cache:
-            cache[key] = float(np.sum(c_tab[dep] - c_tab[:k])) if k else 0.0
-        vals[i] = cache[key]
+    vals = np.empty(len(pairs))
+    for i, (k, dep) in enumerate(zip((pairs // width).tolist(), (pairs % width).tolist())):
+        if (k, dep) not in cache:
+            cache[(k, dep)] = float(np.sum(c_tab[dep] - c_tab[:k])) if k else 0.0
+        vals[i] = cache[(k, dep)]
     return vals[inverse.ravel()]
 
 
@@ -734,7 +767,7 @@ def _unretrieved_ahead(rows: Rows, jd: Judgments, hit: np.ndarray, s: np.ndarray
         row = hit[i]
         j = rows.j[row]
         g = rows.group[row]
-        in_run = rows.j[rows.gstart[g]:rows.gstart[g] + rows.length[g]]
+        in_run = rows.j[rows.gstart[g]:rows.gstart[g] + rows.nrows[g]]
         lo, hi = jd.segment(int(jd.qcode[j]))
         same = np.zeros(len(jd.label), dtype=bool)
         same[lo:hi] = jd.label[lo:hi] == jd.label[j]
@@ -876,28 +909,34 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     for label, value in label_sets.items():
         qrels, queries = value if isinstance(value, tuple) else (value, None)
         scorers[label] = _Scorer(qrels, parsed, queries, backend, len(names))
-    vocabulary = _Vocabulary([sc.jd for sc in scorers.values()])
+    dictionary = IdDictionary()
+    vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
     clock.lap("judgments")
     shares: dict[str, float] = {}
 
-    def load(name: str) -> Run:
+    def load(name: str) -> tuple[Run, list[np.ndarray]]:
+        # in the reading thread: the file, then its documents' codes in every label set
         run = runs[name]
-        return run if isinstance(run, Run) else read_run(run, name=name)
+        if not isinstance(run, Run):
+            run = read_run(run, name=name, dictionary=dictionary)
+        return run, vocabulary.doc_codes(run.codes.docids)
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recjudge-read") as reader:
         ahead = reader.submit(load, names[0]) if names else None
         for col, name in enumerate(names):
-            run = ahead.result()
+            run, doc_codes = ahead.result()
             ahead = reader.submit(load, names[col + 1]) if col + 1 < len(names) else None
             clock.lap("read runs")
             shares[name] = tied_user_share(run, k)
             clock.lap("tie share")
+            docids = run.codes.docids
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
                 run = ensure_tie_free(run, tie_policy, seed)
             ranked = ranked_run(run)
             clock.lap("ensure_tie_free")
-            doc_codes = vocabulary.doc_codes(ranked.docids)
+            if ranked.docids is not docids:  # the tie policy made new codes (it never does without a depth)
+                doc_codes = vocabulary.doc_codes(ranked.docids)
             clock.lap("docid lookup")
             for (label, scorer), doc_of_unique in zip(scorers.items(), doc_codes):
                 scorer.add(run, col, doc_of_unique, ranked)
@@ -956,25 +995,12 @@ class _Scorer:
             ranked = ranked_run(run)
         if doc_of_unique is None:
             doc_of_unique = jd.dlookup(ranked.docids).astype(np.int32)
-        qmap = jd.qlookup(ranked.qids)  # both in string order: rows stay in query order
-        rowq = qmap[ranked.qrank]
-        dcode, score, pos = ranked.dcode, ranked.score, ranked.pos
-        if (qmap < 0).any():
-            keep = rowq >= 0
-            rowq, dcode, score, pos = rowq[keep], dcode[keep], score[keep], pos[keep]
+        qmap = jd.qlookup(ranked.qids)
         self.users_ranked[col] = int((qmap >= 0).sum())
-        if self.fast and len(rowq):
-            d = doc_of_unique[dcode]
-            # blocks of queries bound the per-row arrays of a long run
-            step = max(1, int(_CHUNK_ROWS * nq / len(rowq)))
-            for q0 in range(int(rowq[0]), int(rowq[-1]) + 1, step):
-                q1 = min(q0 + step, nq)
-                a, b = np.searchsorted(rowq, [q0, q1])
-                if a == b:
-                    continue  # the run ranks none of these queries: they stay 0 (trec_eval -c)
-                rows = _rows(rowq[a:b], d[a:b], score[a:b], pos[a:b], jd, q0, q1)
-                for m in self.fast:
-                    self.values[measure_key(m)][q0:q1, col] = MEASURE_FUNCTIONS[m.NAME](m, rows, self.ctx)
+        if self.fast and len(ranked.qrank):
+            rows = _judged_rows(ranked, qmap, doc_of_unique, jd)
+            for m in self.fast:
+                self.values[measure_key(m)][:, col] = MEASURE_FUNCTIONS[m.NAME](m, rows, self.ctx)
         if self.reference is not None:
             self.reference.fill(run, col, self.values)
 

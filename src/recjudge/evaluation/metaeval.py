@@ -27,7 +27,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -148,16 +148,45 @@ def _tau_b_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / den, np.nan)
 
 
-def _bootstrap_weights(rng: np.random.Generator, n_users: int, n_resamples: int) -> np.ndarray:
-    return rng.multinomial(n_users, np.full(n_users, 1.0 / n_users), size=n_resamples).astype(np.float64)
+class BootstrapWeights:
+    """The resamples of one seed over one set of users: each user's count in each resample.
+
+    Drawn once and shared by every measure compared over those users (a seed gives the same draws
+    whichever measure asks for them), and kept as the smallest unsigned integers that hold them.
+    """
+
+    def __init__(self, seed: int, n_users: int, n_resamples: int, chunk: int = 200):
+        self.seed, self.n_users, self.n_resamples, self.chunk = seed, n_users, n_resamples, chunk
+        self._chunks: list[np.ndarray] | None = None
+
+    def chunks(self) -> Iterator[np.ndarray]:
+        """The resamples ``chunk`` at a time, as float64 (resamples × users)."""
+        if self._chunks is None:
+            rng = np.random.default_rng(self.seed)
+            stored = []
+            for start in range(0, self.n_resamples, self.chunk):
+                w = rng.multinomial(self.n_users, np.full(self.n_users, 1.0 / self.n_users),
+                                    size=min(self.chunk, self.n_resamples - start))
+                stored.append(w.astype(np.min_scalar_type(int(w.max(initial=0)))))
+            self._chunks = stored
+        for w in self._chunks:
+            yield w.astype(np.float64)
 
 
-def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """Per-resample system means; NaN cells (user not in this label set) carry no weight."""
-    present = ~np.isnan(matrix)
-    values = np.where(present, matrix, 0.0)
-    num = weights @ values
-    den = weights @ present.astype(np.float64)
+def _weighted_means(weights: np.ndarray, matrix: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
+    """Per-resample system means; NaN cells (user not in this label set) carry no weight.
+
+    ``present`` (``~isnan(matrix)``, when the caller has it) with no False: every weight counts, and
+    the denominators are the row sums, exactly what the product with ones gives (integer counts).
+    """
+    if present is None:
+        present = ~np.isnan(matrix)
+    if present.all():
+        num = weights @ matrix
+        den = weights.sum(axis=1)[:, None]
+    else:
+        num = weights @ np.where(present, matrix, 0.0)
+        den = weights @ present.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.round(num / den, MEAN_DECIMALS)
 
@@ -222,7 +251,8 @@ def bias_corrected_interval(resampled: np.ndarray, estimate: float, level: float
 
 def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_resamples: int = 1000,
                           seed: int = 0, level: float = 0.95, chunk: int = 200,
-                          method: str = DEFAULT_CI_METHOD) -> tuple[float, float]:
+                          method: str = DEFAULT_CI_METHOD, weights: BootstrapWeights | None = None
+                          ) -> tuple[float, float]:
     """Bootstrap CI of τ-b between system means, resampling users with replacement.
 
     ``reference`` and ``candidate`` are user × system matrices (same columns). Users are the union
@@ -233,6 +263,9 @@ def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_re
     correction only) or ``"percentile"``. τ of resampled means is biased downward — resampling adds
     noise to both rankings independently — so the percentile interval can exclude the estimate
     itself (τ-b 0.897 with [0.810, 0.890] on 63 TREC runs); the bias correction shifts it back.
+
+    ``weights``: the resamples of this seed over these users, when the caller compares several
+    measures over them (:class:`BootstrapWeights`; the same numbers, drawn once).
     """
     if method not in CI_METHODS:
         raise ConfigError(f"CI method must be one of {', '.join(CI_METHODS)}, not {method!r}")
@@ -242,11 +275,13 @@ def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_re
     cols = list(reference.columns)
     ref = reference.reindex(index=users, columns=cols).to_numpy(np.float64)
     cand = candidate.reindex(index=users, columns=cols).to_numpy(np.float64)
-    rng = np.random.default_rng(seed)
-    taus = []
-    for start in range(0, n_resamples, chunk):
-        w = _bootstrap_weights(rng, len(users), min(chunk, n_resamples - start))
-        taus.append(_tau_b_rows(_weighted_means(w, ref), _weighted_means(w, cand)))
+    if weights is None:
+        weights = BootstrapWeights(seed, len(users), n_resamples, chunk)
+    elif (weights.seed, weights.n_users, weights.n_resamples, weights.chunk) != (seed, len(users), n_resamples, chunk):
+        raise ConfigError("bootstrap weights drawn for another seed, user set or number of resamples")
+    ref_present, cand_present = ~np.isnan(ref), ~np.isnan(cand)
+    taus = [_tau_b_rows(_weighted_means(w, ref, ref_present), _weighted_means(w, cand, cand_present))
+            for w in weights.chunks()]
     t = np.concatenate(taus)
     t = t[~np.isnan(t)]
     if len(t) == 0:
@@ -522,14 +557,15 @@ def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str
 
 
 def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
-               top: int = 5, ci_method: str = DEFAULT_CI_METHOD, label: str = "candidate") -> RankAgreement:
+               top: int = 5, ci_method: str = DEFAULT_CI_METHOD, label: str = "candidate",
+               weights: BootstrapWeights | None = None) -> RankAgreement:
     from scipy import stats
 
     names = list(ref.columns)
     ref_means, cand_means = system_means(ref), system_means(cand)
     r, c = ref_means.to_numpy(), cand_means.to_numpy()
     tau = stats.kendalltau(r, c, variant="b")
-    ci = bootstrap_kendall_tau(ref, cand, n_boot, seed, method=ci_method)
+    ci = bootstrap_kendall_tau(ref, cand, n_boot, seed, method=ci_method, weights=weights)
     if n_boot > 0 and math.isfinite(tau.statistic) and not math.isfinite(ci[0]):
         warnings.warn(f"{label}, {measure}: every bootstrap τ-b falls on one side of the estimate "
                       f"{tau.statistic:.3f}, so the {ci_method} interval is undefined (reported as NaN); "
@@ -621,9 +657,15 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
             cand_t = _table(key, scored, ("candidate", key), names)
         cand_tables[key] = cand_t
         ref_tables[key] = ref_t
+        # every measure of a label set is over the same users: one set of resamples serves them all
+        weights = None
+        if bootstrap > 0 and names:
+            first = next(iter(names))
+            users = ref_t.matrices[first].index.union(cand_t.matrices[first].index)
+            weights = BootstrapWeights(boot_seed, len(users), bootstrap)
         agreement[key] = {
             m: _agreement(m, ref_t.matrices[m], cand_t.matrices[m], bootstrap, boot_seed, ci_method=ci_method,
-                          label=f"candidate {key!r}")
+                          label=f"candidate {key!r}", weights=weights)
             for m in names
         }
     settings = {

@@ -55,7 +55,7 @@ def _closed_values(r: _Ranked, spec: MeasureSpec, pos: np.ndarray) -> np.ndarray
     length = np.bincount(cu, minlength=U)
     rows = Rows(group=cu, pos=p, score=r.score_s[lab], j=r.j_s[lab], judged=np.ones(len(lab), dtype=bool),
                 label=r.label_s[lab], gq=np.arange(U, dtype=np.int64), length=length,
-                gstart=np.cumsum(length) - length)
+                gstart=np.cumsum(length) - length, nrows=length)
     return MEASURE_FUNCTIONS[spec.measure.NAME](spec.measure, rows, r.ctx)
 
 
