@@ -359,3 +359,19 @@ def test_hash_keys_equal_seeded_hash_keys_from_string_hashes():
     users = np.array(["u1", "u2"], dtype=object)
     got = seeded_hash_keys(string_hashes(users), string_hashes(d), np.array([0, 1, 0]), seed=9)
     np.testing.assert_array_equal(got, hash_keys(q, d, seed=9))
+
+
+def test_read_concurrently_keeps_the_order_and_raises_the_first_failure_in_order():
+    import time
+
+    from recjudge._io import read_concurrently
+
+    def read(x):
+        time.sleep(0.05 if x in (0, 1) else 0)  # the later sources finish first
+        if x in (1, 3):
+            raise ValueError(f"source {x}")
+        return x * 10
+
+    assert read_concurrently(read, [0, 2, 4]) == [0, 20, 40]
+    with pytest.raises(ValueError, match="source 1"):  # 3 fails first in time; 1 comes first in order
+        read_concurrently(read, [0, 1, 3])

@@ -7,13 +7,15 @@ import gzip
 import io
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Union
+from typing import IO, TypeVar, Union
 
 from .errors import InputError, OutputError
 
 Source = Union[str, os.PathLike, IO[str], IO[bytes]]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def source_name(source: Source) -> str:
@@ -70,6 +72,19 @@ def _decode(raw: bytes, name: str, what: str) -> str:
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {column})",
                          "save the file as UTF-8", line=line) from None
+
+
+def read_concurrently(read: Callable[[T], R], sources: Sequence[T], workers: int = 2) -> list[R]:
+    """``[read(s) for s in sources]``, ``workers`` at a time: recjudge's compiled reader parses without
+    the GIL, so files read side by side on two cores. Results keep the sources' order, and the error
+    raised is the one the first failing source (in that order) gives, as in the sequential loop."""
+    if len(sources) < 2 or workers < 2:
+        return [read(s) for s in sources]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="recjudge-read") as pool:
+        futures = [pool.submit(read, s) for s in sources]
+        return [f.result() for f in futures]
 
 
 @contextlib.contextmanager

@@ -150,10 +150,11 @@ def _path_inputs(*values) -> list:
 def _named(reference, candidates) -> tuple[Any, list, dict[str, str]]:
     """Read reference and candidates; name each by the one naming rule of outputs (paths when given)."""
 
+    from .._io import read_concurrently
     from ..evaluation.metaeval import label_set_names
 
     items = [reference, *candidates]
-    qrels = [_qrels(v) for v in items]
+    qrels = read_concurrently(_qrels, items)
     paths = [os.fspath(v) if _is_path(v) else q.name for v, q in zip(items, qrels)]
     names = label_set_names([q.name for q in qrels], paths)
     named = [q.renamed(n) for q, n in zip(qrels, names)]

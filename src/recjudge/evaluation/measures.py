@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -535,15 +536,17 @@ class _Vocabulary:
         self.to_jd = [np.r_[jd.dlookup(shared), -1].astype(np.int32) for jd in judgments]
         self.dictionary = dictionary
         self.mapped = [np.zeros(0, dtype=np.int32) for _ in judgments]  # per label set: code of each dictionary id
+        self._lock = threading.Lock()  # the reading thread and the scoring one both map runs
 
     def doc_codes(self, docids: np.ndarray) -> list[np.ndarray]:
         """Per label set, the document code (int32) of each of a run's distinct docids (-1: not judged)."""
         if self.dictionary is not None and self.dictionary.issued(docids):
-            done = len(self.mapped[0]) if self.mapped else 0
-            if len(docids) > done:
-                shared = self.lookup(docids[done:])
-                self.mapped = [np.concatenate([m, to_jd[shared]]) for m, to_jd in zip(self.mapped, self.to_jd)]
-            return [m[:len(docids)] for m in self.mapped]
+            with self._lock:
+                done = len(self.mapped[0]) if self.mapped else 0
+                if len(docids) > done:
+                    shared = self.lookup(docids[done:])
+                    self.mapped = [np.concatenate([m, to_jd[shared]]) for m, to_jd in zip(self.mapped, self.to_jd)]
+                return [m[:len(docids)] for m in self.mapped]
         shared = self.lookup(docids)  # -1 indexes the appended "absent"
         return [to_jd[shared] for to_jd in self.to_jd]
 
@@ -902,27 +905,32 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
 
     from ..data.trec import read_run, tied_user_share
 
+    from .._io import read_concurrently
+
     clock = _StageClock(timings)
     parsed = _checked(measures, backend)
     names = list(runs)
-    scorers = {}
-    for label, value in label_sets.items():
-        qrels, queries = value if isinstance(value, tuple) else (value, None)
-        scorers[label] = _Scorer(qrels, parsed, queries, backend, len(names))
     dictionary = IdDictionary()
-    vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
-    clock.lap("judgments")
-    shares: dict[str, float] = {}
+    vocabulary: _Vocabulary | None = None  # set once the judgments are built
 
-    def load(name: str) -> tuple[Run, list[np.ndarray]]:
+    def load(name: str) -> tuple[Run, list[np.ndarray] | None]:
         # in the reading thread: the file, then its documents' codes in every label set
         run = runs[name]
         if not isinstance(run, Run):
             run = read_run(run, name=name, dictionary=dictionary)
-        return run, vocabulary.doc_codes(run.codes.docids)
+        return run, None if vocabulary is None else vocabulary.doc_codes(run.codes.docids)
 
+    def scorer(value) -> _Scorer:
+        qrels, queries = value if isinstance(value, tuple) else (value, None)
+        return _Scorer(qrels, parsed, queries, backend, len(names))
+
+    shares: dict[str, float] = {}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recjudge-read") as reader:
-        ahead = reader.submit(load, names[0]) if names else None
+        ahead = reader.submit(load, names[0]) if names else None  # the first run is read meanwhile
+        # the label sets' judgments side by side (their sorts and gathers run without the GIL)
+        scorers = dict(zip(label_sets, read_concurrently(scorer, list(label_sets.values()))))
+        vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
+        clock.lap("judgments")
         for col, name in enumerate(names):
             run, doc_codes = ahead.result()
             ahead = reader.submit(load, names[col + 1]) if col + 1 < len(names) else None
@@ -935,7 +943,7 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
                 run = ensure_tie_free(run, tie_policy, seed)
             ranked = ranked_run(run)
             clock.lap("ensure_tie_free")
-            if ranked.docids is not docids:  # the tie policy made new codes (it never does without a depth)
+            if doc_codes is None or ranked.docids is not docids:  # read before the judgments were ready
                 doc_codes = vocabulary.doc_codes(ranked.docids)
             clock.lap("docid lookup")
             for (label, scorer), doc_of_unique in zip(scorers.items(), doc_codes):

@@ -339,16 +339,24 @@ class SystemTable:
 
     label_set: str
     matrices: Mapping[str, pd.DataFrame]
+    # means and ranks, computed once per measure (a JSON output asks for them per system)
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def measures(self) -> list[str]:
         return list(self.matrices)
 
     def means(self, measure: str) -> pd.Series:
-        return system_means(self.matrices[measure])
+        key = ("means", measure)
+        if key not in self._cache:
+            self._cache[key] = system_means(self.matrices[measure])
+        return self._cache[key].copy()  # a caller may change its copy
 
     def ranks(self, measure: str) -> pd.Series:
-        return system_ranks(self.means(measure))
+        key = ("ranks", measure)
+        if key not in self._cache:
+            self._cache[key] = system_ranks(self.means(measure))
+        return self._cache[key].copy()
 
     def scores_frame(self) -> pd.DataFrame:
         """Systems × measures table of mean scores."""
