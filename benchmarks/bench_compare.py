@@ -2,11 +2,12 @@
 
     .venv/bin/python benchmarks/bench_compare.py [--users 1000] [--systems 52] [--depth 100]
         [--judged 600] [--repeats 3] [--reference-repeats 1] [--bootstrap 1000] [--skip-reference]
-        [--keep DIR] [--reuse] [--no-engine] [--no-stages]
+        [--keep DIR] [--reuse] [--no-engine] [--no-stages] [--no-readers]
 
 Writes ``--systems`` run files (top-``--depth`` per user, distinct scores: no ties, so both tools
-see one order) and two qrels files (reference and candidate, 0-4 labels) to a temp folder, then
-times, each in a fresh interpreter (start-up and file reading included):
+see one order) and two qrels files (reference and candidate, 0-4 labels) to a temp folder, one run
+at a time (100,000 users fit), then times, each in a fresh interpreter (start-up and file reading
+included):
 
 - recjudge: ``recjudge compare --runs DIR --reference R --candidate C --json OUT`` (four default
   measures for both label sets, tie share, tie resolution, 1,000 bootstrap resamples);
@@ -14,15 +15,18 @@ times, each in a fresh interpreter (start-up and file reading included):
   same four measures under both qrels with ``ir_measures.calc_aggregate``-equivalent per-query
   values (one evaluator per measure and label set), then the mean per system.
 
-``compare`` reads and scores the runs one at a time (``recjudge.evaluation.measures.score_runs``:
-read, tie share, tie resolution and both label sets per run), so its peak memory does not grow with
-``--systems``. Also times that engine called directly (``--no-engine`` skips it), which shows what
-the command adds around it. Prints wall time (median over ``--repeats``; ir-measures over
+``compare`` reads and scores the runs one after another (``recjudge.evaluation.measures.score_runs``:
+the next file is read in a second thread while the current run is scored), so its peak memory does
+not grow with ``--systems``. Also times that engine called directly (``--no-engine`` skips it), which
+shows what the command adds around it. Prints wall time (median over ``--repeats``; ir-measures over
 ``--reference-repeats``), peak RSS of the child process, the speed ratios, throughput (run lines per
 second of the whole command) and the largest difference between each tool's system means and
-ir-measures'; then the per-stage split of the same work in one fresh interpreter (import, reading
-qrels, building the judgments, then summed over the runs: reading, tie share, ensure_tie_free, the
-docid lookup and each label set's matrices; τ with the bootstrap), from ``score_runs(timings=…)``.
+ir-measures'; then the read throughput of each reader recjudge has (the compiled scanner, pyarrow,
+pandas: every run file read in a fresh interpreter, ``RECJUDGE_READER`` choosing); then the
+per-stage split of the same work in one fresh interpreter (import, reading qrels, building the
+judgments, then summed over the runs: waiting for the reading thread, tie share, ensure_tie_free,
+the docid lookup and each label set's matrices; τ with the bootstrap), from
+``score_runs(timings=…)``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_measures import synthetic  # noqa: E402
 
 MEASURES = ["Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref"]
 
@@ -78,6 +81,7 @@ Path(out).write_text(json.dumps(result))
 STREAM_SCRIPT = r"""
 import json, sys, time
 t0 = time.perf_counter()
+from recjudge._io import read_concurrently
 from recjudge.data.trec import read_qrels, run_paths
 from recjudge.evaluation import metaeval
 from recjudge.evaluation.measures import measure_key, parse_measures, score_runs
@@ -85,13 +89,16 @@ runs_dir, ref_path, cand_path, out = sys.argv[1:5]
 measures, n_boot = json.loads(sys.argv[5]), int(sys.argv[6])
 timings = {"import": time.perf_counter() - t0}
 t = time.perf_counter()
-labels = {"reference": read_qrels(ref_path), "candidate": read_qrels(cand_path)}
+ref, cand = read_concurrently(read_qrels, [ref_path, cand_path])  # as compare reads them
+labels = {"reference": ref, "candidate": cand}
 timings["read qrels"] = time.perf_counter() - t
 scored = score_runs(run_paths(runs_dir), labels, measures, timings=timings)  # adds its stages, summed over runs
 t = time.perf_counter()
 ref_m, cand_m = scored.matrices["reference"], scored.matrices["candidate"]
-for k in ref_m:
-    metaeval._agreement(k, ref_m[k], cand_m[k], n_boot, 0)
+first = next(iter(ref_m))
+weights = metaeval.BootstrapWeights(0, len(ref_m[first].index.union(cand_m[first].index)), n_boot)
+for k in ref_m:  # as compare does: one set of resamples for every measure
+    metaeval._agreement(k, ref_m[k], cand_m[k], n_boot, 0, weights=weights)
 timings["tau + bootstrap"] = time.perf_counter() - t
 keys = {m: measure_key(p) for m, p in zip(measures, parse_measures(measures))}
 means = {label: {m: metaeval.system_means(mats[k]) for m, k in keys.items()} for label, mats in scored.matrices.items()}
@@ -100,6 +107,22 @@ systems = [{"system": s, "reference": {m: float(means["reference"][m][s]) for m 
            for s in scored.tied_user_share]
 json.dump({"systems": systems, "timings": timings}, open(out, "w"))
 """
+
+READ_SCRIPT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from recjudge.data.trec import read_run, run_paths
+rows = sum(len(read_run(path, name=name)) for name, path in run_paths(sys.argv[1]).items())
+print(json.dumps({"rows": rows, "seconds": time.perf_counter() - t0}))
+"""
+
+
+def readers() -> list[str]:
+    """The readers this interpreter has: the compiled scanner, pyarrow, pandas' C parser."""
+    from recjudge.data import trec
+
+    return [r for r in ("scan", "pyarrow", "pandas")
+            if (r != "scan" or trec._scanner_type() is not None) and (r != "pyarrow" or trec._pyarrow_csv() is not None)]
 
 
 def stages(run_dir: Path, ref_path: Path, cand_path: Path, n_boot: int, out: Path) -> dict[str, float]:
@@ -111,22 +134,26 @@ def stages(run_dir: Path, ref_path: Path, cand_path: Path, n_boot: int, out: Pat
 
 
 def write_files(folder: Path, users: int, systems: int, depth: int, judged: int) -> tuple[Path, Path, Path, int]:
+    from bench_measures import iter_synthetic
+
     from recjudge.data.trec import Qrels, write_qrels, write_run
 
-    runs, reference = synthetic(users, systems, depth, judged, seed=0)
-    _, candidate = synthetic(users, 1, depth, judged, seed=1)
+    pieces = iter_synthetic(users, systems, depth, judged, seed=0)
+    reference = next(pieces)
     # the candidate labels the same pairs as the reference, with other grades
     rng = np.random.default_rng(7)
     cand = reference.frame.copy()
     cand["label"] = np.clip(cand["label"].to_numpy() + rng.integers(-1, 2, len(cand)), 0, 4)
-    run_dir = folder / "runs"
-    for name, run in runs.items():
-        write_run(run, run_dir / f"{name}.run")
     ref_path, cand_path = folder / "reference.qrels", folder / "candidate.qrels"
     write_qrels(reference, ref_path)
     write_qrels(Qrels("candidate", cand), cand_path)
-    del candidate
-    return run_dir, ref_path, cand_path, sum(len(r) for r in runs.values())
+    del reference, cand
+    run_dir = folder / "runs"
+    lines = 0
+    for name, run in pieces:  # one run in memory at a time
+        write_run(run, run_dir / f"{name}.run")
+        lines += len(run)
+    return run_dir, ref_path, cand_path, lines
 
 
 def timed(cmd: list[str]) -> tuple[float, float]:
@@ -157,6 +184,8 @@ def main() -> None:
     ap.add_argument("--engine", action=argparse.BooleanOptionalAction, default=True,
                     help="also time score_runs called directly (the engine compare runs, without the CLI)")
     ap.add_argument("--no-stages", dest="stages", action="store_false", help="skip the per-stage split")
+    ap.add_argument("--no-readers", dest="readers", action="store_false",
+                    help="skip the read throughput of each reader")
     ap.add_argument("--keep", metavar="DIR", help="write the generated files here and keep them")
     args = ap.parse_args()
 
@@ -200,6 +229,17 @@ def main() -> None:
             print(f"speed-up of {name}: {ir_row[1] / wall:.1f}×")
         print("max |Δ system mean| vs ir-measures: " + ", ".join(f"{k} {v:.2e}" for k, v in diff.items()))
     print("(lines/s: run lines over the whole command's wall time, start-up included)")
+    if args.readers:
+        size = sum(f.stat().st_size for f in run_dir.iterdir())
+        print(f"\nreading every run file ({size / 1e9:.2f} GB), fresh interpreter per reader, RECJUDGE_READER:")
+        print(f"  {'reader':<10} {'wall s':>8} {'rows/s':>14} {'MB/s':>8} {'peak RSS GB':>12}")
+        for reader in readers():
+            os.environ["RECJUDGE_READER"] = reader
+            try:
+                wall, peak = timed([sys.executable, "-c", READ_SCRIPT, str(run_dir)])
+            finally:
+                del os.environ["RECJUDGE_READER"]
+            print(f"  {reader:<10} {wall:>8.2f} {n_lines / wall:>14,.0f} {size / 1e6 / wall:>8.0f} {peak:>12.2f}")
     if not args.stages:
         return
     split = stages(run_dir, ref_path, cand_path, args.bootstrap, folder / "stages.json")

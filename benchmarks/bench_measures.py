@@ -39,6 +39,14 @@ LABEL_P = (0.85, 0.06, 0.04, 0.03, 0.02)  # labels 0..4: ~90 of 600 judged items
 
 def synthetic(users: int, systems: int, depth: int = 100, judged: int = 600, seed: int = 0):
     """``systems`` tie-free runs (as ``resolve_ties`` leaves them) and graded qrels."""
+    it = iter_synthetic(users, systems, depth, judged, seed)
+    qrels = next(it)
+    return dict(it), qrels
+
+
+def iter_synthetic(users: int, systems: int, depth: int = 100, judged: int = 600, seed: int = 0):
+    """:func:`synthetic` one piece at a time: first the qrels, then ``(name, run)`` per system, so a
+    caller writing them to files holds one run at a time (the same data, draw for draw)."""
     rng = np.random.default_rng(seed)
     pool = judged + 2 * depth  # candidates per user and system: the judged items + fresh unjudged ones
     if judged + systems * 2 * depth >= N_ITEMS:
@@ -54,10 +62,9 @@ def synthetic(users: int, systems: int, depth: int = 100, judged: int = 600, see
 
     judged_items = items(np.arange(judged))
     labels = rng.choice(len(LABEL_P), size=(users, judged), p=LABEL_P)
-    qrels = Qrels("synthetic", pd.DataFrame({
+    yield Qrels("synthetic", pd.DataFrame({
         "qid": np.repeat(qids, judged), "iteration": "0",
         "docid": vocab[judged_items.ravel()], "label": labels.ravel().astype(np.int64)}))
-    runs = {}
     for s in range(systems):
         quality = rng.uniform(0.0, 1.0)
         bias = rng.uniform(0.0, 2.5)  # how much the system favours items outside the judged pool
@@ -67,6 +74,7 @@ def synthetic(users: int, systems: int, depth: int = 100, judged: int = 600, see
         score += rng.standard_normal((users, pool))
         top = np.argpartition(-score, depth - 1, axis=1)[:, :depth]
         top = np.take_along_axis(top, np.argsort(-np.take_along_axis(score, top, axis=1), axis=1), axis=1)
+        del score
         frame = pd.DataFrame({
             "qid": np.repeat(qids, depth),
             "docid": vocab[np.take_along_axis(cand, top, axis=1).ravel()],
@@ -74,8 +82,7 @@ def synthetic(users: int, systems: int, depth: int = 100, judged: int = 600, see
             "score": np.tile(np.arange(depth, 0, -1).astype(np.float64), users),
             "tag": f"sys{s:02d}",
         })
-        runs[f"sys{s:02d}"] = Run(f"sys{s:02d}", frame, tie_policy="hash", seed=0)
-    return runs, qrels
+        yield f"sys{s:02d}", Run(f"sys{s:02d}", frame, tie_policy="hash", seed=0)
 
 
 def reference(runs: dict[str, Run], qrels: Qrels, measures, index: list[str]):
