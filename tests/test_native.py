@@ -280,13 +280,13 @@ def test_the_join_checks_its_arguments():
     ident_q, ident_d = np.array([0], np.int64), np.array([0, 1, 2, 3], np.int32)
     out_r, out_j, out_q = (np.empty(1, dtype=np.int64) for _ in range(3))
     with pytest.raises(TypeError, match="didx"):
-        native.join(starts, docs, ident_q, ident_d, np.zeros(1, np.int64), np.zeros(1, np.int64), out_r, out_j, out_q)
+        native.join(starts, docs, ident_q, ident_d, np.zeros(1, np.int32), np.zeros(1, np.int64), out_r, out_j, out_q)
     with pytest.raises(ValueError, match="outside"):
-        native.join(starts, docs, ident_q, ident_d, np.array([5], np.int64), np.array([3], np.int32), out_r, out_j, out_q)
+        native.join(starts, docs, ident_q, ident_d, np.array([5], np.int32), np.array([3], np.int32), out_r, out_j, out_q)
     with pytest.raises(ValueError, match="starts"):
-        native.join(np.array([0, 2], np.int64), docs, ident_q, ident_d, np.array([0], np.int64),
+        native.join(np.array([0, 2], np.int64), docs, ident_q, ident_d, np.array([0], np.int32),
                     np.array([3], np.int32), out_r, out_j, out_q)
-    assert native.join(starts, docs, ident_q, ident_d, np.array([0], np.int64), np.array([3], np.int32),
+    assert native.join(starts, docs, ident_q, ident_d, np.array([0], np.int32), np.array([3], np.int32),
                        out_r, out_j, out_q) == 1
     assert (out_r[0], out_j[0]) == (0, 0)
 

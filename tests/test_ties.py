@@ -249,7 +249,7 @@ def test_hash_key_is_the_disclosed_trec_hash(tie_heavy):
     r = _Ranked(run)
     rows = np.arange(len(run))
     for seed in (0, 1, 2**40 + 3):
-        expected = hash_keys(r.users[r.u_s], r.docid_s, seed)
+        expected = hash_keys(r.users[r.u_s], r.docids[r.dcode_s], seed)
         np.testing.assert_array_equal(r.hash_key(rows, seed), expected)
 
 
@@ -624,3 +624,26 @@ def test_cli_sampled_candidates_without_runs_is_one_tie_the_relevant_item_wins(t
     assert "needs --qrels" in capsys.readouterr().err
     assert ties_cli(["ties", "--qrels", str(tmp_path / "held.qrels")]) == 2
     assert "no runs given" in capsys.readouterr().err
+
+
+def test_input_order_after_a_shuffle_on_a_run_with_more_blocks_times_rows_than_int32_holds():
+    # 70,000 rows in 35,000 tie blocks: block * rows passes 2^31, where an int32 product would wrap
+    import pandas as pd
+
+    from recjudge.data.trec import Run
+    from recjudge.evaluation.ties.ranked import _Ranked, _shuffled_file_positions
+
+    users = 700
+    frame = pd.DataFrame({"qid": np.repeat([f"u{u:03d}" for u in range(users)], 100),
+                          "docid": [f"d{i}" for i in range(users * 100)],
+                          "score": np.tile(np.repeat(np.arange(50, 0, -1), 2), users).astype(float)})
+    r = _Ranked(Run.from_frame(frame, "pairs"))
+    assert int(r.block.max()) * r.n_rows > 2**31
+    file_pos = _shuffled_file_positions(r.qcodes, np.random.default_rng(4))
+    got = r.treatment(r.tied_rows, "input", file_pos=file_pos)
+    # reference: inside each block, rows by their line after the shuffle
+    rows = r.tied_rows
+    want = r.pos.copy()
+    order = np.lexsort((file_pos[r.order[rows]], r.block[rows]))
+    want[rows[order]] = r.pos[rows]
+    np.testing.assert_array_equal(got, want)

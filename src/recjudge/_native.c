@@ -905,27 +905,27 @@ static int get_vector(PyObject *obj, Py_buffer *view, const char *what, Py_ssize
  * (a negative index or code: absent). The judgments are sorted by query, then document:
  * docs[starts[q]:starts[q + 1]] are query q's document codes, ascending. For each row found there,
  * in row order, out_row gets r, out_j its index in docs and out_q its query; the count is returned.
- * starts int64 (n_queries + 1), docs int32, qmap int64, dmap int32, qidx int64, didx int32,
+ * starts int64 (n_queries + 1), docs int32, qmap int64, dmap int32, qidx int32, didx int32,
  * out_row, out_j and out_q int64 with one entry per row. */
 static PyObject *join(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *o[9];
     if (!PyArg_ParseTuple(args, "OOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8]))
         return NULL;
     static const char *names[9] = {"starts", "docs", "qmap", "dmap", "qidx", "didx", "out_row", "out_j", "out_q"};
-    static const Py_ssize_t sizes[9] = {8, 4, 8, 4, 8, 4, 8, 8, 8};
+    static const Py_ssize_t sizes[9] = {8, 4, 8, 4, 4, 4, 8, 8, 8};
     Py_buffer b[9];
     int got = 0;
     PyObject *result = NULL;
     for (; got < 9; got++)
         if (get_vector(o[got], &b[got], names[got], sizes[got], got >= 6) < 0) goto done;
     Py_ssize_t nq = b[0].len / 8 - 1, ndocs = b[1].len / 4, nqmap = b[2].len / 8, ndmap = b[3].len / 4;
-    Py_ssize_t n = b[4].len / 8;
+    Py_ssize_t n = b[4].len / 4;
     if (nq < 0 || b[5].len / 4 != n || b[6].len / 8 != n || b[7].len / 8 != n || b[8].len / 8 != n) {
         PyErr_SetString(PyExc_ValueError, "qidx, didx and the outputs need one entry per row; starts one per query + 1");
         goto done;
     }
-    const int64_t *starts = b[0].buf, *qmap = b[2].buf, *qidx = b[4].buf;
-    const int32_t *docs = b[1].buf, *dmap = b[3].buf, *didx = b[5].buf;
+    const int64_t *starts = b[0].buf, *qmap = b[2].buf;
+    const int32_t *docs = b[1].buf, *dmap = b[3].buf, *qidx = b[4].buf, *didx = b[5].buf;
     int64_t *out_row = b[6].buf, *out_j = b[7].buf, *out_q = b[8].buf;
     for (Py_ssize_t q = 0; q < nq; q++) {
         if (starts[q] < 0 || starts[q] > starts[q + 1] || starts[q + 1] > ndocs) {

@@ -1063,11 +1063,11 @@ class ScoreOrder(NamedTuple):
     """A run's rows ordered by qid (string order), then score descending, ties in row order."""
 
     order: np.ndarray   # row indices (the identity when the rows are in that order already)
-    qrank: np.ndarray   # per ordered row: index of its qid in ``qids``
+    qrank: np.ndarray   # per ordered row: index of its qid in ``qids`` (int32)
     score: np.ndarray   # per ordered row
     in_place: bool      # the rows were in that order: ``order`` is the identity
     qids: np.ndarray    # object: the run's distinct qids in string order
-    pos: np.ndarray     # per ordered row: 0-based position inside its query
+    pos: np.ndarray     # per ordered row: 0-based position inside its query (int32)
     starts: np.ndarray  # per query (index into qids): its first ordered row
 
 
@@ -1085,7 +1085,8 @@ def _score_order_of(codes: FrameCodes, score: np.ndarray) -> ScoreOrder:
             qrank, score = qrank[order], score[order]
     starts = np.flatnonzero(np.r_[True, qrank[1:] != qrank[:-1]]) if n else np.zeros(0, dtype=np.int64)
     pos = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n]))
-    return ScoreOrder(order, qrank, score, in_place, qids, pos, starts)
+    small = np.int32 if n < 2**31 else np.int64  # half the memory of the two row-length index arrays
+    return ScoreOrder(order, qrank.astype(small, copy=False), score, in_place, qids, pos.astype(small), starts)
 
 
 def score_order(run: Run) -> ScoreOrder:

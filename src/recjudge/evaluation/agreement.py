@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import MAX_LABEL, Qrels
+from ..data.trec import MAX_LABEL, Qrels, _sorted_codes
 from ..errors import ConfigError
 
 __all__ = [
@@ -148,25 +148,51 @@ def parse_clip(text: str | None) -> tuple[int, int] | None:
     return lo, hi
 
 
+class _Aligned(NamedTuple):
+    """The reference's pairs with both labels, as arrays in the reference's row order."""
+
+    rows: np.ndarray   # reference rows kept
+    user: np.ndarray   # int64: each pair's user, numbered in the string order of the user ids
+    ref: np.ndarray    # int64
+    cand: np.ndarray   # int64
+    n_missing: int
+
+
+def _aligned(reference: Qrels, candidate: Qrels, missing: str, clip: tuple[int, int] | None) -> _Aligned:
+    """Both label sets joined on the reference's pairs through the readers' integer codes: the
+    candidate's distinct ids are looked up once, then pairs are matched as int64 keys."""
+    if missing not in MISSING:
+        raise ConfigError(f"--missing must be one of {', '.join(MISSING)}, not {missing!r}")
+    rc, cc = reference.codes, candidate.codes
+    ndoc = max(len(rc.docids), 1)
+    cq = pd.Index(rc.qids).get_indexer(cc.qids)[cc.qcode]  # -1: an id the reference never uses
+    cd = pd.Index(rc.docids).get_indexer(cc.docids)[cc.dcode]
+    known = np.flatnonzero((cq >= 0) & (cd >= 0))
+    ckeys = cq[known].astype(np.int64) * ndoc + cd[known]
+    order = np.argsort(ckeys)
+    ckeys, labels = ckeys[order], candidate.labels[known][order]
+    if clip is not None:
+        # clip the candidate's own labels; a pair it lacks is then 0 by convention, not a clipped label
+        labels = np.clip(labels, clip[0], clip[1])
+    rkeys = rc.qcode.astype(np.int64) * ndoc + rc.dcode
+    at = np.searchsorted(ckeys, rkeys)
+    found = at < len(ckeys)
+    found[found] = ckeys[at[found]] == rkeys[found]
+    cand = np.where(found, labels[np.minimum(at, max(len(labels) - 1, 0))] if len(labels) else 0, 0)
+    rows = np.arange(len(rkeys)) if missing == "zero" else np.flatnonzero(found)
+    rank = _sorted_codes(rc.qids)  # each distinct user's place in the string order
+    return _Aligned(rows, rank[rc.qcode[rows]], reference.labels[rows], cand[rows].astype(np.int64),
+                    int(len(rkeys) - found.sum()))
+
+
 def aligned_labels(reference: Qrels, candidate: Qrels, missing: str = "zero",
                    clip: tuple[int, int] | None = None) -> tuple[pd.DataFrame, int]:
     """Frame of qid, docid, ref, cand over the reference's pairs, and how many the candidate lacked."""
-    if missing not in MISSING:
-        raise ConfigError(f"--missing must be one of {', '.join(MISSING)}, not {missing!r}")
-    ref = reference.frame[["qid", "docid", "label"]].rename(columns={"label": "ref"})
-    cand = candidate.frame[["qid", "docid", "label"]].rename(columns={"label": "cand"})
-    if clip is not None:
-        # clip the candidate's own labels; a pair it lacks is then 0 by convention, not a clipped label
-        cand = cand.assign(cand=cand.cand.clip(clip[0], clip[1]))
-    merged = ref.merge(cand, on=["qid", "docid"], how="left")
-    absent = merged.cand.isna()
-    n_missing = int(absent.sum())
-    if missing == "zero":
-        merged["cand"] = merged.cand.fillna(0)
-    else:
-        merged = merged[~absent]
-    merged["cand"] = merged.cand.astype(np.int64)
-    return merged.reset_index(drop=True), n_missing
+    a = _aligned(reference, candidate, missing, clip)
+    rc = reference.codes
+    frame = pd.DataFrame({"qid": rc.qids[rc.qcode[a.rows]], "docid": rc.docids[rc.dcode[a.rows]],
+                          "ref": a.ref, "cand": a.cand})
+    return frame, a.n_missing
 
 
 # -------------------------------------------------------------------------------- chance-corrected
@@ -320,19 +346,22 @@ def relevant_vs_not_counts(qids, ref, cand) -> np.ndarray:
 def agreement(reference: Qrels, candidate: Qrels, missing: str = "zero", clip: tuple[int, int] | None = None,
               bootstrap: int = 1000, seed: int = 0) -> AgreementResult:
     """Item-level agreement of ``candidate`` with ``reference`` over the reference's pairs."""
-    pairs, n_missing = aligned_labels(reference, candidate, missing, clip)
-    if n_missing == len(reference.frame):
+    pairs = _aligned(reference, candidate, missing, clip)
+    n_missing = pairs.n_missing
+    if n_missing == len(reference):
         # under missing="zero" every label would be the fill value: κ, α and the shares would
         # describe the fill, not the candidate
-        raise ConfigError(f"candidate {candidate.name!r} labels none of the {len(reference.frame)} pairs that "
+        raise ConfigError(f"candidate {candidate.name!r} labels none of the {len(reference)} pairs that "
                           f"reference {reference.name!r} judges, so there is nothing to compare; check that both "
                           "use the same query and item ids")
-    r, c = pairs.ref.to_numpy(), pairs.cand.to_numpy()
-    overall, binary, by_distance, relevant_vs_not = pairwise_agreement(pairs.qid.to_numpy(), r, c, bootstrap, seed)
-    confusion = pd.crosstab(pairs.ref, pairs.cand).rename_axis(index="reference", columns="candidate")
+    r, c = pairs.ref, pairs.cand
+    # users by the string order of their ids: the order the bootstrap draws them in
+    overall, binary, by_distance, relevant_vs_not = pairwise_agreement(pairs.user, r, c, bootstrap, seed)
+    confusion = pd.crosstab(pd.Series(r, name="ref"), pd.Series(c, name="cand")).rename_axis(
+        index="reference", columns="candidate")
     return AgreementResult(
         candidate=candidate.name,
-        n_pairs=len(pairs),
+        n_pairs=len(r),
         n_missing=n_missing,
         cohen_kappa=cohen_kappa(r, c),
         cohen_kappa_linear=cohen_kappa(r, c, "linear"),

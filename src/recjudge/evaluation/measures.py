@@ -60,6 +60,7 @@ __all__ = [
     "per_query_matrix",
     "score_runs",
     "Scored",
+    "Scorer",
     "split_top_level",
     "Judgments",
     "judgments",
@@ -359,8 +360,10 @@ class Judgments:
             n = len(qidx)
             rows, j, q = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
             found = native.join(self.starts, self.dcode, np.ascontiguousarray(qmap, dtype=np.int64),
-                                np.ascontiguousarray(dmap, dtype=np.int32), np.ascontiguousarray(qidx, dtype=np.int64),
+                                np.ascontiguousarray(dmap, dtype=np.int32), np.ascontiguousarray(qidx, dtype=np.int32),
                                 np.ascontiguousarray(didx, dtype=np.int32), rows, j, q)
+            if found < n // 2:  # a slice would keep the whole row-length buffers alive
+                return rows[:found].copy(), j[:found].copy(), q[:found].copy()
             return rows[:found], j[:found], q[:found]
         qmap, dmap = np.r_[np.asarray(qmap, dtype=np.int64), -1], np.r_[np.asarray(dmap, dtype=np.int64), -1]
         q, d = qmap[np.where(qidx < 0, -1, qidx)], dmap[np.where(didx < 0, -1, didx)]
@@ -460,11 +463,11 @@ class RankedRun(NamedTuple):
     set scores. Built once per run (:func:`ranked_run`) and shared by every label set."""
 
     qids: np.ndarray    # object: the run's distinct qids in string order
-    qrank: np.ndarray   # int64 per row: index into qids (non-decreasing)
+    qrank: np.ndarray   # int32 per row: index into qids (non-decreasing)
     dcode: np.ndarray   # int32 per row: index into docids
     docids: np.ndarray  # object: the run's distinct docids
     score: np.ndarray   # float64 per row
-    pos: np.ndarray     # int64 per row: 0-based rank inside its query
+    pos: np.ndarray     # int32 per row: 0-based rank inside its query
     counts: np.ndarray  # int64 per query (index into qids): its ranked rows
 
 
@@ -866,7 +869,7 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     """
     parsed = _checked(measures, backend)
     names = list(runs)
-    scorer = _Scorer(qrels, parsed, queries, backend, len(names))
+    scorer = Scorer(qrels, parsed, queries, backend, len(names))
     for col, name in enumerate(names):
         scorer.add(_tie_free(runs[name]), col)
     return scorer.frames(names)
@@ -920,9 +923,9 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
             run = read_run(run, name=name, dictionary=dictionary)
         return run, None if vocabulary is None else vocabulary.doc_codes(run.codes.docids)
 
-    def scorer(value) -> _Scorer:
+    def scorer(value) -> Scorer:
         qrels, queries = value if isinstance(value, tuple) else (value, None)
-        return _Scorer(qrels, parsed, queries, backend, len(names))
+        return Scorer(qrels, parsed, queries, backend, len(names))
 
     shares: dict[str, float] = {}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recjudge-read") as reader:
@@ -979,8 +982,9 @@ def _checked(measures, backend: str) -> tuple:
     return parsed
 
 
-class _Scorer:
-    """One label set's scoring: its judgments and caches, and the query × run matrices filled run by run."""
+class Scorer:
+    """One label set's scoring: its judgments and caches, and the query × run matrices filled run by run
+    (``parsed``: :func:`parse_measures`; ``queries`` as in :func:`per_query_matrix`)."""
 
     def __init__(self, qrels: Qrels, parsed: tuple, queries: Sequence[str] | None, backend: str, n_runs: int):
         # CompatHM has no ir-measures provider: every backend computes it here
@@ -990,9 +994,14 @@ class _Scorer:
         self.jd = judgments(qrels, self.index)
         _check_exp_labels(parsed, self.jd, qrels)
         self.ctx = Context(self.jd)
-        self.values = {measure_key(m): np.full((len(self.index), n_runs), np.nan if m.NAME == "CompatHM" else 0.0)
-                       for m in parsed}
+        # a query a run does not rank: 0 (trec_eval -c), or no value for CompatHM (as its script)
+        self._start = {measure_key(m): np.nan if m.NAME == "CompatHM" else 0.0 for m in parsed}
+        self.reset(n_runs)
         self.reference = _Reference(qrels, slow, self.index) if slow else None
+
+    def reset(self, n_runs: int) -> None:
+        """Empty matrices for ``n_runs`` runs; the judgments and their caches are kept."""
+        self.values = {k: np.full((len(self.index), n_runs), start) for k, start in self._start.items()}
         self.users_ranked = np.zeros(n_runs, dtype=np.int64)  # per run: judged users it ranks
 
     def add(self, run: Run, col: int, doc_of_unique: np.ndarray | None = None, ranked: RankedRun | None = None) -> None:

@@ -7,12 +7,13 @@ The join to qrels, the ideal DCG and the relevant counts come from the measure e
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
-import pandas as pd
 
-from ...data.trec import Qrels, Run, seeded_hash_keys, string_hashes
+from ...data.trec import (FrameCodes, Qrels, Run, RunTable, _sorted_codes, score_order, seeded_hash_keys,
+                          string_hashes)
 from ...errors import ConfigError
 from ..measures import Context, judgments
 
@@ -28,35 +29,31 @@ class _Ranked:
     """
 
     def __init__(self, run: Run, qrels: Qrels | None = None):
-        f = run.frame
+        # the run's one score order (recjudge.data.trec.score_order: stable, so ties keep file order)
+        so = score_order(run)
+        c = run.codes
         self.name = run.name
-        n = len(f)
+        n = len(so.qrank)
         self.n_rows = n
-        qcodes, users = pd.factorize(f.qid.to_numpy(dtype=object), sort=True)
-        self.qcodes = qcodes.astype(np.int64)  # frame order
-        self.users = np.asarray(users, dtype=object)
-        score = f.score.to_numpy(dtype=np.float64)
-        # lexsort is stable, but the explicit row key documents that ties keep file order
-        order = np.lexsort((np.arange(n), -score, self.qcodes))
-        self.order = order
-        u = self.qcodes[order]
-        s = score[order]
+        self.users = so.qids  # in string order: u_s and qcodes index them
+        self._run_codes = c
+        self.order = so.order
+        u = so.qrank
         self.u_s = u
-        self.score_s = s
-        self.docid_s = f.docid.to_numpy(dtype=object)[order]
-        new_user = np.ones(n, dtype=bool)
-        new_user[1:] = u[1:] != u[:-1]
-        new_block = new_user.copy()
-        new_block[1:] |= s[1:] != s[:-1]
-        user_first = np.flatnonzero(new_user)
-        self.user_len = np.diff(np.append(user_first, n))
-        self.pos = np.arange(n) - user_first[u]
-        self.block = np.cumsum(new_block) - 1
+        self.score_s = so.score
+        self.dcode_s = c.dcode if so.in_place else c.dcode[so.order]  # into c.docids
+        self.docids = c.docids
+        new_block = np.ones(n, dtype=bool)
+        new_block[1:] = (so.pos[1:] == 0) | (so.score[1:] != so.score[:-1])
+        self.user_len = np.diff(np.r_[so.starts, n])
+        self.pos = so.pos
+        small = np.int32 if n < 2**31 else np.int64  # row-length index arrays at half the memory
+        self.block = (np.cumsum(new_block) - 1).astype(small)
         b_first = np.flatnonzero(new_block)
         self.b_size = np.diff(np.append(b_first, n))
         self.b_start = self.pos[b_first]
         self.b_user = u[b_first]
-        self.tied_rows = np.flatnonzero(self.b_size[self.block] > 1)
+        self.tied_rows = np.flatnonzero(self.b_size[self.block] > 1).astype(small)
         self.max_len = int(self.user_len.max()) if n else 0
         self._bq: np.ndarray | None = None
         self._bd: np.ndarray | None = None
@@ -65,19 +62,27 @@ class _Ranked:
         if qrels is not None:
             self._join(qrels)
 
+    @functools.cached_property
+    def qcodes(self) -> np.ndarray:
+        """Each row's user (index into ``users``) in file order."""
+        return _sorted_codes(self._run_codes.qids)[self._run_codes.qcode].astype(np.int64)
+
     # -- qrels
     def _join(self, qrels: Qrels) -> None:
-        jd = judgments(qrels, sorted(set(qrels.frame.qid)))  # the users every mean is over
+        jd = judgments(qrels, qrels.qids)  # the users every mean is over
         self.ctx = Context(jd)  # ideal DCG and relevant counts, cached as the measure engine does
         self.counted = np.asarray(jd.queries, dtype=object)
         self.user_counted = jd.query_codes(self.users)  # -1: a user the qrels lack
-        c_s = self.user_counted[self.u_s]
-        dcode = np.where(c_s >= 0, jd.doc_codes(self.docid_s), -1)
-        j = jd.find(np.maximum(c_s, 0), dcode)
-        hit = j >= 0
+        c_s = self.user_counted.astype(np.int32)[self.u_s]
+        # the distinct documents are looked up, not every row's
+        at, j, _ = jd.join(self.user_counted, jd.dlookup(self.docids).astype(np.int32), self.u_s, self.dcode_s)
+        hit = np.zeros(self.n_rows, dtype=bool)
+        hit[at] = True
         self.judged_s = hit
-        self.j_s = j
-        self.label_s = np.where(hit, jd.label[np.maximum(j, 0)], 0).astype(np.int64)
+        self.j_s = np.full(self.n_rows, -1, dtype=np.int32 if len(jd.label) < 2**31 else np.int64)
+        self.j_s[at] = j
+        self.label_s = np.zeros(self.n_rows, dtype=np.int64)
+        self.label_s[at] = jd.label[j]
         self.counted_s = c_s
         # rows that can score: a positive label in a counted user
         self.lab = np.flatnonzero((self.label_s >= 1) & (c_s >= 0))
@@ -99,16 +104,15 @@ class _Ranked:
     def hash_key(self, rows: np.ndarray, seed: int) -> np.ndarray:
         """recjudge.data.trec.hash_keys for these rows, from string hashes computed once per run."""
         if self._bq is None:
-            self._bq = string_hashes(self.users.tolist())
-            codes, uniq = pd.factorize(self.docid_s)
-            self._bd = string_hashes(list(uniq))[codes]
-        return seeded_hash_keys(self._bq, self._bd[rows], self.u_s[rows], seed)
+            self._bq = string_hashes(self.users)
+            self._bd = string_hashes(self.docids)  # per distinct document
+        return seeded_hash_keys(self._bq, self._bd[self.dcode_s[rows]], self.u_s[rows], seed)
 
     @property
     def docrank(self) -> np.ndarray:
         """Rank of each sorted row's item id in string order: the hash policy's collision fallback."""
         if self._docrank is None:
-            self._docrank = pd.factorize(self.docid_s, sort=True)[0]
+            self._docrank = _sorted_codes(self.docids)[self.dcode_s]
         return self._docrank
 
     def positions(self, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -132,7 +136,8 @@ class _Ranked:
         block = self.block[rows]
         if how == "input":
             # lines are unique, so one integer sort on (block, line) is exact
-            return self.positions(rows, np.argsort(block * np.int64(self.n_rows) + line, kind="stable"))
+            # in int64: NumPy 1 keeps an int32 array's type against an int64 scalar, and would overflow
+            return self.positions(rows, np.argsort(block.astype(np.int64) * self.n_rows + line, kind="stable"))
         if how == "hash":
             h = self.hash_key(rows, seed)
             return self.positions(rows, _order_in_blocks(
@@ -143,14 +148,11 @@ class _Ranked:
         raise ConfigError(f"unknown treatment {how!r}; choose one of {', '.join(TREATMENTS)}")
 
     def tie_free_run(self, pos: np.ndarray, name: str) -> Run:
-        frame = pd.DataFrame({
-            "qid": self.users[self.u_s],
-            "docid": self.docid_s,
-            "rank": pos + 1,
-            "score": (self.user_len[self.u_s] - pos).astype(np.float64),
-            "tag": name,
-        })
-        return Run(name, frame, tie_policy="input")
+        """This run with its rows at ``pos`` and scores rewritten n, n-1, ..., 1: codes only, no frame."""
+        codes = FrameCodes(self.u_s.astype(np.int32), self.users, self.dcode_s, self.docids)
+        table = RunTable(codes, (pos + 1).astype(np.int64), (self.user_len[self.u_s] - pos).astype(np.float64),
+                         np.zeros(self.n_rows, dtype=np.int32), np.array([name], dtype=object))
+        return Run(name, tie_policy="input", table=table)
 
 
 def _order_in_blocks(block: np.ndarray, key: np.ndarray, exact: Callable[[], tuple]) -> np.ndarray:

@@ -31,11 +31,11 @@ import pandas as pd
 
 from ...data.trec import Qrels, Run
 from ...errors import ConfigError
-from ..measures import MEASURE_FUNCTIONS, Rows, per_query_matrix, safe_ratio
+from ..measures import MEASURE_FUNCTIONS, Rows, Scorer, parse_measures, safe_ratio
 from .ranked import _Ranked
 from .specs import DEFAULT_TIE_MEASURES, MeasureSpec, _specs
 
-_MAX_ORDERS_PER_CALL = 8  # tie-free copies of a run handed to the reference evaluator at once
+_MAX_ORDERS_PER_CALL = 4  # random orders (full-length position arrays) drawn at once
 
 
 def _closed_values(r: _Ranked, spec: MeasureSpec, pos: np.ndarray) -> np.ndarray:
@@ -118,38 +118,39 @@ def _expected_closed(r: _Ranked, spec: MeasureSpec) -> np.ndarray:
 
 
 class _Evaluator:
-    """Per-user values of the general measures for an order, via :func:`recjudge.evaluation.measures.per_query_matrix`.
+    """Per-user values of the general measures for an order, from the measure engine
+    (:func:`recjudge.evaluation.measures.per_query_matrix`'s scorer, whose judgments are built once).
 
     Orders are memoised by content: a treatment that leaves a run unchanged (a tie-free run, the
-    hash policy after a shuffle) costs nothing.
+    hash policy after a shuffle) costs nothing. One tie-free copy of the run exists at a time.
     """
 
     def __init__(self, r: _Ranked, specs: Sequence[MeasureSpec]):
         self.r = r
         self.specs = [s for s in specs if s.family == "general"]
         self.memo: dict[bytes, np.ndarray] = {}
+        self._scorer = None
 
     def values(self, orders: Sequence[np.ndarray]) -> list[np.ndarray]:
         """For each order: an array (len(specs), counted users)."""
         if not self.specs:
             return [np.zeros((0, self.r.n_counted)) for _ in orders]
         digests = [hashlib.blake2b(p.tobytes(), digest_size=16).digest() for p in orders]
-        todo = {d: p for d, p in zip(digests, orders) if d not in self.memo}
-        items = list(todo.items())
-        for start in range(0, len(items), _MAX_ORDERS_PER_CALL):
-            chunk = items[start:start + _MAX_ORDERS_PER_CALL]
-            self._evaluate(chunk)
+        for digest, pos in zip(digests, orders):
+            if digest not in self.memo:
+                self.memo[digest] = self._evaluate(pos)
         return [self.memo[d] for d in digests]
 
-    def _evaluate(self, chunk: list[tuple[bytes, np.ndarray]]) -> None:
+    def _evaluate(self, pos: np.ndarray) -> np.ndarray:
         r = self.r
-        runs = {f"order{i}": r.tie_free_run(p, f"order{i}") for i, (_, p) in enumerate(chunk)}
-        mats = per_query_matrix(runs, r.qrels, [s.measure for s in self.specs], queries=list(r.counted))
-        for i, (digest, _) in enumerate(chunk):
-            self.memo[digest] = np.vstack([
-                mats[s.key][f"order{i}"].reindex(r.counted).fillna(0.0).to_numpy(dtype=np.float64)
-                for s in self.specs
-            ])
+        if self._scorer is None:
+            self._scorer = Scorer(r.qrels, parse_measures([s.measure for s in self.specs]), list(r.counted), "auto", 1)
+        sc = self._scorer
+        sc.reset(1)
+        sc.add(r.tie_free_run(pos, "order"), 0)
+        mats = sc.frames(["order"])
+        return np.vstack([mats[s.key]["order"].reindex(r.counted).fillna(0.0).to_numpy(dtype=np.float64)
+                          for s in self.specs])
 
 
 def _per_user(r: _Ranked, specs: Sequence[MeasureSpec], ev: _Evaluator, orders: Sequence[np.ndarray]
