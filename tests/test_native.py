@@ -351,3 +351,36 @@ def test_blocks_lend_their_memory_to_writable_arrays():
     assert ints.tolist() == [3, 4] and floats.tolist() == [2.5, -1.0]
     ints[0] = 7  # the arrays own (through the Block) memory nobody else sees
     assert ints.tolist() == [7, 4] and isinstance(ints.base.obj, native.Block)  # kept alive by the array
+
+
+# -------------------------------------------------------------------------------- end to end
+
+def test_compare_from_files_is_the_same_with_every_reader_and_join(tmp_path, monkeypatch):
+    # the compiled scanner and join, with their shared document dictionary, against pandas' reader
+    # and numpy's join on a tie-heavy folder (ties resolved by the hash policy), gzip included
+    from test_metaeval import _fixture
+
+    from recjudge.data.trec import run_paths, write_qrels, write_run
+    from recjudge.evaluation import measures
+    from recjudge.evaluation.metaeval import compare
+
+    runs, human, llm = _fixture(seed=11, systems=5)
+    for i, (name, run) in enumerate(runs.items()):
+        write_run(run, tmp_path / (f"{name}.run.gz" if i % 2 else f"{name}.run"))
+    write_qrels(human, tmp_path / "human.qrels")
+    write_qrels(llm, tmp_path / "llm.qrels")
+
+    def result(reader: str, native_join: bool) -> dict:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("RECJUDGE_READER", reader)
+            if not native_join:
+                mp.setattr(measures, "_native", lambda: None)
+            got = compare(run_paths(tmp_path), read_qrels(tmp_path / "human.qrels"),
+                          [read_qrels(tmp_path / "llm.qrels")], bootstrap=50, seed=3)
+        return got.to_json()
+
+    want = result("scan", True)
+    assert all(s["tied_user_share"] > 0 for s in want["systems"])  # the runs do tie
+    for reader in _readers():
+        for native_join in (True, False):
+            assert result(reader, native_join) == want, (reader, native_join)
