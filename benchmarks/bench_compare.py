@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_compare.py [--users 1000] [--systems 52] [--depth 100]
         [--judged 600] [--repeats 3] [--reference-repeats 1] [--bootstrap 1000] [--skip-reference]
-        [--keep DIR] [--reuse] [--no-engine] [--no-stages] [--no-readers]
+        [--keep DIR] [--reuse] [--no-engine] [--no-stages] [--no-readers] [--fallback]
 
 Writes ``--systems`` run files (top-``--depth`` per user, distinct scores: no ties, so both tools
 see one order) and two qrels files (reference and candidate, 0-4 labels) to a temp folder, one run
@@ -19,7 +19,8 @@ included):
 the next file is read in a second thread while the current run is scored), so its peak memory does
 not grow with ``--systems``. Also times that engine called directly (``--no-engine`` skips it), which
 shows what the command adds around it. Prints wall time (median over ``--repeats``; ir-measures over
-``--reference-repeats``), peak RSS of the child process, the speed ratios, throughput (run lines per
+``--reference-repeats``; ``--fallback``: once more without the compiled module, ``RECJUDGE_NATIVE=0``),
+peak RSS of the child process, the speed ratios, throughput (run lines per
 second of the whole command) and the largest difference between each tool's system means and
 ir-measures'; then the read throughput of each reader recjudge has (the compiled scanner, pyarrow,
 pandas: every run file read in a fresh interpreter, ``RECJUDGE_READER`` choosing); then the
@@ -186,8 +187,17 @@ def main() -> None:
     ap.add_argument("--no-stages", dest="stages", action="store_false", help="skip the per-stage split")
     ap.add_argument("--no-readers", dest="readers", action="store_false",
                     help="skip the read throughput of each reader")
+    ap.add_argument("--fallback", action="store_true",
+                    help="also time compare without the compiled module (RECJUDGE_NATIVE=0: what an install "
+                         "without a C compiler runs), once")
     ap.add_argument("--keep", metavar="DIR", help="write the generated files here and keep them")
+    ap.add_argument("--write-only", nargs=5, metavar=("DIR", "USERS", "SYSTEMS", "DEPTH", "JUDGED"),
+                    help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.write_only:
+        folder, *sizes = args.write_only
+        write_files(Path(folder), *(int(x) for x in sizes))
+        return
 
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-compare-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -197,7 +207,12 @@ def main() -> None:
         n_lines = sum(f.read_bytes().count(b"\n") for f in run_dir.iterdir())
         print(f"data: {n_lines:,} run lines reused from {folder}")
     else:
-        run_dir, ref_path, cand_path, n_lines = write_files(folder, args.users, args.systems, args.depth, args.judged)
+        # written by a child: a parent holding the data would lend its pages to every timed child it
+        # forks, and the peak RSS would count them
+        subprocess.run([sys.executable, __file__, "--write-only", str(folder), str(args.users), str(args.systems),
+                        str(args.depth), str(args.judged)], check=True)
+        run_dir, ref_path, cand_path = folder / "runs", folder / "reference.qrels", folder / "candidate.qrels"
+        n_lines = args.systems * args.users * args.depth
         print(f"data: {args.systems} runs × {args.users} users × top-{args.depth} = {n_lines:,} run lines, "
               f"{args.judged} judged per user; written in {time.perf_counter() - t0:.1f} s to {folder}")
     recjudge = [str(Path(sys.executable).with_name("recjudge")), "compare", "--runs", str(run_dir),
@@ -205,6 +220,13 @@ def main() -> None:
                 "--json", str(folder / "recjudge.json")]
     rj = [timed(recjudge) for _ in range(args.repeats)]
     rows = [("recjudge compare", statistics.median(w for w, _ in rj), max(m for _, m in rj))]
+    if args.fallback:
+        os.environ["RECJUDGE_NATIVE"] = "0"
+        try:
+            wall, peak = timed(recjudge[:-1] + [str(folder / "fallback.json")])
+        finally:
+            del os.environ["RECJUDGE_NATIVE"]
+        rows.append(("compare, no compiled module (once)", wall, peak))
     if args.engine:
         stream = [sys.executable, "-c", STREAM_SCRIPT, str(run_dir), str(ref_path), str(cand_path),
                   str(folder / "engine.json"), json.dumps(MEASURES), str(args.bootstrap)]
@@ -219,7 +241,7 @@ def main() -> None:
         ir_row = ("ir-measures (same 4 measures × 2 qrels)", statistics.median(w for w, _ in ir),
                   max(m for _, m in ir))
         diff = {name: compare_values(folder / f"{name}.json", folder / "ir_measures.json")
-                for name in ("recjudge", "engine") if (folder / f"{name}.json").exists()}
+                for name in ("recjudge", "engine", "fallback") if (folder / f"{name}.json").exists()}
     print(f"\n{'command':<42} {'wall s (median)':>16} {'peak RSS GB':>12} {'lines/s':>12}")
     for name, wall, peak in rows:
         print(f"{name:<42} {wall:>16.2f} {peak:>12.2f} {n_lines / wall:>12,.0f}")

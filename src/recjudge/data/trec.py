@@ -15,7 +15,6 @@ import hashlib
 import io
 import math
 import os
-import sys
 import warnings
 import weakref
 import zlib
@@ -58,6 +57,7 @@ __all__ = [
     "score_order",
     "READERS",
     "IdDictionary",
+    "native_module",
 ]
 
 RUN_SUFFIXES = (".run", ".txt", ".trec")
@@ -523,21 +523,34 @@ def _reader() -> str:
     if choice == "auto":
         return "scan" if _scanner_type() is not None else "pyarrow" if _pyarrow_csv() is not None else "pandas"
     if choice == "scan" and _scanner_type() is None:
-        raise ConfigError("RECJUDGE_READER=scan, but recjudge._native was not built; reinstall recjudge "
-                          "with a C compiler present (pip install -e .)")
+        raise ConfigError("RECJUDGE_READER=scan, but recjudge._native is not available (RECJUDGE_NATIVE=0, or it "
+                          "was not built: reinstall recjudge with a C compiler present, pip install -e .)")
     if choice == "pyarrow" and _pyarrow_csv() is None:
         raise ConfigError('RECJUDGE_READER=pyarrow, but pyarrow is not installed: pip install "recjudge[fast]"')
     return choice
 
 
+def native_module():
+    """``recjudge._native`` (the compiled tokenizer and join), or None where it was not built or
+    ``RECJUDGE_NATIVE=0`` turns it off (what an install without a C compiler runs; for benchmarks)."""
+    return _native_module()
+
+
 @functools.cache
-def _scanner_type():
-    """The compiled tokenizer (``recjudge._native.Scanner``), or None where it was not built."""
+def _native_module():
+    if os.environ.get("RECJUDGE_NATIVE", "1") == "0":
+        return None
     try:
         from .. import _native
     except ImportError:
         return None
-    return _native.Scanner
+    return _native
+
+
+def _scanner_type():
+    """The compiled tokenizer (``recjudge._native.Scanner``), or None."""
+    native = native_module()
+    return None if native is None else native.Scanner
 
 
 def _scan_source(source: Source, what: str, kinds: str, shared: dict | None = None
@@ -650,7 +663,7 @@ class IdDictionary:
 
     def __init__(self):
         scanner = _scanner_type()
-        self._native = None if scanner is None else sys.modules[scanner.__module__].Dictionary()
+        self._native = None if scanner is None else native_module().Dictionary()
         self._ids = np.empty(0, dtype=object)
         self._issued: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 

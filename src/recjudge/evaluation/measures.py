@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import IdDictionary, Qrels, Run, ensure_tie_free, is_tie_free, score_order
+from ..data.trec import IdDictionary, Qrels, Run, ensure_tie_free, is_tie_free, native_module, score_order
 from ..errors import ConfigError
 
 __all__ = [
@@ -299,14 +299,10 @@ def _within_group_position(codes: np.ndarray, *more: np.ndarray) -> np.ndarray:
     return np.arange(len(codes), dtype=np.int64) - np.repeat(starts, lengths)
 
 
-@functools.cache
 def _native():
-    """The compiled join (``recjudge._native``), or None where it was not built (numpy does it then)."""
-    try:
-        from .. import _native as native
-    except ImportError:
-        return None
-    return native
+    """The compiled join (``recjudge._native``), or None (numpy joins then): see
+    :func:`recjudge.data.trec.native_module`."""
+    return native_module()
 
 
 @dataclass(frozen=True, eq=False)
