@@ -320,9 +320,9 @@ class Judgments:
     ndoc: int
     qcode: np.ndarray   # int32
     dcode: np.ndarray   # int32, ascending inside each query
-    label: np.ndarray   # int64
-    qrow: np.ndarray    # int64
-    above: np.ndarray   # int64
+    label: np.ndarray   # int32
+    qrow: np.ndarray    # int32
+    above: np.ndarray   # int32
     starts: np.ndarray  # int64, nq + 1
 
     @property
@@ -403,7 +403,7 @@ class Judgments:
 def _apply_gains(label: np.ndarray, gains: Mapping[int, int]) -> np.ndarray:
     """Labels mapped through ``gains`` as ir-measures does before calling trec_eval (an unlisted
     label keeps its value; a gain <= 0 then counts nothing)."""
-    out = label.copy()
+    out = label.astype(np.int64)  # a gain may not fit the labels' int32
     for rel, gain in gains.items():
         out[label == rel] = gain
     return out
@@ -447,10 +447,12 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     ndoc = max(len(docs), 1)
     # the keys are unique (one label per pair), so any sort gives this one order
     order = np.argsort(qcode * ndoc + dcode)
+    # int32 throughout: labels have at most nine digits (read_qrels), and a qrels row index fits
+    small = np.int32 if len(order) < 2**31 else np.int64
     qcode, dcode, label, qrow = (qcode[order].astype(np.int32), dcode[order].astype(np.int32),
-                                 label[order].astype(np.int64, copy=False), keep[order].astype(np.int64, copy=False))
+                                 label[order].astype(np.int32), keep[order].astype(small))
     starts = np.searchsorted(qcode, np.arange(len(queries) + 1)).astype(np.int64)
-    above = _labels_above(qcode, label, len(queries))
+    above = _labels_above(qcode, label, len(queries)).astype(small)
     return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts)
 
 
@@ -502,7 +504,7 @@ class Rows(NamedTuple):
         return len(self.gq)
 
 
-_UNJUDGED = np.iinfo(np.int64).min
+_UNJUDGED = np.int64(np.iinfo(np.int64).min)  # a NumPy scalar: it makes an int32 label array int64
 
 
 def _judged_rows(ranked: RankedRun, qmap: np.ndarray, doc_of_unique: np.ndarray, jd: Judgments) -> Rows:
