@@ -416,10 +416,10 @@ def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
     lo, hi = int(label.min()), int(label.max())
     width = hi - lo + 1
     if nq * width <= 50_000_000:  # counting, no sort: labels are small integers in practice
-        flat = qcode.astype(np.int64) * width + (label - lo)
+        flat = qcode.astype(np.int32) * np.int32(width) + (label - lo).astype(np.int32)  # below 5e7
         counts = np.bincount(flat, minlength=nq * width).reshape(nq, width)
         above = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1] - counts  # labels strictly higher
-        return above.ravel()[flat]
+        return above.ravel().astype(np.int32)[flat]  # counts within one query
     by_label = np.lexsort((-label, qcode))
     sq, sl = qcode[by_label], label[by_label]
 
@@ -436,21 +436,23 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     """The judgments of ``queries`` (sorted query ids; query code = index) coded for lookups."""
     qlookup = _Lookup(np.array(queries, dtype=object))
     codes = qrels.codes  # the reader's codes: no string is hashed again
-    qcode = qlookup(codes.qids)[codes.qcode]
-    keep = qcode >= 0
-    if keep.all():
-        keep, dcode, label = np.arange(len(qcode)), codes.dcode, qrels.labels
-    else:
-        keep = np.flatnonzero(keep)
-        qcode, dcode, label = qcode[keep], codes.dcode[keep], qrels.labels[keep]
+    # int32 throughout (labels have at most nine digits, read_qrels): a few row-length arrays at a
+    # time, since one label set of 100,000 users holds 60 million judgments
+    small = np.int32 if len(codes.qcode) < 2**31 else np.int64
+    qcode = qlookup(codes.qids).astype(np.int32)[codes.qcode]
+    keep = None
+    if (qcode < 0).any():
+        keep = np.flatnonzero(qcode >= 0)
+        qcode = qcode[keep]
+    dcode = codes.dcode if keep is None else codes.dcode[keep]
     docs = codes.docids
     ndoc = max(len(docs), 1)
     # the keys are unique (one label per pair), so any sort gives this one order
-    order = np.argsort(qcode * ndoc + dcode)
-    # int32 throughout: labels have at most nine digits (read_qrels), and a qrels row index fits
-    small = np.int32 if len(order) < 2**31 else np.int64
-    qcode, dcode, label, qrow = (qcode[order].astype(np.int32), dcode[order].astype(np.int32),
-                                 label[order].astype(np.int32), keep[order].astype(small))
+    order = np.argsort(qcode.astype(np.int64) * ndoc + dcode)
+    qrow = (order if keep is None else keep[order]).astype(small)
+    qcode, dcode = qcode[order], dcode[order].astype(np.int32)
+    label = (qrels.labels if keep is None else qrels.labels[keep])[order].astype(np.int32)
+    del order
     starts = np.searchsorted(qcode, np.arange(len(queries) + 1)).astype(np.int64)
     above = _labels_above(qcode, label, len(queries)).astype(small)
     return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts)
