@@ -38,11 +38,7 @@ def read_text(source: Source, what: str = "file") -> tuple[str, str]:
     if isinstance(source, str) and is_inline(source):
         return name, source
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        if not path.exists():
-            raise InputError(name, f"{what} not found", "check the path")
-        if path.is_dir():
-            raise InputError(name, f"expected a {what}, found a folder", "name a file")
+        path = existing_file(source, what)
         try:
             raw = path.read_bytes()
         except OSError as exc:
@@ -54,16 +50,32 @@ def read_text(source: Source, what: str = "file") -> tuple[str, str]:
     return name, data
 
 
+def existing_file(source: str | os.PathLike, what: str) -> Path:
+    """``source`` as a Path, or the InputError of a missing file or of a folder where a file is wanted."""
+    path, name = Path(source), os.fspath(source)
+    if not path.exists():
+        raise InputError(name, f"{what} not found", "check the path")
+    if path.is_dir():
+        raise InputError(name, f"expected a {what}, found a folder", "name a file")
+    return path
+
+
+def gzip_error(name: str, what: str, exc: BaseException | None = None) -> InputError:
+    """The error of gzip data that does not decompress (``exc``), or of a .gz name on other data."""
+    if exc is None:
+        return InputError(name, f"{what} is named .gz but is not gzip data",
+                          "rename it without .gz or compress it with gzip")
+    return InputError(name, f"unreadable gzip {what}: {exc}", "re-create the file, or gunzip it to see what is wrong")
+
+
 def _decode(raw: bytes, name: str, what: str) -> str:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise InputError(name, f"unreadable gzip {what}: {exc}",
-                             "re-create the file, or gunzip it to see what is wrong") from None
+            raise gzip_error(name, what, exc) from None
     elif name.endswith(".gz"):
-        raise InputError(name, f"{what} is named .gz but is not gzip data",
-                         "rename it without .gz or compress it with gzip")
+        raise gzip_error(name, what)
     try:
         # utf-8-sig: a byte-order mark would otherwise stick to the first id
         return raw.decode("utf-8-sig")

@@ -1021,6 +1021,25 @@ static PyMethodDef native_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* A type made from its spec and added to the module; ``keep`` (when given) holds a second reference. */
+static int add_type(PyObject *m, PyType_Spec *spec, const char *name, PyTypeObject **keep) {
+    PyObject *tp = PyType_FromSpec(spec);
+    if (!tp) return -1;
+    if (keep) {
+        Py_INCREF(tp);
+        *keep = (PyTypeObject *)tp;
+    }
+    if (PyModule_AddObject(m, name, tp) < 0) {
+        Py_DECREF(tp);
+        if (keep) {
+            Py_DECREF(tp);
+            *keep = NULL;
+        }
+        return -1;
+    }
+    return 0;
+}
+
 static int scan_exec(PyObject *m) {
 #ifdef RJ_HAVE_STRTOD_L
     if (!c_locale) {
@@ -1031,30 +1050,9 @@ static int scan_exec(PyObject *m) {
         }
     }
 #endif
-    PyObject *tp = PyType_FromSpec(&scanner_spec);
-    if (!tp) return -1;
-    if (PyModule_AddObject(m, "Scanner", tp) < 0) {
-        Py_DECREF(tp);
+    if (add_type(m, &scanner_spec, "Scanner", NULL) < 0 || add_type(m, &block_spec, "Block", &block_type) < 0 ||
+        add_type(m, &dictionary_spec, "Dictionary", &dictionary_type) < 0)
         return -1;
-    }
-    PyObject *bt = PyType_FromSpec(&block_spec);
-    if (!bt) return -1;
-    block_type = (PyTypeObject *)bt;
-    Py_INCREF(bt);  /* the module owns one reference, block_type the other */
-    if (PyModule_AddObject(m, "Block", bt) < 0) {
-        Py_DECREF(bt);
-        Py_DECREF(bt);
-        return -1;
-    }
-    PyObject *dt = PyType_FromSpec(&dictionary_spec);
-    if (!dt) return -1;
-    dictionary_type = (PyTypeObject *)dt;
-    Py_INCREF(dt);  /* the module owns one reference, dictionary_type the other */
-    if (PyModule_AddObject(m, "Dictionary", dt) < 0) {
-        Py_DECREF(dt);
-        Py_DECREF(dt);
-        return -1;
-    }
     return 0;
 }
 

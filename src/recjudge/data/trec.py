@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._io import Source, atomic_write, is_inline, read_text, source_name
+from .._io import Source, atomic_write, existing_file, gzip_error, is_inline, read_text, source_name
 from ..errors import ConfigError, InputError
 
 __all__ = [
@@ -583,18 +583,13 @@ def _scan_source(source: Source, what: str, kinds: str, shared: dict | None = No
         else:
             scanner.feed(memoryview(data)[3:] if data.startswith(BOM) else data)
         return name, scanner.finish(), fallback
-    path = Path(source)
-    if not path.exists():
-        raise InputError(name, f"{what} not found", "check the path")
-    if path.is_dir():
-        raise InputError(name, f"expected a {what}, found a folder", "name a file")
+    path = existing_file(source, what)
     try:
         with open(path, "rb") as fh:
             compressed = fh.read(2) == b"\x1f\x8b"
             fh.seek(0)
             if not compressed and name.endswith(".gz"):
-                raise InputError(name, f"{what} is named .gz but is not gzip data",
-                                 "rename it without .gz or compress it with gzip")
+                raise gzip_error(name, what)
             stream = gzip.GzipFile(fileobj=fh, mode="rb") if compressed else fh
             buf = bytearray(_CHUNK)
             view = memoryview(buf)
@@ -610,8 +605,7 @@ def _scan_source(source: Source, what: str, kinds: str, shared: dict | None = No
                 if not scanner.feed(chunk):
                     break
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(name, f"unreadable gzip {what}: {exc}",
-                         "re-create the file, or gunzip it to see what is wrong") from None
+        raise gzip_error(name, what, exc) from None
     except OSError as exc:
         raise InputError(name, f"cannot read {what}: {exc.strerror or exc}", "check permissions") from None
     return name, scanner.finish(), source
