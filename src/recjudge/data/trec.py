@@ -562,7 +562,7 @@ def _scan_source(source: Source, what: str, kinds: str, shared: dict | None = No
     file object is read once, and its bytes are what the careful reader gets when the scanner refuses.
     """
     name = source_name(source)
-    scanner = _scanner_type()(kinds, (0, 2), shared)
+    scanner = _scanner_type()(kinds, (0, 2), shared) if not isinstance(source, os.PathLike) else None
     if isinstance(source, str) and is_inline(source):
         try:
             scanner.feed(source.encode("utf-8"))
@@ -590,6 +590,9 @@ def _scan_source(source: Source, what: str, kinds: str, shared: dict | None = No
             fh.seek(0)
             if not compressed and name.endswith(".gz"):
                 raise gzip_error(name, what)
+            # rows expected from the size (short TREC lines; gzip packs them about five to one)
+            rows_hint = os.fstat(fh.fileno()).st_size * (5 if compressed else 1) // 20
+            scanner = _scanner_type()(kinds, (0, 2), shared, rows_hint)
             stream = gzip.GzipFile(fileobj=fh, mode="rb") if compressed else fh
             buf = bytearray(_CHUNK)
             view = memoryview(buf)
