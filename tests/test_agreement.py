@@ -291,3 +291,20 @@ def test_relevant_vs_not_leaves_the_other_cis_unchanged():
     t, vals = _user_tables(qids, ref, cand)
     expected = _pairwise(sum(_pair_counts(t, vals).values()), 50, np.random.default_rng(4))
     assert res.pairwise.agree_ci == expected.agree_ci
+
+
+@pytest.mark.parametrize("values", [[3, -1, 3, 0, 7], [5], [2**40, 0, 2**40], [-3, -3], list(range(100, 0, -7))])
+def test_counting_unique_and_counts_are_numpys(values):
+    import numpy as np
+
+    from recjudge.evaluation.agreement import _counts, _unique
+
+    v = np.array(values, dtype=np.int64)
+    want_u, want_inv = np.unique(v, return_inverse=True)
+    got_u, got_inv = _unique(v, return_inverse=True)
+    assert got_u.tolist() == want_u.tolist() and got_inv.ravel().tolist() == want_inv.ravel().tolist()
+    assert _unique(v).tolist() == want_u.tolist()
+    other = (np.arange(len(v)) % 2).astype(np.int64)
+    want = np.zeros((len(want_u), 2))
+    np.add.at(want, (want_inv.ravel(), other), 1.0)
+    assert np.array_equal(_counts((len(want_u), 2), got_inv, other), want)
