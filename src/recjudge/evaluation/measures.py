@@ -34,6 +34,7 @@ Two names are recjudge's own (:func:`describe_measure` states each measure's def
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 import time
@@ -913,6 +914,7 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     clock = _StageClock(timings)
     parsed = _checked(measures, backend)
     names = list(runs)
+    _say_once_without_native()
     dictionary = IdDictionary()
     vocabulary: _Vocabulary | None = None  # set once the judgments are built
 
@@ -955,6 +957,21 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
             del run, ranked
     return Scored({label: sc.frames(names) for label, sc in scorers.items()}, shares,
                   {label: dict(zip(names, sc.users_ranked.tolist())) for label, sc in scorers.items()})
+
+
+@functools.cache
+def _say_once_without_native() -> None:
+    if native_module() is None:
+        logging.getLogger(__name__).info(
+            "recjudge._native is not available (not built, or RECJUDGE_NATIVE=0): runs are read by %s and "
+            "joined by numpy, with the same results, several times slower; reinstall recjudge where a C "
+            "compiler is found (pip install -e .) for the compiled path", "pyarrow" if _has_pyarrow() else "pandas")
+
+
+def _has_pyarrow() -> bool:
+    from ..data.trec import _pyarrow_csv
+
+    return _pyarrow_csv() is not None
 
 
 class _StageClock:
