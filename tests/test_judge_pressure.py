@@ -121,8 +121,11 @@ def test_an_interrupt_drains_the_calls_in_flight_into_the_cache(workspace, signu
         args = ["judge", "--runs", str(workspace / "sys.run"), "--collection", str(workspace / "tiny"),
                 "--split", "none", "--out", str(workspace / "j.qrels"), "--cache", str(workspace / "c.sqlite"),
                 "--base-url", server.url, "--concurrency", "4"]
+        # SIGINT as a terminal delivers it: a shell running the suite in the background ignores it,
+        # and a child would inherit that
         proc = subprocess.Popen([sys.executable, "-c", CLI, *args], env={**os.environ, "OPENAI_API_KEY": "sk-x"},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.time() + 60
         while len(server.chat_log()) < 6 and time.time() < deadline:
             time.sleep(0.01)
