@@ -32,10 +32,7 @@ def _plain(result):
 
 
 def _readers() -> list[str]:
-    out = ["scan", "pandas"]
-    if trec._pyarrow_csv() is not None:
-        out.append("pyarrow")
-    return out
+    return trec.available_readers()
 
 
 @pytest.fixture(params=_readers())

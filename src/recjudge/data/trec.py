@@ -58,6 +58,7 @@ __all__ = [
     "READERS",
     "IdDictionary",
     "native_module",
+    "available_readers",
 ]
 
 RUN_SUFFIXES = (".run", ".txt", ".trec")
@@ -106,8 +107,49 @@ def _set(obj, **values) -> None:
         object.__setattr__(obj, key, value)
 
 
+class _Coded:
+    """A frame and its coded table, each built from the other on first use (:class:`Run`, :class:`Qrels`)."""
+
+    _frame: pd.DataFrame | None
+    _table: NamedTuple | None
+
+    def _frame_of(self, table) -> pd.DataFrame:  # the frame's columns from a table
+        raise NotImplementedError
+
+    def _table_of(self, frame: pd.DataFrame):  # the table from a frame
+        raise NotImplementedError
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            f = self._frame_of(self._table)
+            _remember_codes(f, self._table.codes)
+            _set(self, _frame=f)
+        return self._frame
+
+    @property
+    def table(self):
+        if self._table is None:
+            _set(self, _table=self._table_of(self._frame))
+        return self._table
+
+    @property
+    def codes(self) -> FrameCodes:
+        return self._table.codes if self._table is not None else frame_codes(self._frame)
+
+    def __len__(self) -> int:
+        return len(self._table.codes.qcode) if self._table is not None else len(self._frame)
+
+    @property
+    def qids(self) -> list[str]:
+        return sorted(self.codes.qids)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+
 @dataclass(frozen=True, eq=False, init=False)
-class Run:
+class Run(_Coded):
     """One system's rankings. ``frame`` columns: qid, docid, rank, score, tag; row order is input order.
 
     ``tie_policy`` is None until :func:`resolve_ties` has ordered the rows and rewritten scores. It
@@ -132,52 +174,32 @@ class Run:
             raise TypeError("Run needs a frame or a table")
         _set(self, name=name, tie_policy=tie_policy, seed=seed, _frame=frame, _table=table, _order=None)
 
-    @property
-    def frame(self) -> pd.DataFrame:
-        if self._frame is None:
-            t = self._table
-            c = t.codes
-            f = pd.DataFrame({"qid": c.qids[c.qcode], "docid": c.docids[c.dcode], "rank": t.rank,
-                              "score": t.score, "tag": t.tags[t.tcode]})
-            _remember_codes(f, c)
-            _set(self, _frame=f)
-        return self._frame
+    def _frame_of(self, t: RunTable) -> pd.DataFrame:
+        c = t.codes
+        return pd.DataFrame({"qid": c.qids[c.qcode], "docid": c.docids[c.dcode], "rank": t.rank, "score": t.score,
+                             "tag": t.tags[t.tcode]})
 
-    @property
-    def table(self) -> RunTable:
-        if self._table is None:
-            f = self._frame
-            _set(self, _table=RunTable(frame_codes(f), f["rank"].to_numpy(dtype=np.int64),
-                                       f.score.to_numpy(dtype=np.float64), *_factorize32(f.tag.to_numpy(dtype=object))))
-        return self._table
-
-    @property
-    def codes(self) -> FrameCodes:
-        return self._table.codes if self._table is not None else frame_codes(self._frame)
+    def _table_of(self, f: pd.DataFrame) -> RunTable:
+        return RunTable(frame_codes(f), f["rank"].to_numpy(dtype=np.int64), f.score.to_numpy(dtype=np.float64),
+                        *_factorize32(f.tag.to_numpy(dtype=object)))
 
     @property
     def scores(self) -> np.ndarray:
         """float64 per row, in row order."""
         return self._table.score if self._table is not None else self._frame.score.to_numpy(dtype=np.float64)
 
-    def __len__(self) -> int:
-        return len(self._table.score) if self._table is not None else len(self._frame)
-
     def __iter__(self) -> Iterator[RunRow]:
         f = self.frame
         for qid, docid, rank, score, tag in zip(f.qid, f.docid, f["rank"], f.score, f.tag):
             yield RunRow(qid, docid, int(rank), float(score), tag)
 
-    @property
-    def qids(self) -> list[str]:
-        return sorted(self.codes.qids)
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.frame.copy()
-
     def renamed(self, name: str) -> Run:
         """The same rankings under another name (nothing is copied)."""
-        out = Run(name, self._frame, self.tie_policy, self.seed, table=self._table)
+        return self._sharing(name, self.tie_policy, self.seed)
+
+    def _sharing(self, name: str, tie_policy: str | None, seed: int | None) -> Run:
+        """A run holding these very rows (frame, table and score order) under another record."""
+        out = Run(name, self._frame, tie_policy, seed, table=self._table)
         _set(out, _order=self._order)
         return out
 
@@ -208,7 +230,7 @@ class Run:
 
 
 @dataclass(frozen=True, eq=False, init=False)
-class Qrels:
+class Qrels(_Coded):
     """Relevance labels. ``frame`` columns: qid, iteration, docid, label (int64).
 
     Like :class:`Run`, held as a frame, a :class:`QrelsTable` or both, each built on first use.
@@ -223,48 +245,24 @@ class Qrels:
             raise TypeError("Qrels needs a frame or a table")
         _set(self, name=name, _frame=frame, _table=table)
 
-    @property
-    def frame(self) -> pd.DataFrame:
-        if self._frame is None:
-            t = self._table
-            c = t.codes
-            f = pd.DataFrame({"qid": c.qids[c.qcode], "iteration": t.iterations[t.icode],
-                              "docid": c.docids[c.dcode], "label": t.label})
-            _remember_codes(f, c)
-            _set(self, _frame=f)
-        return self._frame
+    def _frame_of(self, t: QrelsTable) -> pd.DataFrame:
+        c = t.codes
+        return pd.DataFrame({"qid": c.qids[c.qcode], "iteration": t.iterations[t.icode], "docid": c.docids[c.dcode],
+                             "label": t.label})
 
-    @property
-    def table(self) -> QrelsTable:
-        if self._table is None:
-            f = self._frame
-            _set(self, _table=QrelsTable(frame_codes(f), *_factorize32(f.iteration.to_numpy(dtype=object)),
-                                         f.label.to_numpy(dtype=np.int64)))
-        return self._table
-
-    @property
-    def codes(self) -> FrameCodes:
-        return self._table.codes if self._table is not None else frame_codes(self._frame)
+    def _table_of(self, f: pd.DataFrame) -> QrelsTable:
+        return QrelsTable(frame_codes(f), *_factorize32(f.iteration.to_numpy(dtype=object)),
+                          f.label.to_numpy(dtype=np.int64))
 
     @property
     def labels(self) -> np.ndarray:
         """int64 per row, in row order."""
         return self._table.label if self._table is not None else self._frame.label.to_numpy(dtype=np.int64)
 
-    def __len__(self) -> int:
-        return len(self._table.label) if self._table is not None else len(self._frame)
-
     def __iter__(self) -> Iterator[Qrel]:
         f = self.frame
         for qid, docid, label, it in zip(f.qid, f.docid, f.label, f.iteration):
             yield Qrel(qid, docid, int(label), it)
-
-    @property
-    def qids(self) -> list[str]:
-        return sorted(self.codes.qids)
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.frame.copy()
 
     def renamed(self, name: str) -> Qrels:
         """The same labels under another name (nothing is copied)."""
@@ -514,30 +512,33 @@ READERS = ("auto", "scan", "pyarrow", "pandas")
 _CHUNK = 1 << 24  # bytes per read: the scanner streams, so memory does not grow with the file
 
 
+def available_readers() -> list[str]:
+    """The fast readers this install has, fastest first: the compiled scanner, pyarrow, pandas' C parser."""
+    return [r for r in READERS[1:]
+            if (r != "scan" or _scanner_type() is not None) and (r != "pyarrow" or _pyarrow_csv() is not None)]
+
+
 def _reader() -> str:
     """The fast reader to try first: ``RECJUDGE_READER`` (auto, scan, pyarrow, pandas), for benchmarks
-    and tests; ``auto`` takes the compiled scanner when it was built. The careful reader is always last."""
+    and tests; ``auto`` takes the fastest one available. The careful reader is always last."""
     choice = os.environ.get("RECJUDGE_READER", "auto")
     if choice not in READERS:
         raise ConfigError(f"RECJUDGE_READER={choice!r}; choose one of {', '.join(READERS)}")
+    have = available_readers()
     if choice == "auto":
-        return "scan" if _scanner_type() is not None else "pyarrow" if _pyarrow_csv() is not None else "pandas"
-    if choice == "scan" and _scanner_type() is None:
+        return have[0]
+    if choice == "scan" and choice not in have:
         raise ConfigError("RECJUDGE_READER=scan, but recjudge._native is not available (RECJUDGE_NATIVE=0, or it "
                           "was not built: reinstall recjudge with a C compiler present, pip install -e .)")
-    if choice == "pyarrow" and _pyarrow_csv() is None:
+    if choice == "pyarrow" and choice not in have:
         raise ConfigError('RECJUDGE_READER=pyarrow, but pyarrow is not installed: pip install "recjudge[fast]"')
     return choice
 
 
+@functools.cache
 def native_module():
     """``recjudge._native`` (the compiled tokenizer and join), or None where it was not built or
     ``RECJUDGE_NATIVE=0`` turns it off (what an install without a C compiler runs; for benchmarks)."""
-    return _native_module()
-
-
-@functools.cache
-def _native_module():
     if os.environ.get("RECJUDGE_NATIVE", "1") == "0":
         return None
     try:
@@ -562,14 +563,19 @@ def _scan_source(source: Source, what: str, kinds: str, shared: dict | None = No
     file object is read once, and its bytes are what the careful reader gets when the scanner refuses.
     """
     name = source_name(source)
-    scanner = _scanner_type()(kinds, (0, 2), shared) if not isinstance(source, os.PathLike) else None
+
+    def new_scanner(rows_hint: int = 0):
+        return _scanner_type()(kinds, (0, 2), shared, rows_hint)
+
     if isinstance(source, str) and is_inline(source):
+        scanner = new_scanner()
         try:
             scanner.feed(source.encode("utf-8"))
         except UnicodeEncodeError:  # a lone surrogate: the careful reader says where
             return name, None, source
         return name, scanner.finish(), source
     if not isinstance(source, (str, os.PathLike)):
+        scanner = new_scanner()
         data = source.read()
         fallback = io.StringIO(data) if isinstance(data, str) else io.BytesIO(data)
         fallback.name = name
@@ -591,8 +597,7 @@ def _scan_source(source: Source, what: str, kinds: str, shared: dict | None = No
             if not compressed and name.endswith(".gz"):
                 raise gzip_error(name, what)
             # rows expected from the size (short TREC lines; gzip packs them about five to one)
-            rows_hint = os.fstat(fh.fileno()).st_size * (5 if compressed else 1) // 20
-            scanner = _scanner_type()(kinds, (0, 2), shared, rows_hint)
+            scanner = new_scanner(os.fstat(fh.fileno()).st_size * (5 if compressed else 1) // 20)
             stream = gzip.GzipFile(fileobj=fh, mode="rb") if compressed else fh
             buf = bytearray(_CHUNK)
             view = memoryview(buf)
@@ -659,8 +664,8 @@ class IdDictionary:
     """
 
     def __init__(self):
-        scanner = _scanner_type()
-        self._native = None if scanner is None else native_module().Dictionary()
+        native = native_module()
+        self._native = None if native is None else native.Dictionary()
         self._ids = np.empty(0, dtype=object)
         self._issued: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
@@ -1080,6 +1085,11 @@ class ScoreOrder(NamedTuple):
     pos: np.ndarray     # per ordered row: 0-based position inside its query (int32)
     starts: np.ndarray  # per query (index into qids): its first ordered row
 
+    @property
+    def lengths(self) -> np.ndarray:
+        """Per query (index into qids): its rows."""
+        return np.diff(np.r_[self.starts, len(self.qrank)])
+
 
 def _score_order_of(codes: FrameCodes, score: np.ndarray) -> ScoreOrder:
     rank = _sorted_codes(codes.qids)
@@ -1113,13 +1123,17 @@ def score_order(run: Run) -> ScoreOrder:
     return cached
 
 
+def _block_starts(so: ScoreOrder) -> np.ndarray:
+    """Per ordered row: whether it starts a block of equal scores (a new query or a new score)."""
+    new_block = np.ones(len(so.score), dtype=bool)
+    new_block[1:] = (so.pos[1:] == 0) | (so.score[1:] != so.score[:-1])
+    return new_block
+
+
 def _tie_blocks(so: ScoreOrder) -> tuple[np.ndarray, np.ndarray] | None:
     """(ordered positions inside a block of equal scores, their block number), or None when no two
     rows of a query share a score."""
-    q, sc = so.qrank, so.score
-    if len(q) < 2:
-        return None
-    new_block = np.r_[True, (q[1:] != q[:-1]) | (sc[1:] != sc[:-1])]
+    new_block = _block_starts(so)
     if new_block.all():
         return None
     block = np.cumsum(new_block) - 1
@@ -1154,11 +1168,9 @@ def _policy_order(codes: FrameCodes, so: ScoreOrder, policy: str, seed: int) -> 
     return order
 
 
-def order_rows(frame: pd.DataFrame | Run, policy: str = "hash", seed: int = 0) -> np.ndarray:
-    """Row indices of ``frame`` (or of a run's rows) ordered by qid, score descending, then the tie policy."""
+def order_rows(frame: pd.DataFrame, policy: str = "hash", seed: int = 0) -> np.ndarray:
+    """Row indices of ``frame`` ordered by qid, score descending, then the tie policy."""
     _check_policy(policy)
-    if isinstance(frame, Run):
-        return _policy_order(frame.codes, score_order(frame), policy, seed)
     codes = frame_codes(frame)
     return _policy_order(codes, _score_order_of(codes, frame.score.to_numpy(dtype=np.float64)), policy, seed)
 
@@ -1188,7 +1200,7 @@ def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | Non
     so = score_order(run)
     order = _policy_order(t.codes, so, policy, seed)
     pos = so.pos  # the policy reorders rows inside blocks only: qids stay in place
-    n = np.repeat(np.diff(np.r_[so.starts, len(pos)]), np.diff(np.r_[so.starts, len(pos)]))
+    n = np.repeat(so.lengths, so.lengths)
     keep = None
     if depth is not None:
         keep = pos < depth
@@ -1228,11 +1240,7 @@ def ensure_tie_free(run: Run, policy: str = "hash", seed: int = 0) -> Run:
     """
     _check_policy(policy)
     if is_tie_free(run):
-        if run.tie_policy is not None:
-            return run
-        out = Run(run.name, run._frame, policy, seed, table=run._table)
-        _set(out, _order=run._order)
-        return out
+        return run if run.tie_policy is not None else run._sharing(run.name, policy, seed)
     return resolve_ties(run, policy, seed)
 
 

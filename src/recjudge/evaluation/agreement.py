@@ -178,10 +178,11 @@ def _aligned(reference: Qrels, candidate: Qrels, missing: str, clip: tuple[int, 
     at = np.searchsorted(ckeys, rkeys)
     found = at < len(ckeys)
     found[found] = ckeys[at[found]] == rkeys[found]
-    cand = np.where(found, labels[np.minimum(at, max(len(labels) - 1, 0))] if len(labels) else 0, 0)
+    cand = np.zeros(len(rkeys), dtype=np.int64)  # a pair the candidate lacks: 0 (or dropped below)
+    cand[found] = labels[at[found]]
     rows = np.arange(len(rkeys)) if missing == "zero" else np.flatnonzero(found)
     rank = _sorted_codes(rc.qids)  # each distinct user's place in the string order
-    return _Aligned(rows, rank[rc.qcode[rows]], reference.labels[rows], cand[rows].astype(np.int64),
+    return _Aligned(rows, rank[rc.qcode[rows]], reference.labels[rows], cand[rows],
                     int(len(rkeys) - found.sum()))
 
 

@@ -270,19 +270,6 @@ class _Lookup:
         return self._index.get_indexer(np.asarray(values, dtype=object)).astype(np.int64, copy=False)
 
 
-def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
-
-
-def _lookup_codes(values: np.ndarray, lookup: _Lookup) -> np.ndarray:
-    """``lookup(values)`` with one string lookup per distinct value (runs repeat their ids a lot)."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64)
-    codes, uniques = _factorize(values)
-    return lookup(uniques)[codes]
-
-
 def _group_starts(codes: np.ndarray, *more: np.ndarray) -> np.ndarray:
     """Start index of each run of equal values in ``codes`` (and equal ``more``, when given)."""
     if len(codes) == 0:
@@ -334,14 +321,6 @@ class Judgments:
     def keys(self) -> np.ndarray:
         """(query, document) as one sorted int64 key: the numpy join's search array."""
         return self.qcode.astype(np.int64) * self.ndoc + self.dcode
-
-    def query_codes(self, qids: np.ndarray) -> np.ndarray:
-        """Code of each query id (-1 when not evaluated)."""
-        return _lookup_codes(np.asarray(qids, dtype=object), self.qlookup)
-
-    def doc_codes(self, docids: np.ndarray) -> np.ndarray:
-        """Code of each document id (-1 when no evaluated query judges it)."""
-        return _lookup_codes(np.asarray(docids, dtype=object), self.dlookup)
 
     def join(self, qmap: np.ndarray, dmap: np.ndarray, qidx: np.ndarray, didx: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -478,8 +457,7 @@ def ranked_run(run: Run) -> RankedRun:
     so = score_order(run)
     c = run.codes
     dcode = c.dcode if so.in_place else c.dcode[so.order]
-    counts = np.diff(np.r_[so.starts, len(so.qrank)])
-    return RankedRun(so.qids, so.qrank, dcode, c.docids, so.score, so.pos, counts)
+    return RankedRun(so.qids, so.qrank, dcode, c.docids, so.score, so.pos, so.lengths)
 
 
 class Rows(NamedTuple):
@@ -961,17 +939,13 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
 
 @functools.cache
 def _say_once_without_native() -> None:
+    from ..data.trec import _reader
+
     if native_module() is None:
         logging.getLogger(__name__).info(
             "recjudge._native is not available (not built, or RECJUDGE_NATIVE=0): runs are read by %s and "
             "joined by numpy, with the same results, several times slower; reinstall recjudge where a C "
-            "compiler is found (pip install -e .) for the compiled path", "pyarrow" if _has_pyarrow() else "pandas")
-
-
-def _has_pyarrow() -> bool:
-    from ..data.trec import _pyarrow_csv
-
-    return _pyarrow_csv() is not None
+            "compiler is found (pip install -e .) for the compiled path", _reader())
 
 
 class _StageClock:
@@ -1003,14 +977,18 @@ class Scorer:
     """One label set's scoring: its judgments and caches, and the query × run matrices filled run by run
     (``parsed``: :func:`parse_measures`; ``queries`` as in :func:`per_query_matrix`)."""
 
-    def __init__(self, qrels: Qrels, parsed: tuple, queries: Sequence[str] | None, backend: str, n_runs: int):
+    def __init__(self, qrels: Qrels, parsed: tuple, queries: Sequence[str] | None, backend: str, n_runs: int,
+                 context: Context | None = None):
         # CompatHM has no ir-measures provider: every backend computes it here
         self.fast = [m for m in parsed if (backend != "ir_measures" or m.NAME == "CompatHM") and fast_supported(m)]
         slow = [m for m in parsed if m not in self.fast]
         self.index = _query_index(qrels, queries)
-        self.jd = judgments(qrels, self.index)
+        # ``context``: these very judgments and their caches, when the caller built them already
+        if context is not None and list(context.jd.queries) != self.index:
+            raise ConfigError("the given judgments are of other queries")
+        self.ctx = context if context is not None else Context(judgments(qrels, self.index))
+        self.jd = self.ctx.jd
         _check_exp_labels(parsed, self.jd, qrels)
-        self.ctx = Context(self.jd)
         # a query a run does not rank: 0 (trec_eval -c), or no value for CompatHM (as its script)
         self._start = {measure_key(m): np.nan if m.NAME == "CompatHM" else 0.0 for m in parsed}
         self.reset(n_runs)
@@ -1024,7 +1002,7 @@ class Scorer:
     def add(self, run: Run, col: int, doc_of_unique: np.ndarray | None = None, ranked: RankedRun | None = None) -> None:
         """Fill column ``col`` with the scores of ``run`` (tie-free; ``ranked`` is its :func:`ranked_run`,
         ``doc_of_unique`` the judgments' code of each of its distinct docids, when the caller has them)."""
-        jd, nq = self.jd, len(self.index)
+        jd = self.jd
         if ranked is None:
             ranked = ranked_run(run)
         if doc_of_unique is None:

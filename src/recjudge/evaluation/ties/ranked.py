@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...data.trec import (FrameCodes, Qrels, Run, RunTable, _sorted_codes, score_order, seeded_hash_keys,
-                          string_hashes)
+from ...data.trec import (FrameCodes, Qrels, Run, RunTable, _block_starts, _sorted_codes, score_order,
+                          seeded_hash_keys, string_hashes)
 from ...errors import ConfigError
 from ..measures import Context, judgments
 
@@ -36,16 +36,14 @@ class _Ranked:
         n = len(so.qrank)
         self.n_rows = n
         self.users = so.qids  # in string order: u_s and qcodes index them
-        self._run_codes = c
         self.order = so.order
         u = so.qrank
         self.u_s = u
         self.score_s = so.score
         self.dcode_s = c.dcode if so.in_place else c.dcode[so.order]  # into c.docids
         self.docids = c.docids
-        new_block = np.ones(n, dtype=bool)
-        new_block[1:] = (so.pos[1:] == 0) | (so.score[1:] != so.score[:-1])
-        self.user_len = np.diff(np.r_[so.starts, n])
+        new_block = _block_starts(so)
+        self.user_len = so.lengths
         self.pos = so.pos
         small = np.int32 if n < 2**31 else np.int64  # row-length index arrays at half the memory
         self.block = (np.cumsum(new_block) - 1).astype(small)
@@ -64,15 +62,17 @@ class _Ranked:
 
     @functools.cached_property
     def qcodes(self) -> np.ndarray:
-        """Each row's user (index into ``users``) in file order."""
-        return _sorted_codes(self._run_codes.qids)[self._run_codes.qcode].astype(np.int64)
+        """Each row's user (index into ``users``) in file order: the score order's, put back."""
+        out = np.empty(self.n_rows, dtype=np.int64)
+        out[self.order] = self.u_s
+        return out
 
     # -- qrels
     def _join(self, qrels: Qrels) -> None:
         jd = judgments(qrels, qrels.qids)  # the users every mean is over
         self.ctx = Context(jd)  # ideal DCG and relevant counts, cached as the measure engine does
         self.counted = np.asarray(jd.queries, dtype=object)
-        self.user_counted = jd.query_codes(self.users)  # -1: a user the qrels lack
+        self.user_counted = jd.qlookup(self.users)  # -1: a user the qrels lack
         c_s = self.user_counted.astype(np.int32)[self.u_s]
         # the distinct documents are looked up, not every row's
         at, j, _ = jd.join(self.user_counted, jd.dlookup(self.docids).astype(np.int32), self.u_s, self.dcode_s)

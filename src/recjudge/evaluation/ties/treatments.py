@@ -144,7 +144,8 @@ class _Evaluator:
     def _evaluate(self, pos: np.ndarray) -> np.ndarray:
         r = self.r
         if self._scorer is None:
-            self._scorer = Scorer(r.qrels, parse_measures([s.measure for s in self.specs]), list(r.counted), "auto", 1)
+            self._scorer = Scorer(r.qrels, parse_measures([s.measure for s in self.specs]), list(r.counted), "auto", 1,
+                                  context=r.ctx)  # the run's judgments, built once
         sc = self._scorer
         sc.reset(1)
         sc.add(r.tie_free_run(pos, "order"), 0)
