@@ -33,6 +33,7 @@ the docid lookup and each label set's matrices; τ with the bootstrap), from
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -96,9 +97,10 @@ timings["read qrels"] = time.perf_counter() - t
 scored = score_runs(run_paths(runs_dir), labels, measures, timings=timings)  # adds its stages, summed over runs
 t = time.perf_counter()
 ref_m, cand_m = scored.matrices["reference"], scored.matrices["candidate"]
-first = next(iter(ref_m))
-weights = metaeval.BootstrapWeights(0, len(ref_m[first].index.union(cand_m[first].index)), n_boot)
-for k in ref_m:  # as compare does: one set of resamples for every measure
+# as compare does: one set of resamples for every measure
+weights = metaeval.BootstrapWeights.over(metaeval.SystemTable("reference", ref_m),
+                                         metaeval.SystemTable("candidate", cand_m), 0, n_boot)
+for k in ref_m:
     metaeval._agreement(k, ref_m[k], cand_m[k], n_boot, 0, weights=weights)
 timings["tau + bootstrap"] = time.perf_counter() - t
 keys = {m: measure_key(p) for m, p in zip(measures, parse_measures(measures))}
@@ -118,12 +120,14 @@ print(json.dumps({"rows": rows, "seconds": time.perf_counter() - t0}))
 """
 
 
-def readers() -> list[str]:
-    """The readers this interpreter has: the compiled scanner, pyarrow, pandas' C parser."""
-    from recjudge.data import trec
-
-    return [r for r in ("scan", "pyarrow", "pandas")
-            if (r != "scan" or trec._scanner_type() is not None) and (r != "pyarrow" or trec._pyarrow_csv() is not None)]
+@contextlib.contextmanager
+def environment(name: str, value: str):
+    """``name=value`` in the environment the timed children inherit, for the block."""
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        del os.environ[name]
 
 
 def stages(run_dir: Path, ref_path: Path, cand_path: Path, n_boot: int, out: Path) -> dict[str, float]:
@@ -221,11 +225,8 @@ def main() -> None:
     rj = [timed(recjudge) for _ in range(args.repeats)]
     rows = [("recjudge compare", statistics.median(w for w, _ in rj), max(m for _, m in rj))]
     if args.fallback:
-        os.environ["RECJUDGE_NATIVE"] = "0"
-        try:
+        with environment("RECJUDGE_NATIVE", "0"):
             wall, peak = timed(recjudge[:-1] + [str(folder / "fallback.json")])
-        finally:
-            del os.environ["RECJUDGE_NATIVE"]
         rows.append(("compare, no compiled module (once)", wall, peak))
     if args.engine:
         stream = [sys.executable, "-c", STREAM_SCRIPT, str(run_dir), str(ref_path), str(cand_path),
@@ -255,12 +256,11 @@ def main() -> None:
         size = sum(f.stat().st_size for f in run_dir.iterdir())
         print(f"\nreading every run file ({size / 1e9:.2f} GB), fresh interpreter per reader, RECJUDGE_READER:")
         print(f"  {'reader':<10} {'wall s':>8} {'rows/s':>14} {'MB/s':>8} {'peak RSS GB':>12}")
-        for reader in readers():
-            os.environ["RECJUDGE_READER"] = reader
-            try:
+        from recjudge.data.trec import available_readers
+
+        for reader in available_readers():
+            with environment("RECJUDGE_READER", reader):
                 wall, peak = timed([sys.executable, "-c", READ_SCRIPT, str(run_dir)])
-            finally:
-                del os.environ["RECJUDGE_READER"]
             print(f"  {reader:<10} {wall:>8.2f} {n_lines / wall:>14,.0f} {size / 1e6 / wall:>8.0f} {peak:>12.2f}")
     if not args.stages:
         return

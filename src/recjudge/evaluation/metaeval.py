@@ -159,6 +159,17 @@ class BootstrapWeights:
         self.seed, self.n_users, self.n_resamples, self.chunk = seed, n_users, n_resamples, chunk
         self._chunks: list[np.ndarray] | None = None
 
+    @classmethod
+    def over(cls, reference: SystemTable, candidate: SystemTable, seed: int, n_resamples: int
+             ) -> BootstrapWeights | None:
+        """The resamples :func:`bootstrap_kendall_tau` draws for every measure of two tables (whose
+        matrices share their users), or None without resamples."""
+        if n_resamples <= 0 or not reference.matrices:
+            return None
+        first = next(iter(reference.matrices))
+        users = reference.matrices[first].index.union(candidate.matrices[first].index)
+        return cls(seed, len(users), n_resamples)
+
     def chunks(self) -> Iterator[np.ndarray]:
         """The resamples ``chunk`` at a time, as float64 (resamples × users)."""
         if self._chunks is None:
@@ -666,11 +677,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
         cand_tables[key] = cand_t
         ref_tables[key] = ref_t
         # every measure of a label set is over the same users: one set of resamples serves them all
-        weights = None
-        if bootstrap > 0 and names:
-            first = next(iter(names))
-            users = ref_t.matrices[first].index.union(cand_t.matrices[first].index)
-            weights = BootstrapWeights(boot_seed, len(users), bootstrap)
+        weights = BootstrapWeights.over(ref_t, cand_t, boot_seed, bootstrap)
         agreement[key] = {
             m: _agreement(m, ref_t.matrices[m], cand_t.matrices[m], bootstrap, boot_seed, ci_method=ci_method,
                           label=f"candidate {key!r}", weights=weights)
