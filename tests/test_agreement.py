@@ -308,3 +308,58 @@ def test_counting_unique_and_counts_are_numpys(values):
     want = np.zeros((len(want_u), 2))
     np.add.at(want, (want_inv.ravel(), other), 1.0)
     assert np.array_equal(_counts((len(want_u), 2), got_inv, other), want)
+
+
+# ------------------------------------------------------------------ pairs a candidate lacks are never silently 0
+
+def _ref_with(n_pairs: int) -> str:
+    # one user, labels cycling 0..3 so every pair kind occurs
+    return "".join(f"u1 0 d{i} {i % 4}\n" for i in range(n_pairs))
+
+
+def test_a_candidate_lacking_many_pairs_is_refused_until_the_rule_is_chosen():
+    ref = read_qrels(_ref_with(10))
+    cand = read_qrels("".join(f"u1 0 d{i} {i % 4}\n" for i in range(6)))  # lacks 4 of 10 (40%)
+    with pytest.raises(ConfigError) as err:
+        agreement(ref, cand, bootstrap=0)
+    msg = str(err.value)
+    assert "lacks 4 of the 10 pairs" in msg and "40%" in msg
+    assert "--missing zero" in msg and "--missing drop" in msg and "over the 6 pairs both judge" in msg
+    # both rules stay available when asked for, and say what they did
+    zero = agreement(ref, cand, missing="zero", bootstrap=0)
+    drop = agreement(ref, cand, missing="drop", bootstrap=0)
+    assert (zero.n_pairs, zero.n_missing, zero.missing) == (10, 4, "zero")
+    assert (drop.n_pairs, drop.n_missing, drop.missing) == (6, 4, "drop")
+    assert "lacks 4 of 10 reference pairs (40.0%), counted as label 0" in zero.format()
+    assert "left out" in drop.format()
+
+
+def test_a_small_missing_share_counts_as_zero_and_is_reported():
+    ref = read_qrels(_ref_with(200))
+    # lacks d0 and d1 (1% of 200, the limit), and labels two pairs the reference does not judge
+    cand = read_qrels("".join(f"u1 0 d{i} {i % 4}\n" for i in range(2, 200)) + "u1 0 x 3\nu2 0 y 1\n")
+    res = agreement(ref, cand, bootstrap=0)
+    assert (res.n_pairs, res.n_missing, res.n_candidate_only, res.missing) == (200, 2, 2, "zero")
+    assert res.settings["missing_given"] is False
+    out = res.to_json()
+    assert (out["n_missing"], out["n_candidate_only"], out["n_reference"], out["missing"]) == (2, 2, 200, "zero")
+    assert "lacks 2 of 200 reference pairs (1.0%), counted as label 0" in out["missing_note"]
+    # one more missing pair (3 of 200 = 1.5%) crosses the limit
+    with pytest.raises(ConfigError, match="lacks 3 of the 200"):
+        agreement(ref, read_qrels("".join(f"u1 0 d{i} {i % 4}\n" for i in range(3, 200))), bootstrap=0)
+
+
+def test_agreement_cli_refuses_a_sparse_candidate_without_missing_and_prints_the_counts(tmp_path, capsys):
+    ref, cand = tmp_path / "human.qrels", tmp_path / "llm.qrels"
+    ref.write_text(_ref_with(10))
+    cand.write_text("".join(f"u1 0 d{i} {i % 4}\n" for i in range(5)) + "u7 0 z 2\n")
+    assert main(["agreement", "--reference", str(ref), "--candidate", str(cand), "--bootstrap", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "lacks 5 of the 10 pairs" in err and "--missing drop" in err
+    out_json = tmp_path / "a.json"
+    assert main(["agreement", "--reference", str(ref), "--candidate", str(cand), "--bootstrap", "0",
+                 "--missing", "drop", "--json", str(out_json)]) == 0
+    printed = capsys.readouterr().out
+    assert "llm: the candidate lacks 5 of 10 reference pairs (50.0%), left out" in printed
+    row = json.loads(out_json.read_text())["llm"]
+    assert (row["n_pairs"], row["n_missing"], row["n_candidate_only"]) == (5, 5, 1)

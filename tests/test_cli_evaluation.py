@@ -123,7 +123,7 @@ def test_agreement_rows_and_json_keys_are_qrels_names(data, capsys):
     out = data / "ag.json"
     code = main(["agreement", "--reference", str(data / "human.qrels"), "--candidate",
                  str(data / "judgeA" / "llm.qrels"), str(data / "judgeB" / "llm.qrels"), "--bootstrap", "0",
-                 "--json", str(out)])
+                 "--missing", "zero", "--json", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "judgeA/llm" in printed and str(data / "judgeA") not in printed

@@ -172,8 +172,9 @@ class AgreementConfig(CommandConfig):
     command: ClassVar[str] = "agreement"
     reference: PathOrObject = opt(metavar="QRELS")
     candidate: PathOrObject = opt(nargs="+", metavar="QRELS")
-    missing: str = opt("zero", "a pair the candidate lacks: label 0 (zero) or left out (drop)",
-                       choices=("zero", "drop"))
+    missing: str | None = opt(None, "a reference pair the candidate lacks: zero counts it as label 0 (the "
+                              "LLMJudge convention), drop leaves it out (default: zero while at most 1%% of the "
+                              "pairs are missing, else refused until you choose)", choices=("zero", "drop"))
     clip: str | None = opt(None, "clip candidate labels, e.g. 0..3", metavar="LO..HI")
     bootstrap: int = opt(1000, "bootstrap resamples of users (0: no CI)", check=_args.count)
     seed: int = opt(0, "seed for the bootstrap", check=_args.seed)

@@ -156,8 +156,10 @@ class AgreementReport(Result):
     def format(self) -> str:
         s = self.settings
         rows = [res.summary_row() for res in self.results.values()]
-        return (f"reference: {self.reference} ({s.get('reference_path')}; missing={s['missing']}, "
-                f"clip={s['clip'] or 'none'})\n" + pd.DataFrame(rows).to_string(index=False))
+        missing = s["missing"] or "zero up to 1% missing, else refused"
+        notes = "".join(f"\n{name}: {res.missing_note}" for name, res in self.results.items())
+        return (f"reference: {self.reference} ({s.get('reference_path')}; missing={missing}, "
+                f"clip={s['clip'] or 'none'})\n" + pd.DataFrame(rows).to_string(index=False) + notes)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,8 +1,13 @@
 """Item-level agreement between a reference label set and a candidate (e.g. human vs LLM).
 
 Measured over the (user, item) pairs the reference judges. ``clip=(lo, hi)`` clips the labels the
-candidate gives; then ``missing="zero"`` gives a pair the candidate lacks the label 0 and
-``"drop"`` leaves it out.
+candidate gives; then ``missing="zero"`` gives a pair the candidate lacks the label 0 (the LLMJudge
+convention: an unjudged pair is not relevant, so coverage counts as much as the labels) and
+``"drop"`` leaves it out (agreement over the pairs both judge). Left unset (``None``), a candidate
+that lacks none or at most :data:`MISSING_SHARE_LIMIT` of the reference's pairs is counted with
+``"zero"`` and the count is reported; one that lacks more is refused, because either rule then
+changes every number and only the user can say which question is asked. Every result reports how
+many reference pairs the candidate lacks and how many candidate pairs the reference does not judge.
 
 - Pairwise agreement (Penha et al. 2025): over pairs of items of the same user whose reference
   labels differ, the candidate *agrees* (orders them the same way), *ties* (equal labels) or
@@ -40,9 +45,14 @@ __all__ = [
     "krippendorff_alpha",
     "aligned_labels",
     "parse_clip",
+    "missing_rule",
+    "MISSING_SHARE_LIMIT",
 ]
 
 MISSING = ("zero", "drop")
+# The share of the reference's pairs a candidate may lack before the rule for them must be chosen:
+# at 1% either rule moves κ and the shares by well under their bootstrap spread.
+MISSING_SHARE_LIMIT = 0.01
 
 
 class PairwiseAgreement(NamedTuple):
@@ -77,6 +87,18 @@ class AgreementResult:
     pairwise_by_distance: Mapping[int, PairwiseAgreement]
     confusion: pd.DataFrame  # reference label × candidate label counts
     settings: Mapping[str, object]
+    n_reference: int = 0        # pairs the reference judges
+    n_candidate_only: int = 0   # pairs the candidate judges and the reference does not (never compared)
+    missing: str = "zero"       # the rule that counted the n_missing pairs
+
+    @property
+    def missing_note(self) -> str:
+        """What the missing pairs are and how they were counted, in one line."""
+        if self.n_missing == 0:
+            return f"the candidate labels all {self.n_reference:,} reference pairs"
+        share = self.n_missing / self.n_reference if self.n_reference else math.nan
+        how = ("counted as label 0" if self.missing == "zero" else "left out")
+        return f"the candidate lacks {self.n_missing:,} of {self.n_reference:,} reference pairs ({share:.1%}), {how}"
 
     def to_json(self) -> dict:
         return {
@@ -90,6 +112,10 @@ class AgreementResult:
             "pairwise_by_distance": {str(d): p.to_json() for d, p in self.pairwise_by_distance.items()},
             "n_pairs": self.n_pairs,
             "n_missing": self.n_missing,
+            "n_reference": self.n_reference,
+            "n_candidate_only": self.n_candidate_only,
+            "missing": self.missing,
+            "missing_note": self.missing_note,
             "confusion": {
                 "reference_labels": [int(x) for x in self.confusion.index],
                 "candidate_labels": [int(x) for x in self.confusion.columns],
@@ -112,7 +138,8 @@ class AgreementResult:
         return {
             "candidate": self.candidate,
             "pairs": self.n_pairs,
-            "missing": self.n_missing,
+            "missing": f"{self.n_missing} ({self.missing})" if self.n_missing else "0",
+            "cand-only": self.n_candidate_only,
             "kappa": f"{self.cohen_kappa:.4f}",
             "kappa_lin": f"{self.cohen_kappa_linear:.4f}",
             "alpha_ord": f"{self.krippendorff_alpha_ordinal:.4f}",
@@ -126,7 +153,7 @@ class AgreementResult:
         }
 
     def format(self) -> str:
-        return pd.DataFrame([self.summary_row()]).to_string(index=False)
+        return pd.DataFrame([self.summary_row()]).to_string(index=False) + f"\n{self.candidate}: {self.missing_note}"
 
 
 def parse_clip(text: str | None) -> tuple[int, int] | None:
@@ -156,12 +183,32 @@ class _Aligned(NamedTuple):
     ref: np.ndarray    # int64
     cand: np.ndarray   # int64
     n_missing: int
+    n_candidate_only: int
+    missing: str       # the rule applied to the n_missing pairs
 
 
-def _aligned(reference: Qrels, candidate: Qrels, missing: str, clip: tuple[int, int] | None) -> _Aligned:
+def missing_rule(missing: str | None, n_missing: int, n_reference: int, reference: str, candidate: str) -> str:
+    """The rule for reference pairs the candidate lacks: ``missing`` when given, else ``"zero"`` if
+    the candidate lacks at most :data:`MISSING_SHARE_LIMIT` of them; more is refused, naming both rules."""
+    if missing is not None:
+        if missing not in MISSING:
+            raise ConfigError(f"--missing must be one of {', '.join(MISSING)}, not {missing!r}")
+        return missing
+    if n_missing <= MISSING_SHARE_LIMIT * n_reference:
+        return "zero"
+    kept = n_reference - n_missing
+    raise ConfigError(
+        f"candidate {candidate!r} lacks {n_missing:,} of the {n_reference:,} pairs reference {reference!r} judges "
+        f"({n_missing / n_reference:.0%}); above {MISSING_SHARE_LIMIT:.0%} the rule for them changes every number, "
+        f"so choose it: --missing zero counts each as label 0 (the LLMJudge convention: agreement then also "
+        f"measures how much the candidate covers), --missing drop leaves them out (agreement over the {kept:,} "
+        "pairs both judge)")
+
+
+def _aligned(reference: Qrels, candidate: Qrels, missing: str | None, clip: tuple[int, int] | None) -> _Aligned:
     """Both label sets joined on the reference's pairs through the readers' integer codes: the
     candidate's distinct ids are looked up once, then pairs are matched as int64 keys."""
-    if missing not in MISSING:
+    if missing is not None and missing not in MISSING:
         raise ConfigError(f"--missing must be one of {', '.join(MISSING)}, not {missing!r}")
     rc, cc = reference.codes, candidate.codes
     ndoc = max(len(rc.docids), 1)
@@ -180,13 +227,16 @@ def _aligned(reference: Qrels, candidate: Qrels, missing: str, clip: tuple[int, 
     found[found] = ckeys[at[found]] == rkeys[found]
     cand = np.zeros(len(rkeys), dtype=np.int64)  # a pair the candidate lacks: 0 (or dropped below)
     cand[found] = labels[at[found]]
-    rows = np.arange(len(rkeys)) if missing == "zero" else np.flatnonzero(found)
+    n_found = int(found.sum())
+    n_missing = len(rkeys) - n_found
+    rule = missing_rule(missing, n_missing, len(rkeys), reference.name, candidate.name) if n_found else (missing or "zero")
+    rows = np.arange(len(rkeys)) if rule == "zero" else np.flatnonzero(found)
     rank = _sorted_codes(rc.qids)  # each distinct user's place in the string order
-    return _Aligned(rows, rank[rc.qcode[rows]], reference.labels[rows], cand[rows],
-                    int(len(rkeys) - found.sum()))
+    return _Aligned(rows, rank[rc.qcode[rows]], reference.labels[rows], cand[rows], n_missing,
+                    len(candidate) - n_found, rule)
 
 
-def aligned_labels(reference: Qrels, candidate: Qrels, missing: str = "zero",
+def aligned_labels(reference: Qrels, candidate: Qrels, missing: str | None = "zero",
                    clip: tuple[int, int] | None = None) -> tuple[pd.DataFrame, int]:
     """Frame of qid, docid, ref, cand over the reference's pairs, and how many the candidate lacked."""
     a = _aligned(reference, candidate, missing, clip)
@@ -366,9 +416,13 @@ def relevant_vs_not_counts(qids, ref, cand) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------- entry point
 
-def agreement(reference: Qrels, candidate: Qrels, missing: str = "zero", clip: tuple[int, int] | None = None,
+def agreement(reference: Qrels, candidate: Qrels, missing: str | None = None, clip: tuple[int, int] | None = None,
               bootstrap: int = 1000, seed: int = 0) -> AgreementResult:
-    """Item-level agreement of ``candidate`` with ``reference`` over the reference's pairs."""
+    """Item-level agreement of ``candidate`` with ``reference`` over the reference's pairs.
+
+    ``missing``: how a reference pair the candidate lacks counts (``"zero"`` or ``"drop"``); None
+    accepts ``"zero"`` only while at most :data:`MISSING_SHARE_LIMIT` of the pairs are missing
+    (see :func:`missing_rule`)."""
     pairs = _aligned(reference, candidate, missing, clip)
     n_missing = pairs.n_missing
     if n_missing == len(reference):
@@ -395,6 +449,10 @@ def agreement(reference: Qrels, candidate: Qrels, missing: str = "zero", clip: t
         pairwise_relevant_vs_not=relevant_vs_not,
         pairwise_by_distance=by_distance,
         confusion=confusion,
-        settings={"missing": missing, "clip": list(clip) if clip else None, "bootstrap": bootstrap,
+        settings={"missing": pairs.missing, "missing_given": missing is not None,
+                  "clip": list(clip) if clip else None, "bootstrap": bootstrap,
                   "seed": seed, "reference": reference.name},
+        n_reference=len(reference),
+        n_candidate_only=pairs.n_candidate_only,
+        missing=pairs.missing,
     )
