@@ -107,7 +107,8 @@ def test_one_result_interface_on_in_memory_inputs(tmp_path):
     for m, ra in direct.agreement[llm.name].items():
         assert frame.loc[m, "tau_b"] == pytest.approx(ra.kendall_tau, nan_ok=True)
     assert results["evaluate"].to_frame()["rank"].min() == 1
-    assert results["fill"].to_json()["settings"] == {"k": 100, "tie_policy": "hash", "seed": 0}  # as the command's
+    assert results["fill"].to_json()["settings"] == {"k": 100, "tie_policy": "hash", "seed": 0,
+                                                     "allow_weak_calibration": False}  # as the command's
     assert (tmp_path / "f.qrels").is_file() and (tmp_path / "f.qrels.sources.tsv").is_file()
 
 
@@ -137,6 +138,7 @@ def test_readme_python_walkthrough_runs(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "qrels" / "ml-100k-overlap.qrels").is_file()
     assert (tmp_path / "qrels" / "ml-100k-filled.qrels").is_file()
     assert namespace["filled"].to_json()["filled"]["n_filled"] > 0
+    assert namespace["filled"].to_json()["filled"]["weak_calibration"]  # the baseline cannot calibrate
     assert "rel>non agree/tie" in capsys.readouterr().out
     assert os.listdir(tmp_path / "runs" / "ml-100k")
 

@@ -38,27 +38,28 @@ RUN2 = "u1 Q0 z 1 2 r2\nu1 Q0 c 2 1 r2\nu2 Q0 e 1 1 r2\nu3 Q0 q 1 1 r2\n"
 def test_calibration_by_hand():
     cal = calibrate(read_qrels(HUMAN), read_qrels(LLM), min_overlap=2)
     rows = {g.llm_grade: g for g in cal.grades}
-    assert rows[5].mean_human == pytest.approx((3 + 2) / 2) and rows[5].label == 3 and not rows[5].flagged
+    assert rows[5].mean_reference == pytest.approx((3 + 2) / 2) and rows[5].label == 3 and not rows[5].flagged
     assert rows[2].label == 1 and rows[2].n_overlap == 1 and rows[2].flagged
     assert rows[0].label == 0 and rows[0].n_overlap == 2
-    assert rows[7].n_overlap == 0 and math.isnan(rows[7].mean_human) and rows[7].label == 3 and rows[7].flagged
+    assert rows[7].n_overlap == 0 and math.isnan(rows[7].mean_reference) and rows[7].label == 3 and rows[7].flagged
     assert cal.mapping == {0: 0, 2: 1, 5: 3, 7: 3}
 
 
 def test_fill_takes_human_first_then_calibrated_llm_for_topk_gaps():
     human, llm = read_qrels(HUMAN), read_qrels(LLM)
     runs = {"r1": read_run(RUN1, "r1"), "r2": read_run(RUN2, "r2")}
-    res = fill_gaps(human, llm, runs, calibrate(human, llm, 2), k=100)
+    # five shared pairs cannot calibrate (see the refusal test below): allowed here to test the fill itself
+    res = fill_gaps(human, llm, runs, calibrate(human, llm, 2), k=100, allow_weak=True)
     got = {(q, d): (lab, src) for q, d, lab, src in zip(res.sources.qid, res.sources.docid, res.sources.label,
                                                         res.sources.source)}
-    assert got[("u1", "x")] == (3, "llm-calibrated")
-    assert got[("u2", "y")] == (1, "llm-calibrated")
+    assert got[("u1", "x")] == (3, "llm-calibrated-weak")
+    assert got[("u2", "y")] == (1, "llm-calibrated-weak")
     assert got[("u1", "a")] == (3, "human")            # human label kept, not the LLM's 5
     assert ("u1", "z") not in got                       # in the pool but labelled by neither
     assert ("u3", "q") not in got                       # u3 has no human labels: not filled
     assert (res.n_human, res.n_filled, res.n_unfilled) == (5, 2, 1)
     # k=1: only each run's first item per user counts: u1 a (human), z (none); u2 y (fill), e (human)
-    res1 = fill_gaps(human, llm, runs, calibrate(human, llm, 2), k=1)
+    res1 = fill_gaps(human, llm, runs, calibrate(human, llm, 2), k=1, allow_weak=True)
     assert (res1.n_filled, res1.n_unfilled) == (1, 1)
 
 
@@ -122,18 +123,25 @@ def test_fill_cli(tmp_path, capsys):
     (tmp_path / "human.qrels").write_text(HUMAN)
     (tmp_path / "llm.qrels").write_text(LLM)
     out = tmp_path / "out" / "filled.qrels"
-    code = main(["fill", "--human", str(tmp_path / "human.qrels"), "--llm", str(tmp_path / "llm.qrels"),
-                 "--runs", str(tmp_path / "runs"), "--out", str(out), "--min-overlap", "2",
-                 "--json", str(tmp_path / "fill.json")])
-    assert code == 0
+    argv = ["fill", "--human", str(tmp_path / "human.qrels"), "--llm", str(tmp_path / "llm.qrels"),
+            "--runs", str(tmp_path / "runs"), "--out", str(out), "--min-overlap", "2",
+            "--json", str(tmp_path / "fill.json")]
+    # five shared pairs cannot calibrate: refused, nothing written
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cannot calibrate" in err and "--allow-weak-calibration" in err
+    assert not out.exists() and not (tmp_path / "fill.json").exists()
+    assert main([*argv, "--allow-weak-calibration"]) == 0
     filled = read_qrels(out)
     assert len(filled) == 7
     side = pd.read_csv(str(out) + ".sources.tsv", sep="\t", dtype=str)
-    assert side.source.value_counts().to_dict() == {"human": 5, "llm-calibrated": 2}
+    assert side.source.value_counts().to_dict() == {"human": 5, "llm-calibrated-weak": 2}
     data = json.loads((tmp_path / "fill.json").read_text())
     assert data["filled"]["n_filled"] == 2
+    assert data["filled"]["weak_calibration"] and data["calibration"]["problems"]
     assert set(data["scenarios"]["judged"]) == {"Human-only", "LLM fills gaps", "Full LLM"}
-    assert "calibration" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "calibration" in printed and printed.startswith("WARNING: filled with a calibration that cannot")
 
 
 # ------------------------------------------------------------------ rules a mutation could change
@@ -156,7 +164,7 @@ def test_calibrated_label_rounds_the_mean_half_up():
             human.append(("u", f"g{grade}-{n}", label))
             llm.append(("u", f"g{grade}-{n}", grade))
     cal = calibrate(read_qrels(_pairs(human)), read_qrels(_pairs(llm)), min_overlap=1)
-    means = {g.llm_grade: g.mean_human for g in cal.grades}
+    means = {g.llm_grade: g.mean_reference for g in cal.grades}
     assert means == pytest.approx({4: 5 / 4, 5: 3 / 2, 6: 5 / 2, 7: 7 / 3})
     assert cal.mapping == {4: 1, 5: 2, 6: 3, 7: 2}
 
@@ -207,7 +215,7 @@ def test_validate_fill_tau_with_fill_differs_from_tau_without_by_hand():
     fraction, seed = 1 / 3, 88
     _, hidden = hide_labels(human, fraction, seed)
     assert sorted(hidden.docid) == ["a", "e"]  # the premise of the table above (a seeded draw)
-    val = validate_fill(human, llm, runs, fraction, k=2, min_overlap=1, seed=seed)
+    val = validate_fill(human, llm, runs, fraction, k=2, min_overlap=1, seed=seed, allow_weak=True)
     assert (val.n_hidden, val.n_hidden_filled) == (2, 2)
     assert val.tau_without_fill["nDCG@2"] == pytest.approx((1 - 2) / 3)
     assert val.tau_with_fill["nDCG@2"] == pytest.approx((0 - 3) / 3)
@@ -219,7 +227,7 @@ def test_fill_pools_the_top_k_by_score_whatever_the_rank_column_or_the_claimed_p
     frame = pd.DataFrame({"qid": ["u", "u"], "docid": ["a", "x"], "rank": [1, 2], "score": [1.0, 3.0],
                           "tag": ["t", "t"]})  # x scores higher but the rank column says a first
     run = Run("r", frame, tie_policy="hash", seed=0)
-    res = fill_gaps(human, llm, {"r": run}, calibrate(human, llm, 1), k=1)
+    res = fill_gaps(human, llm, {"r": run}, calibrate(human, llm, 1), k=1, allow_weak=True)
     assert (res.n_filled, res.n_unfilled) == (1, 0)  # the pool is x alone (not a): filled from the LLM grade
 
 
@@ -246,7 +254,7 @@ def test_scenarios_report_every_measure_given_by_hand():
     # Judged@k may be compared too: evaluated once, not refused as a repeated measure
     both = scenarios(runs, {"full": full, "filled": filled}, k=2, measures=["Judged@2", "P@2"])
     assert list(both.tau) == ["Judged@2", "P@2"] and both.warnings == ()
-    val = validate_fill(full, filled, runs, 1 / 3, k=2, min_overlap=1, seed=88, measures="P@2")
+    val = validate_fill(full, filled, runs, 1 / 3, k=2, min_overlap=1, seed=88, measures="P@2", allow_weak=True)
     assert set(val.tau_with_fill) == set(val.tau_without_fill) == {"P@2"}
 
 
@@ -254,7 +262,7 @@ def test_the_default_measure_set_is_unchanged():
     runs, full, filled = _three_systems()
     rep = scenarios(runs, {"full": full, "filled": filled}, k=2)
     assert rep.measures == ("Compat(p=0.95)", "nDCG@2") and list(rep.scores) == ["Compat(p=0.95)", "nDCG@2"]
-    val = validate_fill(full, filled, runs, 1 / 3, k=2, min_overlap=1, seed=88)
+    val = validate_fill(full, filled, runs, 1 / 3, k=2, min_overlap=1, seed=88, allow_weak=True)
     assert set(val.tau_with_fill) == {"Compat(p=0.95)", "nDCG@2"}
 
 
@@ -267,3 +275,76 @@ def test_an_unknown_measure_is_refused_before_anything_is_read():
     with pytest.raises(ConfigError, match="Bogus@3"):
         FillConfig(human="missing.qrels", llm="missing.qrels", runs=("missing",), out=None, measures="Bogus@3")
     assert FillConfig(human="h", llm="l", runs=("r",), out=None, k=10).measure_list() == ("Compat(p=0.95)", "nDCG@10")
+
+
+# ------------------------------------------------------------------ a calibration that cannot calibrate
+
+def _graded(groups: dict[int, list[int]]) -> tuple[Qrels, Qrels]:
+    """Human and LLM qrels from judge grade → the human labels of the pairs it was given."""
+    human, llm = [], []
+    for grade, labels in groups.items():
+        for n, label in enumerate(labels):
+            human.append(("u", f"g{grade}-{n}", label))
+            llm.append(("u", f"g{grade}-{n}", grade))
+    return read_qrels(_pairs(human)), read_qrels(_pairs(llm))
+
+
+def test_the_hand_fixture_is_refused_with_each_reason():
+    human, llm = read_qrels(HUMAN), read_qrels(LLM)
+    runs = {"r1": read_run(RUN1, "r1"), "r2": read_run(RUN2, "r2")}
+    cal = calibrate(human, llm, 2)
+    # shared pairs: (LLM, human) = (5, 3), (2, 1), (0, 0), (5, 2), (0, 0); τ-b by hand:
+    # LLM ties: (a, d) on 5, (c, e) on 0; human ties: (c, e) on 0; 10 pairs, 8 concordant, 0 discordant
+    # τ-b = 8 / sqrt((10 - 2) (10 - 1)) = 0.943, with scipy's p 0.032: a signal, if a thin one
+    assert cal.association == pytest.approx(8 / math.sqrt(8 * 9))
+    assert cal.association_p == pytest.approx(0.0317, abs=5e-5)
+    with pytest.raises(ConfigError) as err:
+        fill_gaps(human, llm, runs, cal, k=100)
+    msg = str(err.value)
+    # grade 2 (1 shared pair) supplies y; grade 5 (2 pairs) supplies x
+    assert "too few shared pairs: llm grade(s) 2 (1) rest on fewer than 2 pairs" in msg
+    assert "supply 1 of the 2 labels to fill" in msg
+    assert "--allow-weak-calibration" in msg
+    assert "not monotone" not in msg and "flat" not in msg and "no signal" not in msg
+
+
+def test_a_flat_calibration_is_refused_as_flat_and_without_signal():
+    # every grade's human labels average 2.25–2.75: every calibrated label is 2 or 3 (the demo's case)
+    rng = np.random.default_rng(0)
+    groups = {g: list(rng.permutation([1, 2, 3, 4] * 10)) for g in range(5)}
+    human, llm = _graded(groups)
+    cal = calibrate(human, llm, 30)
+    assert set(cal.mapping.values()) <= {2, 3}
+    problems = cal.problems()
+    assert [p.split(":")[0] for p in problems] == ["flat", "no signal"]
+    assert "fewer than 3" in problems[0]
+
+
+def test_a_non_monotone_calibration_is_refused():
+    # grade 3 → mean human 3, grade 5 → mean human 1: a higher grade maps to a lower label
+    human, llm = _graded({0: [0] * 30, 3: [3] * 30, 5: [1] * 30, 7: [4] * 30})
+    problems = calibrate(human, llm, 30).problems()
+    assert len(problems) == 1
+    assert problems[0] == ("not monotone: llm grade 5 maps to human label 1 but the lower grade 3 to 3, so the "
+                           "fill would reverse the judge's order")
+
+
+def test_a_calibration_with_enough_informative_pairs_has_no_problem():
+    runs, human, llm = _synthetic()
+    cal = calibrate(human, llm, 30)
+    assert cal.problems() == () and cal.association > 0.5
+    res = fill_gaps(human, llm, runs, cal, k=30)
+    assert res.problems == () and set(res.sources.source) == {"human", "llm-calibrated"}
+
+
+def test_the_label_sets_are_named_for_what_they_are():
+    human, llm = _graded({0: [0] * 30, 3: [2] * 30, 6: [4] * 30})
+    cal = calibrate(human, llm, 30, reference="historical", candidate="overlap")
+    assert list(cal.to_frame().columns[:2]) == ["n_overlap", "mean_historical"]
+    assert cal.to_frame().index.name == "overlap_grade"
+    run = read_run("u Q0 x 1 2 r\nu Q0 g0-0 2 1 r\n", "r")
+    judge = Qrels.from_frame(pd.concat([llm.frame, pd.DataFrame({"qid": ["u"], "docid": ["x"], "label": [6]})]),
+                             "overlap")
+    res = fill_gaps(human, judge, {"r": run}, cal, k=2)
+    assert dict(zip(res.sources.docid, res.sources.source))["x"] == "overlap-calibrated"
+    assert set(res.sources.source) == {"historical", "overlap-calibrated"}

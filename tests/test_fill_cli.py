@@ -29,22 +29,33 @@ def _snapshot(folder):
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def _fill(tmp_path, paths, *extra, out=None):
+def _fill(tmp_path, paths, *extra, out=None, allow_weak=False):
     args = ["fill", "--human", str(paths["human"]), "--llm", str(paths["llm"]), "--runs", str(tmp_path / "runs"),
-            "--out", str(out if out is not None else tmp_path / "filled.qrels"), "--min-overlap", "1", *extra]
+            "--out", str(out if out is not None else tmp_path / "filled.qrels"), "--min-overlap", "1", *extra,
+            *(["--allow-weak-calibration"] if allow_weak else [])]
     return main(args)
 
 
-def _refused(tmp_path, paths, *extra, out=None):
+def _refused(tmp_path, paths, *extra, out=None, allow_weak=False):
     """A fill that must exit 2 and leave every file under ``tmp_path`` exactly as it was."""
     before = _snapshot(tmp_path)
-    assert _fill(tmp_path, paths, *extra, out=out) == 2
+    assert _fill(tmp_path, paths, *extra, out=out, allow_weak=allow_weak) == 2
     assert _snapshot(tmp_path) == before
+
+
+def test_a_weak_calibration_is_refused_before_anything_is_written(files, capsys):
+    tmp_path, paths = files
+    # at --min-overlap 2, LLM grade 2 (one shared pair) cannot be calibrated, and it fills y
+    _refused(tmp_path, paths, "--json", str(tmp_path / "fill.json"), "--min-overlap", "2")
+    assert "too few shared pairs: llm grade(s) 2 (1)" in capsys.readouterr().err
+    assert _fill(tmp_path, paths, "--json", str(tmp_path / "fill.json"), "--min-overlap", "2", allow_weak=True) == 0
+    assert "llm-calibrated-weak" in (tmp_path / "filled.qrels.sources.tsv").read_text()
 
 
 def test_a_good_fill_writes_qrels_sources_and_json(files):
     tmp_path, paths = files
-    assert _fill(tmp_path, paths, "--json", str(tmp_path / "fill.json"), "--validate", "0.5") == 0
+    # --validate calibrates on half of five human labels, which cannot calibrate: allowed explicitly
+    assert _fill(tmp_path, paths, "--json", str(tmp_path / "fill.json"), "--validate", "0.5", allow_weak=True) == 0
     assert {"filled.qrels", "filled.qrels.sources.tsv", "fill.json"} <= set(_snapshot(tmp_path))
 
 
@@ -134,7 +145,7 @@ def test_measures_reach_every_scenario_table(files, capsys):
     import json
 
     tmp_path, paths = files
-    assert _fill(tmp_path, paths, "--measures", "P@1,RR", "--validate", "0.5",
+    assert _fill(tmp_path, paths, "--allow-weak-calibration", "--measures", "P@1,RR", "--validate", "0.5",
                  "--json", str(tmp_path / "fill.json")) == 0
     data = json.loads((tmp_path / "fill.json").read_text())
     assert data["scenarios"]["measures"] == ["P@1", "RR"]

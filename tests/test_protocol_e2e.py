@@ -107,9 +107,13 @@ def test_penha2025_from_training_to_ablation(study, fake_openai, capsys):
     assert cmp["protocol"]["follows_protocol"] is True  # the protocol does not fix the bootstrap
 
     # fill: human labels first, the LLM's calibrated labels for the gaps, the protocol's measures
-    assert main(["fill", "--protocol", "penha2025", "--human", interest, "--llm", "qrels/llm.qrels",
-                 "--runs", "runs", "--out", "qrels/filled.qrels", "--json", "fill.json"]) == 0
+    # the fake judge's labels carry no signal: the fill is refused unless allowed, and then says so
+    argv = ["fill", "--protocol", "penha2025", "--human", interest, "--llm", "qrels/llm.qrels",
+            "--runs", "runs", "--out", "qrels/filled.qrels", "--json", "fill.json"]
+    assert main(argv) == 2 and not (root / "fill.json").exists()
+    assert main([*argv, "--allow-weak-calibration"]) == 0
     filled = _json(root / "fill.json")
+    assert filled["filled"]["weak_calibration"]
     assert filled["protocol"]["name"] == "penha2025" and filled["protocol"]["follows_protocol"]
     human = read_qrels(interest)
     mixed = read_qrels(root / "qrels" / "filled.qrels")

@@ -371,17 +371,18 @@ def fill(config: FillConfig | None = None, /, **options) -> FillReport:
     human, llm = _qrels(cfg.human), _qrels(cfg.llm)
     runs = _runs(cfg.runs)
     cal = calibrate(human, llm, cfg.min_overlap)
-    result = fill_gaps(human, llm, runs, cal, cfg.k, cfg.tie_policy, cfg.seed)
+    result = fill_gaps(human, llm, runs, cal, cfg.k, cfg.tie_policy, cfg.seed, allow_weak=cfg.allow_weak_calibration)
     rep = scenarios(runs, {"Human-only": human, "LLM fills gaps": result.qrels, "Full LLM": llm},
                     cfg.k, cfg.tie_policy, cfg.seed, measures=cfg.measures)
     val = None
     if cfg.validate is not None:
         val = validate_fill(human, llm, runs, cfg.validate, cfg.k, cfg.min_overlap, cfg.tie_policy, cfg.seed,
-                            measures=cfg.measures)
+                            measures=cfg.measures, allow_weak=cfg.allow_weak_calibration)
     paths = {}
     if cfg.out is not None:
         paths["qrels"], paths["sources"] = write_filled(result, cfg.out)
-    report = FillReport(cal, result, rep, val, {"k": cfg.k, "tie_policy": cfg.tie_policy, "seed": cfg.seed},
+    report = FillReport(cal, result, rep, val, {"k": cfg.k, "tie_policy": cfg.tie_policy, "seed": cfg.seed,
+                                                "allow_weak_calibration": cfg.allow_weak_calibration},
                         paths, cfg.validate)
     if cfg.json:
         write_json(cfg.json, report.to_json())

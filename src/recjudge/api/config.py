@@ -109,6 +109,11 @@ class CommandConfig:
             if meta.get("check") is not None and kwargs.get("action") is None:
                 kwargs["type"] = meta["check"]
             required = f.default is dataclasses.MISSING
+            shown = not (f.default is None or f.default is False or f.default == () or required)
+            if shown and "default" not in (kwargs.get("help") or "").lower():
+                # every option shows its default; a tuple as it is typed (10,100)
+                value = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else f.default
+                kwargs["help"] = f"{kwargs.get('help') or ''} (default: {value})".lstrip()
             if meta.get("argparse", {}).get("positional"):
                 parser.add_argument(f.name, **kwargs)
                 continue
@@ -159,40 +164,42 @@ class CompareConfig(CommandConfig):
     tie_policy: str = opt("hash", _TIE_HELP, choices=TIE_POLICIES)
     seed: int = opt(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)",
                     check=_args.seed)
-    bootstrap: int = opt(1000, "bootstrap resamples of users for τ CIs (BCa; 0: no CI)", check=_args.count)
+    bootstrap: int = opt(1000, "bootstrap resamples of users for τ CIs (0: no CI)", check=_args.count)
     bootstrap_seed: int | None = opt(None, "seed for the bootstrap alone (default: --seed); varies the CIs, "
                                      "never the rankings", check=_args.seed)
     groups: PathOrObject | None = opt(None, _GROUPS_HELP, metavar="FILE")
-    json: str | None = opt(None, "write the result as JSON", metavar="PATH")
-    report: str | None = opt(None, "write report.md with plots into DIR", metavar="DIR")
+    json: str | None = opt(None, "write the result as JSON (default: none)", metavar="PATH")
+    report: str | None = opt(None, "write report.md, report.html and the figures into DIR (default: none)",
+                             metavar="DIR")
 
 
 @dataclass(frozen=True)
 class AgreementConfig(CommandConfig):
     command: ClassVar[str] = "agreement"
-    reference: PathOrObject = opt(metavar="QRELS")
-    candidate: PathOrObject = opt(nargs="+", metavar="QRELS")
+    reference: PathOrObject = opt(help="reference labels (e.g. human)", metavar="QRELS")
+    candidate: PathOrObject = opt(help="candidate labels (e.g. LLM), one or more", nargs="+", metavar="QRELS")
     missing: str | None = opt(None, "a reference pair the candidate lacks: zero counts it as label 0 (the "
                               "LLMJudge convention), drop leaves it out (default: zero while at most 1%% of the "
                               "pairs are missing, else refused until you choose)", choices=("zero", "drop"))
-    clip: str | None = opt(None, "clip candidate labels, e.g. 0..3", metavar="LO..HI")
+    clip: str | None = opt(None, "clip candidate labels, e.g. 0..3 (default: no clipping)", metavar="LO..HI")
     bootstrap: int = opt(1000, "bootstrap resamples of users (0: no CI)", check=_args.count)
     seed: int = opt(0, "seed for the bootstrap", check=_args.seed)
-    json: str | None = opt(None, metavar="PATH")
+    json: str | None = opt(None, "write the result as JSON (default: none)", metavar="PATH")
 
 
 @dataclass(frozen=True)
 class EvaluateConfig(CommandConfig):
     command: ClassVar[str] = "evaluate"
-    runs: PathOrObject = opt(nargs="+", metavar="DIR_OR_FILE")
-    qrels: PathOrObject = opt(metavar="QRELS")
-    measures: str = opt(DEFAULT_MEASURE_STRING)
+    runs: PathOrObject = opt(help="run files or folders", nargs="+", metavar="DIR_OR_FILE")
+    qrels: PathOrObject = opt(help="the labels to score the runs with", metavar="QRELS")
+    measures: str = opt(DEFAULT_MEASURE_STRING, "ir-measures strings; systems are ranked by the first measure "
+                        f"that is not a coverage measure (Judged) (default: {DEFAULT_MEASURE_STRING})")
     tie_policy: str = opt("hash", _TIE_HELP, choices=TIE_POLICIES)
-    seed: int = opt(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)",
-                    check=_args.seed)
+    seed: int = opt(0, "seed for the hash tie policy", check=_args.seed)
     groups: PathOrObject | None = opt(None, _GROUPS_HELP, metavar="FILE")
-    json: str | None = opt(None, metavar="PATH")
-    report: str | None = opt(None, metavar="DIR")
+    json: str | None = opt(None, "write the result as JSON (default: none)", metavar="PATH")
+    report: str | None = opt(None, "write report.md, report.html and the figures into DIR (default: none)",
+                             metavar="DIR")
 
 
 @dataclass(frozen=True)
@@ -200,19 +207,25 @@ class FillConfig(CommandConfig):
     command: ClassVar[str] = "fill"
     human: PathOrObject = opt(help="human (reference) qrels", metavar="QRELS")
     llm: PathOrObject = opt(help="LLM qrels covering the pool", metavar="QRELS")
-    runs: PathOrObject = opt(nargs="+", metavar="DIR_OR_FILE")
+    runs: PathOrObject = opt(help="run files or folders: their top-k is the pool to fill", nargs="+",
+                             metavar="DIR_OR_FILE")
     out: str | None = opt(help="mixed qrels to write (+ .sources.tsv)", metavar="QRELS")
     k: int = opt(100, "fill the top-k of every run (default 100)", check=_args.positive)
-    min_overlap: int = opt(30, "flag LLM grades with fewer shared pairs", check=_args.count)
-    tie_policy: str = opt("hash", choices=TIE_POLICIES)
-    seed: int = opt(0, check=_args.seed)
+    min_overlap: int = opt(30, "an LLM grade with fewer shared pairs cannot be calibrated (default 30)",
+                           check=_args.count)
+    allow_weak_calibration: bool = opt(False, "fill even when the calibration cannot calibrate (too few shared "
+                                       "pairs, a flat or non-monotone mapping, no signal); every output then "
+                                       "carries the warning (default: refused)", action="store_true")
+    tie_policy: str = opt("hash", "order of equal scores when taking each run's top-k (default hash)",
+                          choices=TIE_POLICIES)
+    seed: int = opt(0, "seed for the hash tie policy and the --validate sample (default 0)", check=_args.seed)
     validate: float | None = opt(None, "also hide a seeded fraction F (0 < F < 1) of human labels, fill them "
-                                 "and check against them", metavar="F",
+                                 "and check against them (default: no validation)", metavar="F",
                                  check=_args.float_range(0, 1, lo_open=True, hi_open=True, what="a fraction"))
     measures: str | None = opt(None, "ir-measures strings the scenarios are compared on, read as compare's "
                                "--measures (default: Compat(p=0.95),nDCG@K with K = --k); Judged@K is always "
                                "reported", metavar="LIST")
-    json: str | None = opt(None, metavar="PATH")
+    json: str | None = opt(None, "write the result as JSON (default: none)", metavar="PATH")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -235,7 +248,7 @@ class AblateConfig(CommandConfig):
                         action="store_true")
     experiments: int | None = opt(None, "N independent experiments, each with its own sample of judged items and "
                                   "of history items (seeds derived from the file's seed and recorded), every metric "
-                                  "averaged with a 95 percent t-interval across them; replaces the file's "
+                                  "averaged with a 95 percent interval across them; replaces the file's "
                                   "`experiments` (default: the file's, else 1). Not the judge's `repeats`, which "
                                   "asks the same prompt R times", check=_args.positive, metavar="N")
     per_user: int | None = opt(None, "K judged items per user for an experiment file that sets no per_user "
@@ -266,7 +279,7 @@ class CompareSettingsConfig(CommandConfig):
     measures: str = opt(DEFAULT_MEASURE_STRING, f"ir-measures strings (default: {DEFAULT_MEASURE_STRING})")
     tie_policy: str = opt("hash", _TIE_HELP, choices=TIE_POLICIES)
     seed: int = opt(0, "seed for the hash tie policy", check=_args.seed)
-    json: str | None = opt(None, "write the result as JSON", metavar="PATH")
+    json: str | None = opt(None, "write the result as JSON (default: none)", metavar="PATH")
 
 
 def _cutoffs(text: str) -> tuple[int, ...]:
@@ -285,7 +298,8 @@ class TiesConfig(CommandConfig):
     command: ClassVar[str] = "ties"
     runs: PathOrObject = opt((), "run files (.run/.txt/.trec, optionally .gz) or folders", nargs="*",
                              metavar="RUN", positional=True)
-    qrels: PathOrObject | None = opt(None, "relevance labels; without them only prevalence is shown", metavar="QRELS")
+    qrels: PathOrObject | None = opt(None, "relevance labels (default: none, and only prevalence is shown)",
+                                     metavar="QRELS")
     measures: str | None = opt(None, 'comma-separated ir-measures names, Hit@k = Success@k (default with --qrels: '
                                '"Hit@10,nDCG@10,nDCG@100")', metavar="LIST")
     cutoffs: tuple[int, ...] = opt((10, 100), "cutoffs for prevalence (default 10,100)", check=_cutoffs,
@@ -298,13 +312,14 @@ class TiesConfig(CommandConfig):
     seed: int = opt(0, "seed of the hash policy (hash seeds run from it) and of every shuffle (default 0)",
                     check=_args.seed)
     sampled_candidates: int | None = opt(None, "audit the sampled-candidate protocol: per user the held-out "
-                                         "positive of --qrels plus N sampled negatives, relevant first",
+                                         "positive of --qrels plus N sampled negatives, relevant first "
+                                         "(default: off)",
                                          check=_args.int_range(1, _args.MAX_COUNT), metavar="N")
     catalogue: str | None = opt(None, "with --sampled-candidates: the items negatives are drawn from, one id per "
                                 "line (default: every item the runs and the qrels name)", metavar="FILE")
     collection: PathOrObject | None = opt(None, "with --sampled-candidates: draw negatives from this collection's "
-                                          "items", metavar="NAME_OR_PATH")
-    json: str | None = opt(None, "also write the results as JSON (atomically)", metavar="PATH")
+                                          "items (default: none; see --catalogue)", metavar="NAME_OR_PATH")
+    json: str | None = opt(None, "also write the results as JSON (default: none)", metavar="PATH")
 
     def __post_init__(self) -> None:
         if isinstance(self.cutoffs, (str, int)):  # "10,100" or 10 given in Python or TOML
@@ -347,23 +362,24 @@ class TrainConfig(CommandConfig):
     command: ClassVar[str] = "train"
     collection: PathOrObject = opt("ml-100k", "registered name or path (default: ml-100k)")
     collection_config: str | None = opt(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
-                                        "database-movies.csv", metavar="TOML")
+                                        "database-movies.csv (default: none)", metavar="TOML")
     grid: str = opt("quick", "system grid: quick, all18, paper52, penha2025-defaults or a grid file (TOML with "
                     "[[system]] tables; default: quick)", check=_grid, metavar="GRID")
-    systems: str | None = opt(None, "comma-separated system names (overrides --grid)")
+    systems: str | None = opt(None, "comma-separated system names of the grid (default: every system of --grid)")
     out: str | None = opt(None, "output folder for runs (default: runs/<collection>)")
     k: int = opt(100, "list length per user (default: 100)", check=_args.positive)
     device: str = opt("cpu", "cpu, cuda or cuda:N (default: cpu)")
     split: str = opt("global_time", "split method (default: global_time)", choices=_splits)
     quantile: float | None = opt(None, "global_time: cut at this quantile of timestamps, in (0, 1) (default 0.8)",
                                  check=_args.float_range(0, 1, True, True, "a quantile"))
-    cut: int | None = opt(None, "global_time: cut at this exact timestamp",
+    cut: int | None = opt(None, "global_time: cut at this exact timestamp (default: none; see --quantile)",
                           check=_args.int_range(-_args.MAX_SEED - 1, _args.MAX_SEED, "a timestamp"))
     ratio: float | None = opt(None, "user_ratio: share of each user's history for training, in (0, 1) "
                               "(default 0.8)", check=_args.float_range(0, 1, True, True, "a ratio"))
     tie_policy: str = opt("hash", "order of equal scores (default: hash)", choices=TIE_POLICIES)
     tie_seed: int = opt(0, "seed of the hash tie policy (default: 0)", check=_args.seed)
-    epochs: int | None = opt(None, "override every neural system's epochs (quick checks)",
+    epochs: int | None = opt(None, "override every neural system's epochs (quick checks; default: each "
+                             "system's own)",
                              check=_args.int_range(1, MAX_EPOCHS, "a number of epochs"))
     threads: int = opt(1, "torch threads while training (default: 1; more rarely helps on small data)",
                        check=_args.int_range(1, MAX_THREADS, "a thread count"))
@@ -371,14 +387,16 @@ class TrainConfig(CommandConfig):
     evaluate: bool = opt(False, "also record RecBole's own test NDCG@10/Recall@10", action="store_true")
     keep_checkpoints: bool = opt(False, "keep RecBole's data and checkpoints in <out>/.work", action="store_true")
     sample_users: int | None = opt(None, "train on N users drawn by a seeded hash, plus every user the human "
-                                   "qrels judge (Penha et al. 2025: 10,000 + the 51 participants)",
+                                   "qrels judge (Penha et al. 2025: 10,000 + the 51 participants; default: every "
+                                   "user)",
                                    check=_args.positive, metavar="N")
     sample_seed: int = opt(0, "seed of --sample-users (default: 0)", check=_args.seed)
     min_interactions: int | None = opt(None, "keep users and items with at least N interactions, iterated to a "
-                                       "fixed point (the paper: 20), after --sample-users",
+                                       "fixed point (the paper: 20), after --sample-users (default: no filter)",
                                        check=_args.positive, metavar="N")
     historical_qrels: str | None = opt(None, "also write qrels from the split's held-out ratings here (the "
-                                       "historical setting of Penha et al. 2025, Table 1)", metavar="QRELS")
+                                       "historical setting of Penha et al. 2025, Table 1; default: none)",
+                                       metavar="QRELS")
     historical_mapping: str = opt("rating", "rating → label for --historical-qrels: rating (whole stars), "
                                   "half_stars (2 × rating), binary, or threshold:T (default: rating)",
                                   metavar="MAPPING")

@@ -50,17 +50,18 @@ class EvaluateReport(Result):
         return _with_groups(self.result.to_json(), self.groups)
 
     def to_frame(self) -> pd.DataFrame:
-        """Systems × measures, best first under the first measure, with that measure's rank."""
+        """Systems × measures, best first under the ranking measure (the first effectiveness measure,
+        ``settings["ranked_by"]``), with that measure's rank."""
         scores = self.table.scores_frame()
-        first = scores.columns[0]
-        ranked = scores.sort_values(first, ascending=False)
-        ranked.insert(0, "rank", self.table.ranks(first).reindex(ranked.index))
+        by = self.result.settings["ranked_by"]
+        ranked = scores.sort_values(by, ascending=False, kind="stable")
+        ranked.insert(0, "rank", self.table.ranks(by).reindex(ranked.index))
         return ranked
 
     def format(self) -> str:
         s = self.result.settings
         frame = self.to_frame()
-        return (f"{len(frame)} systems under {self.source}; ranked by {frame.columns[1]}; "
+        return (f"{len(frame)} systems under {self.source}; ranked by {s['ranked_by']} ({s['ranked_by_note']}); "
                 f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + _groups_text(self.groups))
 
 
@@ -180,7 +181,8 @@ class FillReport(Result):
         f = self.filled
         out = {"calibration": self.calibration.to_json(),
                "filled": {"path": _str(self.paths.get("qrels")), "sources": _str(self.paths.get("sources")),
-                          "n_human": f.n_human, "n_filled": f.n_filled, "n_unfilled": f.n_unfilled},
+                          "n_human": f.n_human, "n_filled": f.n_filled, "n_unfilled": f.n_unfilled,
+                          "weak_calibration": list(f.problems)},
                "scenarios": self.scenarios.to_json(), "settings": dict(self.settings)}
         if self.validation is not None:
             out["validation"] = self.validation.to_json()
@@ -193,7 +195,10 @@ class FillReport(Result):
     def format(self) -> str:
         k, f, rep, val = self.settings["k"], self.filled, self.scenarios, self.validation
         written = f" → {self.paths['qrels']} (sources: {self.paths['sources']})" if self.paths else ""
-        lines = ["calibration (LLM grade → human scale):", self.calibration.to_frame().to_string(),
+        weak = ([f"WARNING: filled with a calibration that cannot calibrate (--allow-weak-calibration); the "
+                 f"'LLM fills gaps' ranking is an artefact of the fill, not a result:"] +
+                [f"  - {p}" for p in f.problems] + [""]) if f.problems else []
+        lines = [*weak, "calibration (LLM grade → human scale):", self.calibration.to_frame().to_string(),
                  f"\n{f.n_human} human labels + {f.n_filled} calibrated LLM labels "
                  f"({f.n_unfilled} top-{k} items left unjudged by both){written}",
                  f"\naverage Judged@{k} over systems:", rep.judged.round(4).to_string()]

@@ -6,6 +6,14 @@ Labels must be integers (ir-measures and trec_eval reject fractions), so the mea
 up (``floor(mean + 0.5)``: 1.5 → 2, 2.49 → 2). A grade with fewer than ``min_overlap`` shared pairs
 is flagged; a grade with none borrows the mapping of the nearest grade that has data (the lower
 one on a tie) and is flagged too.
+
+A calibration that cannot calibrate is refused by :func:`fill_gaps` (:meth:`Calibration.problems`):
+filled labels resting on grades with too few shared pairs, a mapping that sends a higher grade to a
+lower label, calibrated labels that collapse onto fewer than :data:`MIN_FILLED_LEVELS` values, or
+grades that carry no detectable information about the reference labels (Kendall τ-b over the shared
+pairs not positive at p < 0.05). The filled ranking would then be an artefact of the fill, not a
+result; ``allow_weak=True`` writes it anyway, with the problems in every output and each such
+filled label's source marked ``-weak``.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from ..data.trec import Qrels, Run, ensure_tie_free, top_k, write_qrels
 from ..errors import ConfigError
 
 __all__ = [
+    "CalibrationError",
+    "MIN_FILLED_LEVELS",
     "round_half_up",
     "GradeCalibration",
     "Calibration",
@@ -38,10 +48,19 @@ __all__ = [
     "write_filled",
 ]
 
+# Fewer distinct calibrated labels than this (or than the reference uses, if fewer) cannot order items
+MIN_FILLED_LEVELS = 3
+ASSOCIATION_ALPHA = 0.05
+
+
+class CalibrationError(ConfigError):
+    """A calibration too weak to fill with, refused unless the caller allows it explicitly."""
+
+
 class GradeCalibration(NamedTuple):
     llm_grade: int
     n_overlap: int
-    mean_human: float  # NaN where no pair overlaps
+    mean_reference: float  # mean reference label over the shared pairs; NaN where no pair overlaps
     label: int
     flagged: bool
     note: str
@@ -52,10 +71,48 @@ class Calibration:
     grades: tuple[GradeCalibration, ...]
     min_overlap: int
     rounding: str = "half up: floor(mean + 0.5)"
+    reference: str = "human"        # what the reference labels are (human, historical, …)
+    candidate: str = "llm"          # the judge whose grades are mapped
+    n_shared: int = 0               # pairs both label sets judge
+    reference_levels: int = 0       # distinct reference labels over those pairs
+    association: float = math.nan   # Kendall τ-b of judge grade vs reference label over the shared pairs
+    association_p: float = math.nan
 
     @property
     def mapping(self) -> dict[int, int]:
         return {g.llm_grade: g.label for g in self.grades}
+
+    def problems(self, used: Mapping[int, int] | None = None) -> tuple[str, ...]:
+        """Why filling with this calibration would produce an artefact, one reason per line (empty:
+        none). ``used``: grade → number of labels it would fill (default: every grade counts)."""
+        used = dict(used) if used is not None else {g.llm_grade: 1 for g in self.grades}
+        total = sum(used.values())
+        ref, cand = self.reference, self.candidate
+        out = []
+        weak = [g for g in self.grades if g.flagged and used.get(g.llm_grade)]
+        if weak:
+            n = sum(used[g.llm_grade] for g in weak)
+            grades = ", ".join(f"{g.llm_grade} ({g.n_overlap})" for g in weak)
+            share = f"{n:,} of the {total:,} labels to fill" if used is not None and total else "their labels"
+            out.append(f"too few shared pairs: {cand} grade(s) {grades} rest on fewer than {self.min_overlap} pairs "
+                       f"with {ref} labels, and supply {share}")
+        known = [g for g in self.grades if g.n_overlap > 0]
+        for lo_g, hi_g in zip(known, known[1:]):
+            if hi_g.label < lo_g.label:
+                out.append(f"not monotone: {cand} grade {hi_g.llm_grade} maps to {ref} label {hi_g.label} but the "
+                           f"lower grade {lo_g.llm_grade} to {lo_g.label}, so the fill would reverse the judge's order")
+                break
+        # a property of the mapping, not of the grades one fill happens to need
+        levels = sorted({g.label for g in known})
+        need = min(MIN_FILLED_LEVELS, max(self.reference_levels, 1))
+        if len(levels) < need:
+            out.append(f"flat: every calibrated label is {' or '.join(map(str, levels))} — {len(levels)} distinct "
+                       f"value(s), fewer than {need}, so filled items cannot be ordered among themselves")
+        if not (self.association > 0 and self.association_p < ASSOCIATION_ALPHA):
+            out.append(f"no signal: over the {self.n_shared:,} shared pairs the {cand} grade and the {ref} label are "
+                       f"not positively associated (Kendall τ-b {self.association:.3f}, p {self.association_p:.3g}; "
+                       f"needed τ-b > 0 at p < {ASSOCIATION_ALPHA})")
+        return tuple(out)
 
     def apply(self, labels: np.ndarray) -> np.ndarray:
         m = self.mapping
@@ -65,10 +122,15 @@ class Calibration:
             raise ConfigError(f"LLM grade {exc.args[0]} has no calibration; calibrate on qrels that use it") from None
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.grades, columns=list(GradeCalibration._fields)).set_index("llm_grade")
+        """One row per judge grade; the mean column is named for the reference (``mean_historical``)."""
+        frame = pd.DataFrame(self.grades, columns=list(GradeCalibration._fields)).set_index("llm_grade")
+        return frame.rename(columns={"mean_reference": f"mean_{self.reference}"}).rename_axis(f"{self.candidate}_grade")
 
     def to_json(self) -> dict:
-        return {"min_overlap": self.min_overlap, "rounding": self.rounding,
+        return {"min_overlap": self.min_overlap, "rounding": self.rounding, "reference": self.reference,
+                "candidate": self.candidate, "n_shared": self.n_shared,
+                "association": {"kendall_tau_b": self.association, "p": self.association_p},
+                "problems": list(self.problems()),
                 "grades": [dict(g._asdict()) for g in self.grades]}
 
 
@@ -80,8 +142,15 @@ def round_half_up(x):
     return np.floor(np.asarray(x, dtype=np.float64) + 0.5).astype(np.int64)
 
 
-def calibrate(human: Qrels, llm: Qrels, min_overlap: int = 30) -> Calibration:
-    """Map each LLM grade to the rounded mean human label over the pairs both label sets judge."""
+def calibrate(human: Qrels, llm: Qrels, min_overlap: int = 30, reference: str = "human",
+              candidate: str = "llm") -> Calibration:
+    """Map each LLM grade to the rounded mean human label over the pairs both label sets judge.
+
+    ``reference`` and ``candidate`` say what the two label sets are (``"historical"``, a judge's
+    name), for the tables and the sources of filled labels.
+    """
+    from scipy.stats import kendalltau
+
     both = human.frame[["qid", "docid", "label"]].merge(
         llm.frame[["qid", "docid", "label"]], on=["qid", "docid"], suffixes=("_human", "_llm"))
     if both.empty:
@@ -102,7 +171,12 @@ def calibrate(human: Qrels, llm: Qrels, min_overlap: int = 30) -> Calibration:
             nearest = min(have, key=lambda h: (abs(h - g), h))
             label = round_half_up(float(stats.loc[nearest, "mean"]))
             out.append(GradeCalibration(g, 0, math.nan, label, True, f"no overlap; borrows grade {nearest}"))
-    return Calibration(tuple(out), min_overlap)
+    llm_labels, ref_labels = both.label_llm.to_numpy(), both.label_human.to_numpy()
+    constant = np.all(llm_labels == llm_labels[0]) or np.all(ref_labels == ref_labels[0])
+    assoc = (math.nan, math.nan) if constant else kendalltau(llm_labels, ref_labels, variant="b")
+    return Calibration(tuple(out), min_overlap, reference=reference, candidate=candidate, n_shared=len(both),
+                       reference_levels=int(len(np.unique(ref_labels))), association=float(assoc[0]),
+                       association_p=float(assoc[1]))
 
 
 class FillResult(NamedTuple):
@@ -111,6 +185,7 @@ class FillResult(NamedTuple):
     n_human: int
     n_filled: int
     n_unfilled: int  # top-k items neither label set judges
+    problems: tuple[str, ...] = ()  # the calibration's problems, when filled anyway (allow_weak)
 
 
 def _topk_pairs(runs: Mapping[str, Run], k: int, tie_policy: str, seed: int, human: Qrels) -> pd.DataFrame:
@@ -131,28 +206,41 @@ def _topk_pairs(runs: Mapping[str, Run], k: int, tie_policy: str, seed: int, hum
 
 
 def fill_gaps(human: Qrels, llm: Qrels, runs: Mapping[str, Run], calibration: Calibration | None = None,
-              k: int = 100, tie_policy: str = "hash", seed: int = 0, name: str | None = None) -> FillResult:
+              k: int = 100, tie_policy: str = "hash", seed: int = 0, name: str | None = None,
+              allow_weak: bool = False) -> FillResult:
     """Human labels where present; calibrated LLM labels for unjudged items in the runs' top-k.
 
-    Only users the human qrels judge are filled (the mixed qrels extend human assessments).
+    Only users the human qrels judge are filled (the mixed qrels extend human assessments). A
+    calibration with problems (:meth:`Calibration.problems`, over the grades this fill uses) raises
+    :class:`CalibrationError` unless ``allow_weak``; then the result carries them and each filled
+    label's source reads ``<judge>-calibrated-weak``.
     """
     if k <= 0:
         raise ConfigError(f"--k must be positive, not {k}")
     calibration = calibration or calibrate(human, llm)
     h = human.frame[["qid", "docid", "label"]].copy()
-    h["source"], h["llm_grade"] = "human", pd.NA
+    h["source"], h["llm_grade"] = calibration.reference, pd.NA
     pool = _topk_pairs(runs, k, tie_policy, seed, human)
     gaps = pool.merge(h[["qid", "docid"]], on=["qid", "docid"], how="left", indicator=True)
     gaps = gaps[gaps["_merge"] == "left_only"].drop(columns="_merge")
     filled = gaps.merge(llm.frame[["qid", "docid", "label"]], on=["qid", "docid"], how="inner")
     n_unfilled = len(gaps) - len(filled)
     filled = filled.rename(columns={"label": "llm_grade"})
+    used = filled.llm_grade.value_counts()
+    problems = calibration.problems({int(g): int(n) for g, n in used.items()}) if len(filled) else ()
+    if problems and not allow_weak:
+        raise CalibrationError(
+            f"the calibration of {calibration.candidate!r} to {calibration.reference!r} labels cannot calibrate, so "
+            f"the {len(filled):,} filled labels would be an artefact:\n  - " + "\n  - ".join(problems) +
+            f"\nJudge more items that both label sets share (e.g. recjudge judge --per-user K --reference "
+            f"QRELS), or pass --allow-weak-calibration to write the filled qrels anyway with this warning in "
+            f"every output")
     filled["label"] = calibration.apply(filled.llm_grade.to_numpy())
-    filled["source"] = "llm-calibrated"
+    filled["source"] = f"{calibration.candidate}-calibrated" + ("-weak" if problems else "")
     mixed = pd.concat([h, filled[["qid", "docid", "label", "source", "llm_grade"]]], ignore_index=True)
     mixed = mixed.sort_values(["qid", "docid"], kind="stable").reset_index(drop=True)
     qrels = Qrels.from_frame(mixed[["qid", "docid", "label"]], name or f"{human.name}+{llm.name}")
-    return FillResult(qrels, mixed, len(h), len(filled), n_unfilled)
+    return FillResult(qrels, mixed, len(h), len(filled), n_unfilled, problems)
 
 
 def hide_labels(human: Qrels, fraction: float, seed: int = 0) -> tuple[Qrels, pd.DataFrame]:
@@ -267,7 +355,7 @@ class ValidationReport(NamedTuple):
 
 def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: float, k: int = 100,
                   min_overlap: int = 30, tie_policy: str = "hash", seed: int = 0,
-                  measures: str | Sequence[str] | None = None) -> ValidationReport:
+                  measures: str | Sequence[str] | None = None, allow_weak: bool = False) -> ValidationReport:
     """Hide a seeded fraction of human labels, fill them from the LLM, and check the filled labels
     (τ on each of ``measures``, as :func:`scenarios`)."""
     from .agreement import agreement
@@ -282,7 +370,7 @@ def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: f
         filled_hidden = Qrels.from_frame(hidden_llm.assign(label=cal.apply(hidden_llm.label.to_numpy())), "filled")
         agree = agreement(Qrels.from_frame(hidden, "hidden"), filled_hidden, missing="drop", bootstrap=200,
                           seed=seed).to_json()
-    filled = fill_gaps(visible, llm, runs, cal, k, tie_policy, seed).qrels
+    filled = fill_gaps(visible, llm, runs, cal, k, tie_policy, seed, allow_weak=allow_weak).qrels
     measures = list(scenario_measures(measures, k))
     full = evaluate(runs, human, measures, tie_policy, seed).table
     vis = evaluate(runs, visible, measures, tie_policy, seed).table

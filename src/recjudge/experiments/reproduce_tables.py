@@ -270,7 +270,7 @@ def _pool(s, cells: _Cells, figures, extras, runs, human, llm: Qrels, measures, 
     ranking = [m for m in measures if not m.startswith("Judged")]
     # the mixed qrels are kept beside the report (with their .sources.tsv): Table 5's "LLM fills gaps"
     fill = api.fill(human=human, llm=llm, runs=runs, k=s.depth, min_overlap=min_overlap,
-                    out=os.fspath(s.out / "table5-filled.qrels"),
+                    out=os.fspath(s.out / "table5-filled.qrels"), allow_weak_calibration=True,
                     measures=",".join(m for m in ranking if not m.startswith("Bpref")), seed=s.seed)
     cal, rep = fill.calibration, fill.scenarios
     for name, value in rep.judged.items():
