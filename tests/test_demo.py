@@ -50,12 +50,8 @@ def test_demo_runs_are_tie_free_top100_without_history(demo_dir):
 def test_demo_qrels_and_sources(demo_dir):
     hist = read_qrels(demo_dir / "qrels" / "ml-100k-historical.qrels").frame
     judge = read_qrels(demo_dir / "qrels" / "ml-100k-overlap.qrels").frame
-    filled = read_qrels(demo_dir / "qrels" / "ml-100k-filled.qrels").frame
     assert set(hist.label) <= set(range(5)) and len(set(hist.label)) > 1  # rating − 1
     assert set(judge.label) <= set(range(8))
-    side = pd.read_csv(demo_dir / "qrels" / "ml-100k-filled.qrels.sources.tsv", sep="\t", dtype=str)
-    assert (side.source == "human").sum() == len(hist)
-    assert len(filled) == len(side) > len(hist)
     lines = (demo_dir / "qrels" / "ml-100k-overlap.judgments.jsonl").read_text().splitlines()
     assert len(lines) >= len(judge)
     assert json.loads(lines[0])["provenance"]["kind"] == "baseline"
@@ -78,8 +74,7 @@ def test_demo_report_figures_and_card(demo_dir):
     assert "genre-overlap" in card["permutation check"]
     summary = json.loads((out / "summary.json").read_text())["summary"]
     taus = summary["kendall_tau"]
-    assert set(taus) == {"overlap", "filled"}
-    assert all(-1 <= v <= 1 for v in taus["filled"].values())
+    assert set(taus) == {"overlap"}  # not filled: see the calibration test below
     assert re.search(r"bootstrap \(100 resamples, 95% CI \((BCa|percentile)\)\)", card["seeds"])
     page = (out / "report.html").read_text()
     assert "<strong>Read this first.</strong>" in page and "<em>historical</em>" in page
@@ -98,7 +93,7 @@ def test_demo_report_in_a_browser(demo_dir, tmp_path):
     assert res["scroll_width"] <= res["client_width"]
 
 
-def test_demo_with_an_llm_endpoint(tmp_path, fake_openai, monkeypatch):
+def test_demo_with_an_llm_endpoint(tmp_path, fake_openai, monkeypatch, capsys):
     """The same pipeline with the LLM judge, against the local OpenAI-compatible server."""
     pytest.importorskip("recbole", reason="the demo trains RecBole systems: install the train extra")
     secret = "sk-demo-secret-0123456789"
@@ -109,6 +104,10 @@ def test_demo_with_an_llm_endpoint(tmp_path, fake_openai, monkeypatch):
                  "--out", str(tmp_path / "out"), "--runs-dir", str(tmp_path / "runs"),
                  "--qrels-dir", str(tmp_path / "qrels")])
     assert code == 0
+    printed = capsys.readouterr().out
+    # endpoint, model, calls and cost said before the first call (the dry run makes none)
+    announced = printed.index("LLM judge: endpoint " + fake_openai.url)
+    assert "model fake-model" in printed[announced:] and "calls" in printed[announced:]
     card = json.loads((tmp_path / "out" / "card.json").read_text())
     assert card["judge"].endswith("LLM") and card["judge model"] == "fake-model"
     assert card["template hash"].startswith("baseline sha256:")
@@ -185,10 +184,41 @@ def test_demo_refuses_an_unknown_grid_even_with_systems(tmp_path, capsys):
 
 
 def test_demo_summary_never_records_url_credentials():
-    s = DemoSettings(judge="overlap", base_url="https://alice:s3cret-pw@llm.example.org:8443/v1?api-key=K3Y#frag")
+    url = "https://alice:s3cret-pw@llm.example.org:8443/v1?api-key=K3Y#frag"
+    s = DemoSettings(judge="openai", base_url=url)
     recorded = _settings_json(s.resolved())
     assert recorded["base_url"] == "https://llm.example.org:8443/v1"
     text = json.dumps(recorded)
     assert "alice" not in text and "s3cret-pw" not in text and "K3Y" not in text
+    with pytest.raises(ConfigError) as err:  # the refusal names the endpoint without its secrets
+        DemoSettings(judge="overlap", base_url=url).resolved()
+    assert "llm.example.org" in str(err.value) and "s3cret" not in str(err.value) and "K3Y" not in str(err.value)
     assert _settings_json(DemoSettings(judge="overlap", base_url="http://[::1]:8000/v1"))["base_url"] == \
         "http://[::1]:8000/v1"
+
+
+def test_the_overlap_baseline_cannot_calibrate_so_the_demo_does_not_fill(demo_dir):
+    """The overlap judge's grades carry no signal about the held-out ratings: a filled ranking would be
+    an artefact of the fill, so the demo writes none and its report, summary and card say why."""
+    assert not (demo_dir / "qrels" / "ml-100k-filled.qrels").exists()
+    assert not (demo_dir / "qrels" / "ml-100k-filled.qrels.sources.tsv").exists()
+    summary = json.loads((demo_dir / "out" / "summary.json").read_text())["summary"]
+    reasons = [r.split(":")[0] for r in summary["fill_refused"]]
+    assert "no signal" in reasons and set(summary["kendall_tau"]) == {"overlap"}
+    report = (demo_dir / "out" / "report.md").read_text()
+    assert "filled: **not computed**" in report and "fills gaps" not in report
+    # the calibration table names the label sets for what they are: historical labels, overlap grades
+    assert "| overlap_grade | n_overlap | mean_historical |" in report and "mean_human" not in report
+    card = json.loads((demo_dir / "out" / "card.json").read_text())
+    assert "filling refused" in card["labels compared"]
+    # the tie audit's qrels are the held-out positives, not the last scorer's name
+    assert "of qrels 'held-out'" in report and "of qrels 'genre-overlap'" not in report
+
+
+def test_an_api_key_alone_never_selects_the_paid_judge(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-a-request-to-spend")
+    assert DemoSettings().resolved().judge == "overlap"
+    assert DemoSettings(base_url="http://127.0.0.1:9/v1").resolved().judge == "openai"
+    assert DemoSettings(judge="openai").resolved().judge == "openai"
+    with pytest.raises(ConfigError, match="--base-url .* names an LLM endpoint but --judge is 'overlap'"):
+        DemoSettings(judge="overlap", base_url="http://127.0.0.1:9/v1").resolved()

@@ -2,9 +2,10 @@
 
 global time split → train the ``quick`` grid → tie-free runs → historical qrels from the held-out
 ratings → judge a depth-D pool (plus K historical items per user, for calibration and agreement)
-with the offline ``overlap`` judge, or with an LLM when an endpoint is configured → calibrated gap
-filling → compare historical vs judge vs filled → tie audit → report with figures and an
-evaluation card.
+with the offline ``overlap`` judge, or with an LLM only when asked for (``judge="openai"`` or a
+``base_url``; an API key in the environment is not a request to spend money) → calibrated gap
+filling, refused when the calibration cannot calibrate → compare historical vs judge (vs filled)
+→ tie audit → report with figures and an evaluation card.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ HISTORICAL_MAPPING = {1.0: 0, 2.0: 1, 3.0: 2, 4.0: 3, 5.0: 4}
 REDUCED_SYSTEMS = ("Pop", "Random", "EASE", "ItemKNN")
 PROFILE_SIZES = (5, 10, 25, 50, 100)
 MAX_SEED = 2**63 - 1  # what numpy's Generator and the tie hash take
-# auto: the LLM when OPENAI_API_KEY or a base URL is set, else the offline overlap judge
-DEMO_JUDGES = ("auto", "overlap", "popularity", "openai")
+# the offline judges cost nothing; "openai" (any OpenAI-compatible endpoint) is used only when asked for
+DEMO_JUDGES = ("overlap", "popularity", "openai")
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class DemoSettings:
     max_users: int | None = None          # sample the collection's users (seeded) before splitting
     depth: int = 10
     per_user: int = 20
-    judge: str = "auto"                   # auto: the LLM when OPENAI_API_KEY or base_url is set, else overlap
+    judge: str | None = None              # None: "openai" when base_url is given, else "overlap"
     model: str = "gpt-4o-mini"
     base_url: str | None = None
     fields: str = "title+genres"
@@ -64,10 +65,13 @@ class DemoSettings:
         if s.reduced:
             s = _replace(s, systems=s.systems or REDUCED_SYSTEMS, epochs=s.epochs or 1,
                          max_users=s.max_users or 200, bootstrap=min(s.bootstrap, 200))
-        if s.judge == "auto":
-            s = _replace(s, judge="openai" if (s.base_url or os.environ.get("OPENAI_API_KEY")) else "overlap")
-        if s.judge not in DEMO_JUDGES[1:]:
+        if s.judge is None:
+            s = _replace(s, judge="openai" if s.base_url else "overlap")
+        if s.judge not in DEMO_JUDGES:
             raise ConfigError(f"--judge must be one of {', '.join(DEMO_JUDGES)}, not {s.judge!r}")
+        if s.base_url and s.judge != "openai":
+            raise ConfigError(f"--base-url {public_url(s.base_url)} names an LLM endpoint but --judge is {s.judge!r}, "
+                              "an offline judge; drop one of them")
         _check_int("--seed", s.seed, 0, MAX_SEED)
         _check_int("--bootstrap", s.bootstrap, 0)
         for option, value in (("--depth", s.depth), ("--per-user", s.per_user), ("--profile-size", s.profile_size),
@@ -131,7 +135,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     from ..data.collections import load_collection
     from ..data.splits import historical_qrels, make_split
     from ..evaluation.agreement import agreement
-    from ..evaluation.calibration import calibrate, fill_gaps, scenarios, write_filled
+    from ..evaluation.calibration import CalibrationError, calibrate, fill_gaps, scenarios, sources_path, write_filled
     from ..evaluation.metaeval import compare
     from ..judge import JudgeConfig, judge_pairs, parse_fields, select_pairs
     from ..report.evaluation import slug
@@ -185,6 +189,15 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     pool = select_pairs(runs, depth=s.depth, tie_policy=s.tie_policy, seed=s.seed)
     aligned = select_pairs(reference=historical, per_user=s.per_user, seed=s.seed)
     pairs = tuple(sorted(set(pool) | set(aligned)))
+    if s.judge == "openai":
+        # what this step will spend, said before the first call (a dry run: no network)
+        plan = judge_pairs(pairs, collection, config.replace(dry_run=True), cache_path=out / "judgments.sqlite",
+                           history=split.train, name=f"{collection.name}-{judge_name}")
+        say(f"      LLM judge: endpoint {public_url(s.base_url) or 'https://api.openai.com/v1 (OPENAI_API_KEY)'}, "
+            f"model {s.model}")
+        say("      " + plan.summary.format().replace("\n", "\n      "))
+    elif os.environ.get("OPENAI_API_KEY"):
+        say("      (OPENAI_API_KEY is set, but the demo judges offline unless asked: --judge openai uses the LLM)")
     judged = judge_pairs(pairs, collection, config, cache_path=out / "judgments.sqlite", history=split.train,
                          name=f"{collection.name}-{judge_name}", progress=lambda m: say(f"      {m}"))
     say("      " + judged.summary.format().replace("\n", "\n      "))
@@ -202,15 +215,28 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     sweep = _profile_sweep(s, collection, split.train, aligned, historical) if s.judge != "openai" else []
 
     steps.start(f"calibrate the judge to the historical scale and fill the top-{s.depth} gaps")
-    cal = calibrate(historical, judge_q, min_overlap=30)
-    filled = fill_gaps(historical, judge_q, runs, cal, k=s.depth, tie_policy=s.tie_policy, seed=s.seed,
-                       name=f"{collection.name}-filled")
-    paths["filled"], sources = write_filled(filled, qrels_dir / f"{collection.name}-filled.qrels")
+    cal = calibrate(historical, judge_q, min_overlap=30, reference="historical", candidate=judge_name)
+    filled_path = qrels_dir / f"{collection.name}-filled.qrels"
+    try:
+        filled = fill_gaps(historical, judge_q, runs, cal, k=s.depth, tie_policy=s.tie_policy, seed=s.seed,
+                           name=f"{collection.name}-filled")
+    except CalibrationError:
+        # a filled ranking would show the fill, not the judge: not computed, and the report says why
+        filled = None
+        for stale in (filled_path, sources_path(filled_path)):
+            if stale.is_file():  # an earlier demo's file at this path would now contradict the report
+                stale.unlink()
+        say(f"      not filled: the calibration cannot calibrate ({'; '.join(p.split(':')[0] for p in cal.problems())})")
+    sources = None
+    if filled is not None:
+        paths["filled"], sources = write_filled(filled, filled_path)
 
-    steps.start("compare system rankings: historical vs judge vs filled")
-    cmp = compare(runs, historical, {judge_name: judge_q, "filled": filled.qrels}, queries="own",
-                  tie_policy=s.tie_policy, seed=s.seed, bootstrap=s.bootstrap)
-    scen = scenarios(runs, {"Historical only": historical, f"{judge_name} fills gaps": filled.qrels,
+    labels = {judge_name: judge_q, **({"filled": filled.qrels} if filled is not None else {})}
+    steps.start(f"compare system rankings: historical vs {' vs '.join(labels)}")
+    cmp = compare(runs, historical, labels, queries="own", tie_policy=s.tie_policy, seed=s.seed,
+                  bootstrap=s.bootstrap)
+    scen = scenarios(runs, {"Historical only": historical,
+                            **({f"{judge_name} fills gaps": filled.qrels} if filled is not None else {}),
                             f"Full {judge_name}": judge_q}, k=100, tie_policy=s.tie_policy, seed=s.seed)
 
     steps.start(f"tie audit: sampled candidates (1 held-out + {s.negatives} negatives, relevant first)")
@@ -224,13 +250,14 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         out, settings=s, collection=collection, split_info=info, train_results=results,
         historical=historical, judge_q=judge_q, judged=judged, judge_name=judge_name, filled=filled,
         calibration=cal, item_agreement=item_agreement, sweep=sweep, compare_result=cmp, scenario=scen,
-        audit=audit, paths={**paths, "sources": sources}, step_times=elapsed)
+        audit=audit, paths={**paths, **({"sources": sources} if sources else {})}, step_times=elapsed)
     total = steps.close()
     summary = {
         "seconds": round(total, 1),
         "systems": [r.system for r in ok],
         "failed_systems": {r.system: r.error for r in failed},
         "judge": judge_name,
+        "fill_refused": list(cal.problems()) if filled is None else [],
         "kendall_tau": {c: {m: ra.kendall_tau for m, ra in by.items()} for c, by in cmp.agreement.items()},
         "judged_at_100": {k: float(v) for k, v in scen.judged.items()},
     }
@@ -304,7 +331,7 @@ def _tie_audit(s: DemoSettings, collection, split):
     runs, qrels = {}, None
     for name, scorer in scorers.items():
         sc = sampled_candidate_run(held, catalogue, scorer, n_negatives=s.negatives, seed=s.seed,
-                                   exclude=exclude, name=name)
+                                   exclude=exclude, name=name, qrels_name="held-out")
         runs[name], qrels = sc.run, sc.qrels
     audit = audit_ties(runs, qrels, measures="Hit@10,nDCG@10", cutoffs=(10,), seeds=50, permutations=10,
                        seed=s.seed)

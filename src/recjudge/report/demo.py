@@ -172,8 +172,10 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
         "repeats": str(prov.get("repeats", 1)),
         "judge cost": f"{summary.calls} calls, {summary.cache_hits} cache hits, {summary.usage.prompt:,} "
                       f"prompt tokens, cost {cost}",
-        "labels compared": f"historical (held-out ratings, rating − 1 → 0–4) vs {judge_name} vs filled; "
-                           f"{item_agreement.n_pairs} shared pairs for item agreement",
+        "labels compared": f"historical (held-out ratings, rating − 1 → 0–4) vs {judge_name}"
+                           + (" vs filled" if "filled" in cmp.candidates else
+                              " (filling refused: the calibration cannot calibrate)")
+                           + f"; {item_agreement.n_pairs} shared pairs for item agreement",
         "measures": "; ".join(dict(cmp.settings.get("measure_definitions") or {}).values()
                               or cmp.settings["measures"]),
         "users counted": f"{cmp.settings['queries']}: each label set over the users it judges; a user a run "
@@ -241,11 +243,15 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         f"{md_code(paths['historical'])}",
         f"- {md_text(judge_name)}: {len(judge_q):,} labels (pool depth {settings.depth} ∪ {settings.per_user} "
         f"historical items per user) → {md_code(paths['judge'])}",
-        f"- filled: {filled.n_human:,} historical + {filled.n_filled:,} calibrated judge labels "
-        f"({filled.n_unfilled:,} top-{settings.depth} items unlabelled) → {md_code(paths['filled'])} "
-        f"(sources: {md_code(paths['sources'])})",
+        (f"- filled: {filled.n_human:,} historical + {filled.n_filled:,} calibrated judge labels "
+         f"({filled.n_unfilled:,} top-{settings.depth} items unlabelled) → {md_code(paths['filled'])} "
+         f"(sources: {md_code(paths['sources'])})" if filled is not None else
+         "- filled: **not computed** — the calibration below cannot calibrate, so a filled ranking would show "
+         "the fill, not the judge (`recjudge fill --allow-weak-calibration` writes one anyway, marked as such):"),
+        *([f"  - {md_text(p)}" for p in calibration.problems()] if filled is None else []),
         "",
-        "Calibration of judge grades to the historical scale (mean historical label per grade, rounded half up):",
+        f"Calibration of {md_text(judge_name)} grades to the historical scale (mean historical label per grade, "
+        "rounded half up):",
         "",
         markdown_table(calibration.to_frame().reset_index(), index=False),
         "",
@@ -260,7 +266,7 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         md += [f"Historical vs {md_code(cand)}:", "", markdown_table(pd.DataFrame(rows), index=False), ""]
     for m in cmp.settings["measures"]:
         md += [f"![System scores, {md_text(m)}]({figs[f'scores {m}']})", ""]
-    md += ["### Three scenarios", "",
+    md += ["### Scenarios", "",
            markdown_table(pd.DataFrame({"average Judged@100": scenario.judged}).rename_axis("scenario")), ""]
     for m, tau in scenario.tau.items():
         md += [f"Kendall τ-b between scenario rankings, {md_text(m)}:", "", markdown_table(tau.rename_axis("")),

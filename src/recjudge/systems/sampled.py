@@ -58,7 +58,7 @@ def _pairs(obj, what: str) -> dict[str, list[str]]:
 def sampled_candidate_run(held_out: Mapping[str, str] | pd.DataFrame, catalogue: Iterable[str],
                           scorer: Scorer, n_negatives: int | None = 30, seed: int = 0,
                           exclude: Mapping[str, Iterable[str]] | pd.DataFrame | None = None,
-                          name: str = "sampled", label: int = 1) -> SampledCandidates:
+                          name: str = "sampled", label: int = 1, qrels_name: str = "held-out") -> SampledCandidates:
     """Rows of each user's held-out item plus ``n_negatives`` sampled negatives, scored by ``scorer``.
 
     - ``held_out``: one item per user (a mapping, or a frame with columns user and item).
@@ -67,6 +67,7 @@ def sampled_candidate_run(held_out: Mapping[str, str] | pd.DataFrame, catalogue:
     - ``n_negatives=None`` ranks the whole catalogue (a full-catalogue run) instead of a sample.
     - ``scorer(user, items) -> scores`` is any system or baseline (see :func:`popularity_scorer`,
       :func:`attribute_overlap_scorer`).
+    - ``name`` names the run; ``qrels_name`` the held-out positives (the same for every scorer).
 
     Each user's sample depends only on (``seed``, user), never on the other users. Rows are written
     relevant-first, as common evaluators do, so input-order tie-breaking shows its bias directly.
@@ -118,7 +119,7 @@ def sampled_candidate_run(held_out: Mapping[str, str] | pd.DataFrame, catalogue:
     frame["tag"] = name
     run = Run(name, frame[["qid", "docid", "rank", "score", "tag"]].reset_index(drop=True))
     qrels = Qrels.from_frame(pd.DataFrame({
-        "qid": sorted(held), "docid": [held[u][0] for u in sorted(held)], "label": label}), name=name)
+        "qid": sorted(held), "docid": [held[u][0] for u in sorted(held)], "label": label}), name=qrels_name)
     return SampledCandidates(run, qrels, n_negatives, seed)
 
 
@@ -241,7 +242,8 @@ def sampled_candidate_protocol(qrels: Qrels, runs: Sequence[Run], negatives: int
     scorers = {r.name: run_scorer(r) for r in runs} or {"constant": constant_scorer}
     out, sampled_qrels = [], None
     for name, scorer in scorers.items():
-        sc = sampled_candidate_run(held, catalogue, scorer, n_negatives=negatives, seed=seed, name=name)
+        sc = sampled_candidate_run(held, catalogue, scorer, n_negatives=negatives, seed=seed, name=name,
+                                   qrels_name=qrels.name)
         out.append(sc.run)
         sampled_qrels = sc.qrels
     description = (f"Sampled-candidate protocol: per user 1 held-out positive of {qrels.name!r} + {negatives} "
