@@ -271,3 +271,24 @@ def test_compare_and_evaluate_of_run_files_equal_the_python_verbs_on_runs_in_mem
     recjudge.evaluate(runs=in_memory, qrels=qrels["reference"], measures="nDCG@5,Bpref", seed=3,
                       json=data / "api-eval.json")
     assert (data / "cli-eval.json").read_text() == (data / "api-eval.json").read_text()
+
+
+def test_evaluate_ranks_by_the_first_effectiveness_measure_and_says_so(capsys):
+    from recjudge.evaluation.metaeval import ranking_measure
+
+    root = Path(__file__).resolve().parents[1]
+    out = main(["evaluate", "--runs", str(root / "runs" / "example"), "--qrels",
+                str(root / "qrels" / "example-human.qrels")])
+    assert out == 0
+    printed = capsys.readouterr().out
+    assert ("ranked by Compat(p=0.95) (the first effectiveness measure; Judged@100 measures coverage, not "
+            "effectiveness)") in printed
+    rows = [line.split() for line in printed.splitlines()[3:11]]
+    ranks, compat = [float(r[1]) for r in rows], [float(r[3]) for r in rows]
+    judged = [float(r[2]) for r in rows]
+    assert ranks == sorted(ranks) and compat == sorted(compat, reverse=True)
+    assert judged != sorted(judged, reverse=True)  # the coverage order is another order here
+    assert ranking_measure(["Judged@10", "Judged@100", "nDCG@10"]) == (
+        "nDCG@10", "the first effectiveness measure; Judged@10, Judged@100 measure coverage, not effectiveness")
+    by, note = ranking_measure(["Judged@10"])
+    assert by == "Judged@10" and "no effectiveness measure was given" in note

@@ -110,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     except RecjudgeError as exc:
         print(f"recjudge {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # the reader went away (`recjudge evaluate ... | head`): not an error of ours, nothing to say
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
         # the library names paths in its own errors; this is the net for what slips through
         where = exc.filename or "a file"

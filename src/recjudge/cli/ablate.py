@@ -16,7 +16,7 @@ def register(sub) -> None:
                     "weighted τ against the complete reference qrels, one row per variant. With "
                     "--experiments N (or experiments = N in the file) the whole experiment runs N times, "
                     "each with its own sample of judged items and of history items, and every metric is "
-                    "the mean with a 95%% t-interval across the N experiments. The judge's `repeats` is "
+                    "the mean with a 95% interval across the N experiments. The judge's `repeats` is "
                     "another thing: it asks the same prompt R times within one experiment.")
     AblateConfig.add_arguments(p)
     p.set_defaults(func=run_ablate)

@@ -36,43 +36,57 @@ def register(sub) -> None:
     p.add_argument("--collection", required=True, metavar="PATH", help="the ML-32M-ext release folder")
     p.add_argument("--out", required=True, metavar="DIR", help="report, figures, JSON, runs and the judge cache")
     p.add_argument("--model", help="judge model (default: the protocol's, gpt-5-2025-08-07)")
-    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (key from OPENAI_API_KEY)")
+    p.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint, key from OPENAI_API_KEY "
+                                                     "(default: the OpenAI API)")
     p.add_argument("--dry-run", action="store_true", help="print the plan per table; no call, nothing written")
     p.add_argument("--only", type=_csv(str), default=TARGETS, metavar="LIST",
                    help=f"targets to compute, among {','.join(TARGETS)} (default: all)")
     p.add_argument("--max-cost", type=_args.float_range(0, 1e9, what="USD"), metavar="USD",
-                   help="stop cleanly before the judge's estimated spend exceeds USD; rerun to resume")
-    p.add_argument("--prices", metavar="JSON", help="price table overriding or adding models (USD per Mtok)")
-    p.add_argument("--concurrency", type=_args.int_range(1, 4096), default=8, metavar="C")
+                   help="stop cleanly before the judge's estimated spend exceeds USD; rerun to resume "
+                        "(default: no limit)")
+    p.add_argument("--prices", metavar="JSON", help="price table overriding or adding models, USD per Mtok "
+                                                   "(default: the shipped table)")
+    p.add_argument("--concurrency", type=_args.int_range(1, 4096), default=8, metavar="C",
+                   help="judge calls in flight at once (default: 8)")
     p.add_argument("--context-tokens", type=_args.positive, metavar="N",
                    help="the most prompt tokens the model accepts (default: the price table's limit); a longer "
                         "prompt is never cut or sent, its user reported")
     p.add_argument("--call-seconds", type=_args.float_range(0, 86400, lo_open=True, what="seconds"), default=30.0,
                    metavar="S", help="assumed seconds per call for the plan's wall time (default: 30)")
     g = p.add_argument_group("systems")
-    g.add_argument("--runs", metavar="DIR", help="Cranfield runs already trained (else the protocol's grid is)")
-    g.add_argument("--historical-runs", metavar="DIR", help="runs trained on a historical split (Table 1, Figure 2)")
-    g.add_argument("--historical-qrels", metavar="QRELS", help="that split's held-out ratings as qrels")
-    g.add_argument("--groups", metavar="FILE", help="'system group' lines (pooled / non-pooled) for Table 1")
+    g.add_argument("--runs", metavar="DIR", help="Cranfield runs already trained (default: the protocol's grid "
+                                                 "is trained)")
+    g.add_argument("--historical-runs", metavar="DIR", help="runs trained on a historical split, for Table 1 and "
+                                                           "Figure 2 (default: trained here)")
+    g.add_argument("--historical-qrels", metavar="QRELS", help="that split's held-out ratings as qrels (default: "
+                                                              "made from the split)")
+    g.add_argument("--groups", metavar="FILE", help="'system group' lines (pooled / non-pooled) for Table 1 "
+                                                   "(default: the groups train recorded)")
     g.add_argument("--grid", help="grid name or file (default: the protocol's)")
-    g.add_argument("--systems", help="comma-separated system names of the grid")
-    g.add_argument("--epochs", type=_args.int_range(1, 10_000), metavar="N", help="override epochs (quick checks)")
-    g.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    g.add_argument("--systems", help="comma-separated system names of the grid (default: all of them)")
+    g.add_argument("--epochs", type=_args.int_range(1, 10_000), metavar="N",
+                   help="override epochs, for quick checks (default: each system's own)")
+    g.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     g.add_argument("--sample-users", type=_args.positive, metavar="N", help="default: the protocol's 10000")
     g.add_argument("--min-interactions", type=_args.positive, metavar="N", help="default: the protocol's 20")
-    g.add_argument("--historical-split", default="user_ratio", help="split of the historical setting")
+    g.add_argument("--historical-split", default="user_ratio",
+                   help="split of the historical setting (default: user_ratio)")
     e = p.add_argument_group("experiments (reduced settings for quick checks; the report lists each)")
     e.add_argument("--experiments", type=_args.int_range(1, 100), metavar="N", help="default: the protocol's 3")
     e.add_argument("--per-user", type=_args.positive, metavar="K", help="default: the protocol's 50")
     e.add_argument("--k-values", type=_csv(_args.positive), default=K_VALUES, metavar="LIST",
                    help="Table 4's K values (default: 10,50,100,200)")
-    e.add_argument("--depth", type=_args.positive, default=100, metavar="D", help="pool depth of Table 5")
+    e.add_argument("--depth", type=_args.positive, default=100, metavar="D",
+                   help="pool depth of Table 5 (default: 100)")
     e.add_argument("--field-sets", type=_csv(str), metavar="LIST", help="Table 3's rows (default: the 11 sets)")
     e.add_argument("--profile-size", type=_args.positive, metavar="N", help="default: the protocol's 1000")
     e.add_argument("--fields", help="the judge's base field set (default: the protocol's 'all')")
-    e.add_argument("--seed", type=_args.seed, default=0)
-    e.add_argument("--permutations", type=_args.positive, default=10_000, help="sign flips per significance test")
-    e.add_argument("--bootstrap", type=_args.count, default=1000)
+    e.add_argument("--seed", type=_args.seed, default=0,
+                   help="seed of every sample, tie hash and resample (default: 0)")
+    e.add_argument("--permutations", type=_args.positive, default=10_000,
+                   help="sign flips per significance test (default: 10000)")
+    e.add_argument("--bootstrap", type=_args.count, default=1000,
+                   help="bootstrap resamples of users for the CIs (0: none; default: 1000)")
     p.set_defaults(func=run_reproduce_cli)
 
 

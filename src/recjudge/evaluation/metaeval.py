@@ -61,6 +61,8 @@ __all__ = [
     "CI_METHODS",
     "export_tie_info",
     "system_means",
+    "ranking_measure",
+    "COVERAGE_MEASURES",
 ]
 
 DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
@@ -526,6 +528,27 @@ def _missing_users(names) -> dict:
     return {"missing_user_score": 0.0, **({"missing_user_exceptions": left_out} if left_out else {})}
 
 
+# measures of how much of a ranking is judged, not of how good it is
+COVERAGE_MEASURES = ("Judged",)
+
+
+def ranking_measure(names: Sequence[str]) -> tuple[str, str]:
+    """The measure systems are ranked by: the first that is not a coverage measure (Judged@k says how
+    much of a ranking is labelled, not how good it is), and a note saying so."""
+    from .measures import measure_key
+
+    names = list(names)
+    effective = [n for n in names if measure_key(n).split("@")[0].split("(")[0] not in COVERAGE_MEASURES]
+    if effective:
+        skipped = names[:names.index(effective[0])]
+        note = "the first effectiveness measure" + (
+            f"; {', '.join(skipped)} {'measures' if len(skipped) == 1 else 'measure'} coverage, not effectiveness"
+            if skipped else "")
+        return effective[0], note
+    return names[0], (f"{names[0]} measures coverage (how much of each ranking is judged), not effectiveness: "
+                      "no effectiveness measure was given")
+
+
 def measure_definitions(names) -> dict[str, str]:
     """Each measure's definition in words (gain function, variant), as reports and JSON state it."""
     from .measures import describe_measure
@@ -568,7 +591,9 @@ def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str
     names = _measure_names(measures)
     scored = _score(runs, {"labels": qrels}, names, tie_policy, seed)
     table = _table(qrels.name, scored, "labels", names)
+    ranked_by, why = ranking_measure(list(names))
     settings = {"measures": list(names), "measure_definitions": measure_definitions(names),
+                "ranked_by": ranked_by, "ranked_by_note": why,
                 "tie_policy": tie_policy, "seed": seed,
                 "qrels": qrels.name, "n_users": len(qrels.qids), **_missing_users(names),
                 "export_ties": dict(export_ties or {})}

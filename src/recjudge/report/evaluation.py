@@ -324,8 +324,10 @@ def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike
     out.mkdir(parents=True, exist_ok=True)
     sc = result.table.scores_frame()
     sc.index.name = "system"
+    by = result.settings["ranked_by"]
     md = [f"# {md_text(title)}", "", f"Labels: {md_code(result.settings['qrels'])}.", "",
           "- Measures:", *_measure_lines(result.settings),
+          f"- Systems ranked by {md_text(by)} ({md_text(result.settings['ranked_by_note'])}).",
           *_tie_note(result.settings, result.tie_share),
-          "", markdown_table(sc.sort_values(sc.columns[0], ascending=False)), ""]
+          "", markdown_table(sc.sort_values(by, ascending=False, kind="stable")), ""]
     return write_report(out, "\n".join(md), title)
