@@ -61,7 +61,7 @@ from ..data.trec import TIE_POLICIES, Qrels, Run
 from ..errors import ConfigError, InputError
 
 __all__ = ["Estimate", "Experiment", "ExperimentOutcome", "VariantRow", "across_experiments", "derive_seed",
-           "load_experiment", "run_experiment", "sampled_pairs", "variants", "with_options"]
+           "load_experiment", "preflight", "run_experiment", "sampled_pairs", "variants", "with_options"]
 
 MODES = ("one-at-a-time", "product")
 AXIS_PER_USER = "per_user"
@@ -410,7 +410,8 @@ def variants(exp: Experiment) -> list[Variant]:
     def add(axis: str, changes: Mapping[str, Any]) -> None:
         settings = {**base, **{k: v for k, v in changes.items() if k != AXIS_PER_USER}}
         k = int(changes.get(AXIS_PER_USER, exp.per_user))
-        key = (tuple(sorted((a, repr(b)) for a, b in settings.items())), k)
+        # a value equal to the judge's default is the same variant as leaving it out
+        key = (_effective(settings), k)
         if key in seen:
             return
         seen.add(key)
@@ -427,6 +428,18 @@ def variants(exp: Experiment) -> list[Variant]:
             for v in values:
                 add(axis, {axis: v})
     return out
+
+
+def _effective(settings: Mapping[str, Any]) -> object:
+    """What a variant's settings amount to: the judge config they build (defaults filled in), or the
+    settings as written when they do not build one (refused later, with the key that set them)."""
+    from ..judge import JudgeConfig
+
+    try:
+        config = JudgeConfig.from_dict(dict(settings))
+    except (ConfigError, TypeError):
+        return tuple(sorted((a, repr(b)) for a, b in settings.items()))
+    return repr(config)  # a config holds tables (params): compared by value, not hashed
 
 
 class Estimate(NamedTuple):
@@ -561,11 +574,12 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
         from ..data.trec import read_runs
 
         runs = read_runs(exp.runs)
+    all_variants = variants(exp)
+    preflight(exp, all_variants, collection, history, reference, runs, dry_run)
     if not dry_run:
         exp.out.mkdir(parents=True, exist_ok=True)
     cache = None if dry_run else exp.out / "judgments.sqlite"
     rows: list[VariantRow] = []
-    all_variants = variants(exp)
     for n, var in enumerate(all_variants, start=1):
         history_base = JudgeConfig.from_dict(dict(var.settings)).seed
         outcomes = []
@@ -582,6 +596,47 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     if not dry_run:
         write_results(exp, rows)
     return rows
+
+
+def preflight(exp: Experiment, all_variants: Sequence[Variant], collection, history, reference: Qrels,
+              runs: Mapping[str, Run], dry_run: bool) -> None:
+    """Everything the grid needs from the data it runs on, checked for every variant before the first
+    call: each field set against the collection's fields, each LLM variant's key and price (a dry run
+    needs neither), and that the runs rank the reference's users. Every problem is listed at once,
+    each with the key that set it, so a dry run finds them all."""
+    from ..judge import HistoryProfiles, JudgeConfig, get_judge
+    from ..judge.backend import api_key
+    from ..judge.budget import model_entry
+
+    problems: list[tuple[str, str]] = []
+    checked: set[tuple] = set()
+    for var in all_variants:
+        config = JudgeConfig.from_dict(dict(var.settings))
+        key = f"grid.{var.axis}" if var.axis in exp.grid else ("judge" if var.axis == "base" else "grid")
+        if ("fields", config.fields) not in checked:
+            checked.add(("fields", config.fields))
+            try:  # the judge's own rule, on no history: what a profile of this field set needs
+                HistoryProfiles(collection, config.fields, 1, history=history.iloc[:0], users=())
+            except ConfigError as exc:
+                problems.append((key, f"variant {var.name!r}: {exc}"))
+        if dry_run or var.settings.get("dry_run") or get_judge(config.judge).kind != "llm":
+            continue
+        for what, check in (("key", api_key), ("price", model_entry)):
+            marker = (what, config.api_key_env, config.base_url, config.model, config.max_cost, config.prices)
+            if marker in checked:
+                continue
+            checked.add(marker)
+            try:
+                check(config)
+            except ConfigError as exc:
+                problems.append((key, f"variant {var.name!r}: {exc}"))
+    if runs and not set(reference.qids) & {q for r in runs.values() for q in r.qids}:
+        problems.append(("runs", f"no run ranks any user that the reference {exp.reference!r} judges, so every τ "
+                                 "would compare zeros; give runs of the same users (query id = user id)"))
+    if problems:
+        listed = "\n".join(f"  - key {k!r}: {p}" for k, p in problems)
+        raise InputError(exp.source, f"{len(problems)} problem(s) in the grid, found before any call:\n{listed}",
+                         "fix each key named above; nothing was judged")
 
 
 def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, config, collection,

@@ -1,0 +1,105 @@
+"""The README's command-line examples run as written (the Python walk-through is tests/test_api.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+
+import pytest
+
+from recjudge.cli import main
+
+from conftest import REPO
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _section(heading: str) -> str:
+    start = README.index(heading)
+    end = README.find("\n#", start + len(heading))
+    return README[start:end if end > 0 else None]
+
+
+def _commands(text: str) -> list[list[str]]:
+    """Every `.venv/bin/recjudge ...` command of a text, as argv: up to the closing backtick of inline
+    code (which may wrap a line) or of a fenced block, continuation lines joined."""
+    found = re.findall(r"\.venv/bin/recjudge ([^`]*)", text)
+    return [shlex.split(c.replace("\\\n", " ")) for c in found]
+
+
+def test_the_quick_look_at_the_example_data_runs_as_written(tmp_path, monkeypatch, capsys):
+    quick = [argv for argv in _commands(_section("## Quick start")) if argv[0] == "compare"]
+    assert len(quick) == 1, "the Quick start's compare example moved: update this test"
+    shutil.copytree(REPO / "runs" / "example", tmp_path / "runs" / "example")
+    shutil.copytree(REPO / "qrels", tmp_path / "qrels")
+    monkeypatch.chdir(tmp_path)
+    assert main(quick[0]) == 0
+    assert (tmp_path / "out" / "example" / "report.md").is_file()
+    assert "candidate: example-llm" in capsys.readouterr().out
+
+
+def _ablate_toml() -> str:
+    return re.search(r"```toml\n(.*?)```", _section("### ablate"), re.S).group(1)
+
+
+@pytest.fixture
+def ml100k_runs(tmp_path, monkeypatch):
+    """A folder laid out as the README's ablate example expects: runs/ml-100k with runs of ml-100k users."""
+    pytest.importorskip("recbole", reason="ml-100k ships inside the recbole wheel: needs the 'train' extra")
+    folder = tmp_path / "runs" / "ml-100k"
+    folder.mkdir(parents=True)
+    for s in range(3):
+        (folder / f"s{s}.run").write_text("".join(
+            f"{u} Q0 {(7 * u + 13 * r + 5 * s) % 1600 + 1} {r + 1} {100 - r} s{s}\n"
+            for u in range(1, 60) for r in range(20)))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    return tmp_path
+
+
+def test_the_ablate_example_plans_as_written(ml100k_runs, capsys):
+    (ml100k_runs / "experiment.toml").write_text(_ablate_toml())
+    assert main(["ablate", "experiment.toml", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: nothing was called" in out
+    # one setting at a time; the variants equal to base (title+genres, profile size 50) are dropped
+    shown = [line.split()[0] for line in out.splitlines()[-6:]]
+    assert shown == ["base", "fields=title", "fields=title+year", "fields=all", "profile_size=10",
+                     "profile_size=100"]
+
+
+def test_a_field_set_the_collection_lacks_is_found_before_any_call(ml100k_runs, capsys, fake_openai):
+    # the README's example once named title+overview, which MovieLens-100K does not have
+    text = _ablate_toml().replace('"title+year"', '"title+overview", "title+cast"')
+    (ml100k_runs / "experiment.toml").write_text(text)
+    for argv in (["ablate", "experiment.toml", "--dry-run"], ["ablate", "experiment.toml"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "problem(s) in the grid, found before any call" in err
+        assert "variant 'fields=title+overview': collection 'ml-100k' has no overview field(s)" in err
+        assert "variant 'fields=title+cast': collection 'ml-100k' has no cast field(s)" in err
+        # without an API key: only the run that would call says so, the dry run needs none
+        assert ("no API key" in err) == (argv[-1] != "--dry-run")
+    assert not (ml100k_runs / "out").exists()
+    # with an endpoint the key is not needed, and still nothing is called before the grid is right
+    text = text.replace('model = "gpt-4o-mini"', f'model = "gpt-4o-mini"\nbase_url = "{fake_openai.url}"')
+    (ml100k_runs / "experiment.toml").write_text(text)
+    assert main(["ablate", "experiment.toml"]) == 2
+    assert "no API key" not in capsys.readouterr().err
+    assert fake_openai.chat_log() == []
+
+
+@pytest.mark.slow
+def test_the_demo_runs_as_written(tmp_path, monkeypatch, capsys):
+    """`recjudge demo` with no option: the whole quick grid on MovieLens-100K, offline."""
+    pytest.importorskip("recbole", reason="the demo trains RecBole systems: needs the 'train' extra")
+    commands = [argv for argv in _commands(_section("## Quick start")) if argv[0] == "demo"]
+    assert commands == [["demo"]], "the Quick start's demo command changed: update this test"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-a-key-alone-is-no-request-to-spend")
+    assert main(commands[0]) == 0
+    summary = json.loads((tmp_path / "out" / "demo" / "summary.json").read_text())["summary"]
+    assert summary["judge"] == "overlap" and len(summary["systems"]) >= 8
+    assert (tmp_path / "out" / "demo" / "report.html").is_file()
