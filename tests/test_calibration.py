@@ -253,7 +253,11 @@ def test_scenarios_report_every_measure_given_by_hand():
     assert rep.to_json()["measures"] == ["P@2", "nDCG@2"]
     # Judged@k may be compared too: evaluated once, not refused as a repeated measure
     both = scenarios(runs, {"full": full, "filled": filled}, k=2, measures=["Judged@2", "P@2"])
-    assert list(both.tau) == ["Judged@2", "P@2"] and both.warnings == ()
+    # both label sets judge every item the three systems rank at depth 2: Judged@2 = 1 for all, no ranking
+    assert list(both.tau) == ["Judged@2", "P@2"]
+    assert both.warnings == tuple(f"every system ties under {name} on Judged@2 (all 3 means are 1), so there is no "
+                                  "ranking to compare: τ and the rank displacements are undefined"
+                                  for name in ("full", "filled"))
     val = validate_fill(full, filled, runs, 1 / 3, k=2, min_overlap=1, seed=88, measures="P@2", allow_weak=True)
     assert set(val.tau_with_fill) == set(val.tau_without_fill) == {"P@2"}
 

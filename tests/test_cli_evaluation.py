@@ -292,3 +292,28 @@ def test_evaluate_ranks_by_the_first_effectiveness_measure_and_says_so(capsys):
         "nDCG@10", "the first effectiveness measure; Judged@10, Judged@100 measure coverage, not effectiveness")
     by, note = ranking_measure(["Judged@10"])
     assert by == "Judged@10" and "no effectiveness measure was given" in note
+
+
+def test_a_label_set_that_ties_every_system_gives_an_undefined_tau_said_once_and_no_displacement(tmp_path, capsys):
+    """Under the example LLM labels every system has Judged@100 = 1.0 (it labels every top-100 item):
+    there is no ranking, so no τ, no interval and no rank shift — only the reason, everywhere."""
+    root = Path(__file__).resolve().parents[1]
+    out, report = tmp_path / "c.json", tmp_path / "report"
+    assert main(["compare", "--runs", str(root / "runs" / "example"), "--reference",
+                 str(root / "qrels" / "example-human.qrels"), "--candidate", str(root / "qrels" / "example-llm.qrels"),
+                 "--bootstrap", "50", "--json", str(out), "--report", str(report)]) == 0
+    printed = capsys.readouterr().out
+    reason = ("every system ties under candidate 'example-llm' on Judged@100 (all 8 means are 1), so there is no "
+              "ranking to compare: τ and the rank displacements are undefined")
+    assert f"Judged@100: {reason}" in printed and "nan" not in printed
+    judged = json.loads(out.read_text())["measures"]["Judged@100"]
+    assert judged["undefined"] == reason
+    assert judged["kendall_tau"] is None and judged["kendall_tau_ci"] == [None, None]
+    assert judged["most_displaced"] == [] and judged["median_abs_rank_displacement"] is None
+    # a measure that ranks the systems keeps its numbers and says nothing of the kind
+    assert json.loads(out.read_text())["measures"]["nDCG@100"]["undefined"] is None
+    md = (report / "report.md").read_text()
+    assert f"Judged@100: {reason}." in md and "No rank displacement" in md
+    assert not list(report.glob("displacement-*judged*")) and list(report.glob("displacement-*ndcg*"))
+    section = md[md.index("### Judged@100"):md.index("### Compat")]
+    assert "Most displaced" not in section

@@ -55,3 +55,23 @@ def test_too_few_shared_systems_is_an_error(tmp_path, capsys):
     assert main(["compare-settings", "--runs-a", str(tmp_path / "a"), "--qrels-a", str(tmp_path / "q"),
                  "--runs-b", str(tmp_path / "b"), "--qrels-b", str(tmp_path / "q")]) == 2
     assert "share 1 system name(s) (s1)" in capsys.readouterr().err
+
+
+def test_a_setting_that_ties_every_system_has_no_tau_and_no_shift(tmp_path, capsys):
+    # Judged@2: every system's two items are judged under both qrels, so every mean is 1 (no ranking);
+    # nDCG@1 ranks them (s1 > s2 > s3 under A, the reverse under B, as above)
+    _runs(tmp_path / "a", {"s1": ["x", "y"], "s2": ["y", "z"], "s3": ["z", "x"]})
+    _runs(tmp_path / "b", {"s1": ["x", "y"], "s2": ["y", "z"], "s3": ["z", "x"]})
+    (tmp_path / "qa").write_text("u 0 x 3\nu 0 y 2\nu 0 z 1\n")
+    (tmp_path / "qb").write_text("u 0 x 1\nu 0 y 2\nu 0 z 3\n")
+    assert main(["compare-settings", "--runs-a", str(tmp_path / "a"), "--qrels-a", str(tmp_path / "qa"),
+                 "--runs-b", str(tmp_path / "b"), "--qrels-b", str(tmp_path / "qb"), "--measures", "Judged@2,nDCG@1",
+                 "--json", str(tmp_path / "o.json")]) == 0
+    printed = capsys.readouterr().out
+    reason = ("every system ties under setting A (qa) on Judged@2 (all 3 means are 1), so there is no ranking to "
+              "compare: τ and the rank displacements are undefined")
+    assert f"Judged@2: {reason}" in printed and "largest rank shifts on nDCG@1" in printed
+    out = json.loads((tmp_path / "o.json").read_text())
+    assert out["measures"]["Judged@2"]["undefined"] == reason and out["measures"]["Judged@2"]["kendall_tau"] is None
+    assert {s["system"]: s["Judged@2"]["shift"] for s in out["systems"]} == {"s1": None, "s2": None, "s3": None}
+    assert out["measures"]["nDCG@1"]["undefined"] is None and out["measures"]["nDCG@1"]["kendall_tau"] == -1.0

@@ -114,6 +114,10 @@ class CompareReport(Result):
         for cand, by_measure in result.agreement.items():
             rows = []
             for m, ra in by_measure.items():
+                if ra.undefined:
+                    rows.append({"measure": m, **{k: "–" for k in ("tau_b", "p", ci_header, "weighted_tau", "tau_ap",
+                                                                   "med|Δrank|", "max|Δrank|")}})
+                    continue
                 rows.append({
                     "measure": m,
                     "tau_b": f"{ra.kendall_tau:.3f}",
@@ -125,6 +129,7 @@ class CompareReport(Result):
                     "max|Δrank|": f"{ra.max_abs_rank_displacement:g}",
                 })
             lines += ["", f"candidate: {cand}", pd.DataFrame(rows).to_string(index=False)]
+            lines += [f"{m}: {ra.undefined}" for m, ra in by_measure.items() if ra.undefined]
         scores = result.reference.scores_frame()
         lines += ["", "system scores under the reference:", scores.round(4).to_string()]
         return "\n".join(lines) + _groups_text(self.groups)

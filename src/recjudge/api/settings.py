@@ -35,7 +35,8 @@ class SettingsComparison(Result):
                 row[m] = {k: _num(self.systems.loc[name, (m, k)]) for k in ("score_a", "score_b", "rank_a",
                                                                             "rank_b", "shift")}
             rows.append(row)
-        return {"measures": {m: {k: _num(v) for k, v in r.items()} for m, r in self.measures.iterrows()},
+        return {"measures": {m: {k: (v or None) if k == "undefined" else _num(v) for k, v in r.items()}
+                             for m, r in self.measures.iterrows()},
                 "systems": rows, "settings": dict(self.settings)}
 
     def to_frame(self) -> pd.DataFrame:
@@ -46,11 +47,16 @@ class SettingsComparison(Result):
         head = (f"{s['systems']} systems in both settings; A: {s['qrels_a']} on {s['runs_a']}; "
                 f"B: {s['qrels_b']} on {s['runs_b']}; shift = rank in B − rank in A (1 = best)")
         shifts = self.systems.xs("shift", axis=1, level=1)
-        first = self.measures.index[0]
-        biggest = shifts[first].abs().sort_values(ascending=False).head(10).index
-        table = self.systems.loc[biggest, first][["rank_a", "rank_b", "shift"]]
-        return "\n".join([head, "", self.measures.round(3).to_string(), "",
-                          f"largest rank shifts on {first}:", table.to_string()])
+        numbers = self.measures.drop(columns="undefined")
+        notes = [f"{m}: {why}" for m, why in self.measures["undefined"].items() if why]
+        ranked = [m for m in self.measures.index if not self.measures.loc[m, "undefined"]]
+        lines = [head, "", numbers.round(3).to_string(), *notes]
+        if ranked:
+            first = ranked[0]
+            biggest = shifts[first].abs().sort_values(ascending=False).head(10).index
+            table = self.systems.loc[biggest, first][["rank_a", "rank_b", "shift"]]
+            lines += ["", f"largest rank shifts on {first}:", table.to_string()]
+        return "\n".join(lines)
 
 
 def _num(v):
@@ -65,7 +71,7 @@ def compare_settings(runs_a, qrels_a, runs_b, qrels_b, measures=None, tie_policy
     from scipy import stats
 
     from ..data.trec import Qrels, read_qrels, read_runs
-    from ..evaluation.metaeval import evaluate, kendall_tau, system_ranks, tau_ap, weighted_tau
+    from ..evaluation.metaeval import evaluate, kendall_tau, system_ranks, tau_ap, tied_ranking, weighted_tau
 
     def load(runs, qrels):
         r = dict(runs) if isinstance(runs, Mapping) else read_runs(runs)
@@ -85,11 +91,19 @@ def compare_settings(runs_a, qrels_a, runs_b, qrels_b, measures=None, tie_policy
     for m in ea.measures:
         a, b = ea.means(m).reindex(common), eb.means(m).reindex(common)
         rank_a, rank_b = system_ranks(a), system_ranks(b)
-        shift = rank_b - rank_a
-        test = stats.kendalltau(a.to_numpy(), b.to_numpy(), variant="b")
-        rows[m] = {"kendall_tau": kendall_tau(a, b), "kendall_tau_p": float(test.pvalue),
-                   "weighted_tau": weighted_tau(a, b), "tau_ap": tau_ap(a, b, common),
-                   "median_abs_rank_shift": float(shift.abs().median()), "max_abs_rank_shift": float(shift.abs().max())}
+        undefined = tied_ranking(a, f"setting A ({qa.name})", m) or tied_ranking(b, f"setting B ({qb.name})", m)
+        if undefined:  # no ranking on one side: every shift would come from the average rank of a tie
+            nan = float("nan")
+            shift = pd.Series(nan, index=a.index)
+            rows[m] = {"kendall_tau": nan, "kendall_tau_p": nan, "weighted_tau": nan, "tau_ap": nan,
+                       "median_abs_rank_shift": nan, "max_abs_rank_shift": nan, "undefined": undefined}
+        else:
+            shift = rank_b - rank_a
+            test = stats.kendalltau(a.to_numpy(), b.to_numpy(), variant="b")
+            rows[m] = {"kendall_tau": kendall_tau(a, b), "kendall_tau_p": float(test.pvalue),
+                       "weighted_tau": weighted_tau(a, b), "tau_ap": tau_ap(a, b, common),
+                       "median_abs_rank_shift": float(shift.abs().median()),
+                       "max_abs_rank_shift": float(shift.abs().max()), "undefined": ""}
         for key, values in (("score_a", a), ("score_b", b), ("rank_a", rank_a), ("rank_b", rank_b), ("shift", shift)):
             cols[(m, key)] = values
     only = sorted(set(ra) ^ set(rb))

@@ -317,7 +317,7 @@ def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100
               measures: str | Sequence[str] | None = None) -> ScenarioReport:
     """Average Judged@k, and per measure the systems' scores and the Kendall τ matrix across label
     scenarios (``measures``: see :func:`scenario_measures`; default Compat(p=0.95) and nDCG@k)."""
-    from .metaeval import evaluate, kendall_tau
+    from .metaeval import evaluate, kendall_tau, tied_ranking
 
     judged_m = f"Judged@{k}"
     compared = scenario_measures(measures, k)
@@ -333,11 +333,13 @@ def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100
         scores[m] = sc
         taus[m] = pd.DataFrame([[kendall_tau(sc[a], sc[b]) for b in names] for a in names], index=names, columns=names)
     ndcg = [m for m in compared if m.startswith("nDCG")]
-    warn = ()
+    warn: tuple[str, ...] = ()
     if ndcg:
         verb = "mixes" if len(ndcg) == 1 else "mix"
         warn = ((f"{', '.join(ndcg)} {verb} gains from two label sources in one ideal ranking and proved "
                  "unstable on filled qrels (Penha et al. 2025); read Compat first"),)
+    # a scenario that ties every system has no ranking: its τ are undefined (NaN), said here
+    warn += tuple(why for m in compared for name in names if (why := tied_ranking(scores[m][name], name, m)))
     return ScenarioReport(judged, judged_systems, taus, scores, warn, compared)
 
 

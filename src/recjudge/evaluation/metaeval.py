@@ -63,6 +63,7 @@ __all__ = [
     "system_means",
     "ranking_measure",
     "COVERAGE_MEASURES",
+    "tied_ranking",
 ]
 
 DEFAULT_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
@@ -328,9 +329,11 @@ class RankAgreement(NamedTuple):
     most_displaced: tuple[tuple[str, float], ...]  # (system, candidate rank − reference rank)
     kendall_tau_p: float = math.nan  # scipy.stats.kendalltau's two-sided p-value (H0: no association)
     ci_method: str = DEFAULT_CI_METHOD
+    undefined: str = ""  # why τ and the displacements are undefined (every system ties under a label set)
 
     def to_json(self) -> dict:
         return {
+            "undefined": self.undefined or None,
             "kendall_tau": self.kendall_tau,
             "kendall_tau_p": self.kendall_tau_p,
             "kendall_tau_ci": list(self.kendall_tau_ci),
@@ -600,13 +603,34 @@ def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str
     return EvaluationResult(table, settings, scored.tied_user_share)
 
 
+def tied_ranking(means: pd.Series, label_set: str, measure: str) -> str:
+    """Why ``means`` give no ranking to correlate ('' when they do): every system has the same mean."""
+    values = means.to_numpy(dtype=float)
+    if len(values) and np.all(values == values[0]):
+        return (f"every system ties under {label_set} on {measure} (all {len(values)} means are "
+                f"{values[0]:.4g}), so there is no ranking to compare: τ and the rank displacements are undefined")
+    return ""
+
+
+def _undefined(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, reference: str, label: str) -> RankAgreement:
+    """The record of a measure on which a label set ties every system: no τ, no CI, no displacement."""
+    why = tied_ranking(system_means(ref), reference, measure) or tied_ranking(system_means(cand), label, measure)
+    nan = math.nan
+    return RankAgreement(measure=measure, n_systems=ref.shape[1], n_users_reference=len(ref.index),
+                         n_users_candidate=len(cand.index), kendall_tau=nan, kendall_tau_ci=(nan, nan),
+                         weighted_tau=nan, tau_ap=nan, median_abs_rank_displacement=nan,
+                         max_abs_rank_displacement=nan, most_displaced=(), undefined=why)
+
+
 def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
                top: int = 5, ci_method: str = DEFAULT_CI_METHOD, label: str = "candidate",
-               weights: BootstrapWeights | None = None) -> RankAgreement:
+               weights: BootstrapWeights | None = None, reference: str = "the reference") -> RankAgreement:
     from scipy import stats
 
     names = list(ref.columns)
     ref_means, cand_means = system_means(ref), system_means(cand)
+    if tied_ranking(ref_means, reference, measure) or tied_ranking(cand_means, label, measure):
+        return _undefined(measure, ref, cand, reference, label)
     r, c = ref_means.to_numpy(), cand_means.to_numpy()
     tau = stats.kendalltau(r, c, variant="b")
     ci = bootstrap_kendall_tau(ref, cand, n_boot, seed, method=ci_method, weights=weights)
@@ -705,7 +729,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
         weights = BootstrapWeights.over(ref_t, cand_t, boot_seed, bootstrap)
         agreement[key] = {
             m: _agreement(m, ref_t.matrices[m], cand_t.matrices[m], bootstrap, boot_seed, ci_method=ci_method,
-                          label=f"candidate {key!r}", weights=weights)
+                          label=f"candidate {key!r}", weights=weights, reference=f"reference {reference.name!r}")
             for m in names
         }
     settings = {

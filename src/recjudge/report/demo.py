@@ -44,7 +44,8 @@ def _fig_system_scores(out: Path, cmp, measure: str) -> str:
                         textcoords="offset points")
         ax.set_xlabel(_plain(f"{measure}, historical labels"))
         ax.set_ylabel(_plain(f"{measure}, {cand}"))
-        ax.set_title(_plain(f"{cand}: τ-b {ra.kendall_tau:.3f} "
+        ax.set_title(_plain(f"{cand}: every system ties, τ-b undefined" if ra.undefined else
+                            f"{cand}: τ-b {ra.kendall_tau:.3f} "
                             f"[{ra.kendall_tau_ci[0]:.2f}, {ra.kendall_tau_ci[1]:.2f}]"), fontsize=10)
         ax.grid(alpha=0.3)
     fig.suptitle(_plain(f"System scores under each label source: {measure}"), fontsize=11)
@@ -260,10 +261,13 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
     ]
     for cand, by in cmp.agreement.items():
         rows = [{"measure": m, "τ-b": ra.kendall_tau, "p": _p_value(ra),
-                 ci_label(cmp.settings): f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                 ci_label(cmp.settings): "–" if ra.undefined else
+                 f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
                  "weighted τ_h": ra.weighted_tau, "τ_AP": ra.tau_ap,
                  "median abs Δrank": ra.median_abs_rank_displacement} for m, ra in by.items()]
         md += [f"Historical vs {md_code(cand)}:", "", markdown_table(pd.DataFrame(rows), index=False), ""]
+        md += [f"- {md_text(m)}: {md_text(ra.undefined)}." for m, ra in by.items() if ra.undefined]
+        md += [""] if any(ra.undefined for ra in by.values()) else []
     for m in cmp.settings["measures"]:
         md += [f"![System scores, {md_text(m)}]({figs[f'scores {m}']})", ""]
     md += ["### Scenarios", "",

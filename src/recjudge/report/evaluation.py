@@ -278,7 +278,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
             rows.append({
                 "measure": m,
                 "Kendall τ-b": ra.kendall_tau,
-                ci_label(s): f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                ci_label(s): "–" if ra.undefined else f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
                 "p (τ-b)": _p_value(ra),
                 "weighted τ_h": ra.weighted_tau,
                 "τ_AP": ra.tau_ap,
@@ -286,19 +286,26 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
                 "max abs Δrank": ra.max_abs_rank_displacement,
             })
         md += [markdown_table(pd.DataFrame(rows).set_index("measure")), ""]
+        md += [f"- {md_text(m)}: {md_text(ra.undefined)}." for m, ra in by_measure.items() if ra.undefined]
+        md += [""] if any(ra.undefined for ra in by_measure.values()) else []
         table = result.candidates[cand]
         ref_table = result.reference_table(cand)
         for m, ra in by_measure.items():
             ref_means = ref_table.means(m)
             cand_means = table.means(m)
             base = f"{fig_names[cand]}-{slug(m)}"
-            plot_scatter(ref_means, cand_means, _plain(m),
-                         _plain(f"{m}: τ-b = {ra.kendall_tau:.3f}, τ_AP = {ra.tau_ap:.3f}"),
-                         out / f"scatter-{base}.png", _plain(ref_label), _plain(cand))
+            title = (f"{m}: every system ties under one label set" if ra.undefined
+                     else f"{m}: τ-b = {ra.kendall_tau:.3f}, τ_AP = {ra.tau_ap:.3f}")
+            plot_scatter(ref_means, cand_means, _plain(m), _plain(title), out / f"scatter-{base}.png",
+                         _plain(ref_label), _plain(cand))
+            alt = md_text(m)
+            if ra.undefined:  # shifts between ties are artefacts of the average rank: no displacement figure
+                md += [f"### {md_text(m)}", "", f"![{alt} scatter](scatter-{base}.png)", "",
+                       f"No rank displacement: {md_text(ra.undefined)}.", ""]
+                continue
             disp = table.ranks(m) - ref_table.ranks(m)
             plot_displacement(disp, _plain(f"{m}: rank displacement, {cand} vs reference"),
                               out / f"displacement-{base}.png")
-            alt = md_text(m)
             md += [f"### {md_text(m)}", "",
                    f"![{alt} scatter](scatter-{base}.png) ![{alt} displacement](displacement-{base}.png)", ""]
             if ra.most_displaced:
