@@ -102,7 +102,8 @@ def test_penha2025_from_training_to_ablation(study, fake_openai, capsys):
     assert main(["compare", "--protocol", "penha2025", "--runs", "runs", "--reference", interest,
                  "--candidate", "qrels/llm.qrels", "--bootstrap", "100", "--json", "compare.json"]) == 0
     cmp = _json(root / "compare.json")
-    assert list(cmp["measures"]) == ["Judged@100", "CompatHM(p=0.95)", "nDCGexp@100", "Bpref"]
+    assert list(cmp["measures"]) == ["Judged@100", "Compat(p=0.95)", "nDCGexp@100", "Bpref"]
+    assert "ir-measures" in cmp["settings"]["measure_definitions"]["Compat(p=0.95)"]
     assert "exponential gain 2^rel − 1" in cmp["settings"]["measure_definitions"]["nDCGexp@100"]
     assert cmp["protocol"]["follows_protocol"] is True  # the protocol does not fix the bootstrap
 
