@@ -42,14 +42,18 @@ def _title(m: int) -> str:
 
 def release(root, seed=0, after_make=False, qrels_files=("p2-interest.qrels", "p2-rating.qrels"),
             participants=PARTICIPANTS, ml_users=ML_USERS, movies=MOVIES, in_database=IN_DATABASE,
-            profile_items=6, judged_items=7, ml_items=5):
-    """A release folder; with ``after_make``, also what make.sh writes. Returns (folder, facts)."""
+            profile_items=6, judged_items=7, ml_items=5, profile_movies=None):
+    """A release folder; with ``after_make``, also what make.sh writes. Returns (folder, facts).
+
+    ``profile_movies(pid)``: the movies participant ``pid`` rated (default: ``profile_items`` drawn
+    from ``movies``); movies of their own make a participant recognisable from any prompt."""
     rng = random.Random(seed)
     folder = root / "ml-32m-ext"
     profiles, p2, interest = [], [], {}
     for pid in participants:
         did = pid + ML32M_EXT_USER_OFFSET
-        for m in rng.sample(list(movies), profile_items):
+        rated = list(profile_movies(pid)) if profile_movies is not None else rng.sample(list(movies), profile_items)
+        for m in rated:
             profiles.append([pid, did, m, rng.choice(HALVES)])
         judged = rng.sample(list(movies), judged_items)
         ranked = dict(zip(judged[:3], ("1", "2", "3")))
@@ -84,3 +88,57 @@ def release(root, seed=0, after_make=False, qrels_files=("p2-interest.qrels", "p
         _write(folder / "filtered-movies.csv", ["movieId", "title", "genres"],
                [[m, _title(m), "Comedy|Romance"] for m in movies])
     return folder, {"profiles": profiles, "interest": interest, "ml": ml}
+
+
+def paper_size(root, seed=0, participants=51, systems=52):
+    """A release of the paper's size for pricing ``reproduce penha2025 --dry-run`` (no test reads it:
+    it takes about a minute to write). Section 3 and 5.1's statistics: 51 participants, 31,236
+    judgments (612 or 613 each), profiles of 1,425 movies on average (one of 8,496), every
+    metadata field with a ~45-word overview (about 120 tokens per movie shown); 2,000 other users
+    with 50 ratings each. ``systems`` top-100 runs per participant, each drawing 56 of its 100
+    movies from 261 judged ones and 44 from 450 unjudged ones: Judged@100 ≈ 0.56 (Table 5) and
+    ≈ 13,336 pool items the participants judged (the calibration set of Section 5.2).
+    Returns (folder, runs folder)."""
+    rng = random.Random(seed)
+    folder = root / "ml-32m-ext"
+    n_movies = 30_000
+    words = ["story", "family", "war", "love", "city", "secret", "journey", "night", "friend", "past", "truth",
+             "young", "world", "life", "murder", "dream", "lost", "home", "power", "escape"]
+    genres = ["Drama", "Comedy", "Thriller", "Romance", "Action", "Crime", "Horror", "Documentary", "Animation"]
+    _write(folder / "database-movies.csv",
+           ["movie_id", "title", "release_date", "genres", "directors", "cast", "overview", "runtime", "languages"],
+           [[m, f"Film {m}", f"{1930 + m % 94}-05-01", "|".join(rng.sample(genres, 2)),
+             f"Director {m % 4000}", "|".join(f"Actor {rng.randrange(50_000)}" for _ in range(5)),
+             " ".join(rng.choice(words) for _ in range(45)) + ".", 80 + m % 90, "English|French"]
+            for m in range(1, n_movies + 1)])
+    sizes = [8496] + [rng.randint(600, 2100) for _ in range(participants - 1)]
+    sizes[1:] = [max(200, s + (1425 * participants - sum(sizes)) // (participants - 1)) for s in sizes[1:]]
+    judged_counts = [612 + (i < 31236 - 612 * participants) for i in range(participants)]
+    profiles, p2, qrels, runs = [], [], [], {}
+    for i, pid in enumerate(range(1, participants + 1)):
+        did = pid + ML32M_EXT_USER_OFFSET
+        movies = rng.sample(range(1, n_movies + 1), sizes[i] + judged_counts[i] + 450)
+        rated, judged, unjudged = (movies[:sizes[i]], movies[sizes[i]:sizes[i] + judged_counts[i]],
+                                   movies[sizes[i] + judged_counts[i]:])
+        profiles += [[pid, did, m, rng.choice(HALVES)] for m in rated]
+        for m in judged:
+            label = rng.choice((0, 0, 0, 1, 1, 2, 3, 4))
+            p2.append([pid, did, m, "f", "none", "t", "t", LEVELS[label], "", "", ""])
+            qrels.append(f"{did} 0 {m} {label}\n")
+        visible = judged[:261]
+        for s in range(systems):
+            picked = rng.sample(visible, 56) + rng.sample(unjudged, 44)
+            runs.setdefault(s, []).extend(f"{did} Q0 {m} {r} {100 - r} sys{s}" for r, m in enumerate(picked, 1))
+    _write(folder / "p2-movielens-profiles.csv", PROFILE_COLUMNS, profiles)
+    _write(folder / "p2-ratings.csv", P2_RATINGS_COLUMNS, p2)
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "qrels" / "p2-interest.qrels").write_text("".join(qrels))
+    others = [[u, m, rng.choice(HALVES), 1_000_000 + u] for u in range(1, 2001)
+              for m in rng.sample(range(1, n_movies + 1), 50)]
+    appended = [[did, m, r, PARTICIPANT_TIMESTAMP] for _, did, m, r in profiles]
+    _write(folder / "explicit-ratings.csv", ["userId", "movieId", "rating", "timestamp"], others + appended)
+    run_dir = root / "runs"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for s, lines in runs.items():
+        (run_dir / f"sys{s}.run").write_text("\n".join(lines) + "\n")
+    return folder, run_dir

@@ -153,3 +153,23 @@ def test_time_splits_refuse_ratings_without_order(tmp_path, method):
         make_split(c, method)
     full = make_split(c, "full")  # the Cranfield setting: histories as they are, human qrels as the targets
     assert len(full.train) == len(facts["profiles"])
+
+
+def test_the_interest_qrels_have_one_name_everywhere(tmp_path):
+    """The README, the demo report and the loader name the human qrels by the loader's rule: the one
+    ``qrels/*interest*.qrels`` of the release (the paper calls it interest.qrels; a release may prefix it)."""
+    import glob
+    import re
+    from pathlib import Path
+
+    import recjudge.report.demo as demo
+
+    root = Path(__file__).resolve().parents[1]
+    named = re.compile(r"qrels/[\w*.-]*interest[\w*.-]*\.qrels")
+    for text in ((root / "README.md").read_text(), Path(demo.__file__).read_text()):
+        found = set(named.findall(text))
+        assert found == {"qrels/*interest*.qrels"}, found
+    for name in ("p2-interest.qrels", "interest.qrels"):
+        folder, _ = release(tmp_path / name, qrels_files=(name, "p2-rating.qrels"))
+        (match,) = glob.glob(str(folder / "qrels" / "*interest*.qrels"))  # what a shell gives the README's command
+        assert load_collection(folder).qrels.name == Path(match).stem

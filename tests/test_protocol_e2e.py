@@ -8,8 +8,11 @@ changes from it (the grid, and the judging depth the protocol does not fix).
 
 from __future__ import annotations
 
+import glob
 import json
 import re
+import shlex
+from pathlib import Path
 
 import pytest
 
@@ -102,7 +105,8 @@ def test_penha2025_from_training_to_ablation(study, fake_openai, capsys):
     assert main(["compare", "--protocol", "penha2025", "--runs", "runs", "--reference", interest,
                  "--candidate", "qrels/llm.qrels", "--bootstrap", "100", "--json", "compare.json"]) == 0
     cmp = _json(root / "compare.json")
-    assert list(cmp["measures"]) == ["Judged@100", "CompatHM(p=0.95)", "nDCGexp@100", "Bpref"]
+    assert list(cmp["measures"]) == ["Judged@100", "Compat(p=0.95)", "nDCGexp@100", "Bpref"]
+    assert "ir-measures" in cmp["settings"]["measure_definitions"]["Compat(p=0.95)"]
     assert "exponential gain 2^rel − 1" in cmp["settings"]["measure_definitions"]["nDCGexp@100"]
     assert cmp["protocol"]["follows_protocol"] is True  # the protocol does not fix the bootstrap
 
@@ -144,3 +148,81 @@ fields = ["title", "all"]
     assert all(row["experiments"] == 3 and len(row["per_experiment"]) == 3 for row in rows)
     # 20 judged items per participant in the release: K = 50 takes all of them
     assert all(e["judged"] == 20 * len(PARTICIPANTS) for row in rows for e in row["per_experiment"])
+
+
+# ------------------------------------------------------------------------------ the README, as written
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_commands(marker: str) -> list[list[str]]:
+    """The commands of the README's fenced block holding ``marker``, continuation lines joined."""
+    blocks, current = [], None
+    for line in README.read_text().splitlines():
+        if line.strip().startswith("```"):
+            if current is None:
+                current = []
+            else:
+                blocks.append("\n".join(current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    block = next(b for b in blocks if marker in b)
+    return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def _run_as_written(command: list[str], values: dict[str, str]) -> int:
+    """One README command with its placeholders filled in, globs expanded as a shell does."""
+    args = []
+    for word in command:
+        for placeholder, value in values.items():
+            word = word.replace(placeholder, value)
+        args += sorted(glob.glob(word)) if "*" in word else [word]
+    assert args[0] == "recjudge"
+    return main(args[1:])
+
+
+@pytest.fixture
+def researcher(tmp_path, monkeypatch, fake_openai):
+    """What the README says a researcher supplies: the release, appendix-a.toml (native systems, the
+    pooled ones marked), figure1.txt (a template) and an endpoint."""
+    folder, facts = release(tmp_path, seed=5, after_make=True, participants=tuple(range(1, 9)),
+                            ml_users=tuple(str(u) for u in range(1, 41)), movies=range(1, 41),
+                            in_database=range(1, 41), profile_items=25, judged_items=10, ml_items=30)
+    (tmp_path / "appendix-a.toml").write_text(GRID)
+    template = (Path(__file__).resolve().parents[1] / "prompts" / "baseline.txt").read_text()
+    (tmp_path / "figure1.txt").write_text(template.replace("name: baseline", "name: figure1"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-readme-test")
+    fake_openai.labeler = lambda text: int(m.group(1)) % 8 if (m := re.search(r"Film (\d+)", text)) else 0
+    return {"/path/to/ml-32m-ext": str(folder), "URL": fake_openai.url, "USD": "50"}, facts
+
+
+def test_the_readme_reproduce_recipe_runs_as_written(researcher, fake_openai, capsys):
+    values, _ = researcher
+    dry_run, run = _readme_commands("recjudge reproduce penha2025 --collection /path/to/ml-32m-ext")
+    assert "--dry-run" in dry_run and "--dry-run" not in run
+    assert _run_as_written(dry_run, values) == 0
+    assert "total: " in capsys.readouterr().out and fake_openai.chat_log() == []
+    assert _run_as_written(run, values) == 0
+    result = _json(Path("out/penha2025/reproduce.json"))
+    assert result["complete"] and fake_openai.chat_log()
+    settings = {d["setting"]: d for d in result["differences"]}
+    # the grid and the prompt the researcher supplied are used; the figure's wording is no longer a difference
+    assert "appendix-a.toml" in settings["systems"]["used"] and "prompt wording" not in settings
+    assert {c["row"] for c in result["cells"] if c["target"] == "table1"} >= {"pooled", "non-pooled"}
+    assert {c["target"] for c in result["cells"]} >= {"table1", "table3", "table4", "table5", "table8", "table9",
+                                                      "figure2", "figure3", "figure4", "figure5"}
+
+
+def test_the_readme_manual_steps_run_as_written(researcher, fake_openai):
+    values, facts = researcher
+    commands = _readme_commands("recjudge judge --protocol penha2025 --collection /path/to/ml-32m-ext")
+    assert [c[1] for c in commands] == ["train", "judge", "compare"]
+    for command in commands:
+        assert _run_as_written(command, values) == 0, command
+    # the judge labelled 100 (here: all 10) human-judged items per participant with the figure1 template
+    judged = {(q, d) for q, d, _ in read_qrels("qrels/k100.qrels").frame[["qid", "docid", "label"]].itertuples(
+        index=False, name=None)}
+    assert judged == set(facts["interest"])
+    assert (Path("out/table4-k100") / "report.md").exists()

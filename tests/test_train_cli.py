@@ -89,3 +89,66 @@ def test_a_good_command_still_trains(collection, tmp_path):
     out = tmp_path / "runs"
     assert train("--collection", str(collection), "--out", str(out), "--k", "2", "--tie-seed", "7") == 0
     assert (out / "Pop.run").read_text().count("\n") == 2  # u1 and u2 each have one unseen item
+
+
+NATIVE_GRID = """name = "native"
+description = "popularity and a seeded random order"
+
+[[system]]
+name = "Pop"
+model = "Pop"
+seed = 2020
+
+[[system]]
+name = "Random-1"
+model = "Random"
+seed = 1
+"""
+
+
+def _release(tmp_path, profile_movies):
+    """ML-32M-ext after make.sh: 40 ML-32M users rate 30 of 40 movies each (every movie ≥ 20 ratings)."""
+    from ml32m_data import release
+
+    folder, _ = release(tmp_path, seed=3, after_make=True, participants=(1, 2, 3, 4),
+                        ml_users=tuple(str(u) for u in range(1, 41)), movies=range(1, 41),
+                        in_database=range(1, 41), judged_items=10, ml_items=30, profile_movies=profile_movies)
+    (tmp_path / "native.toml").write_text(NATIVE_GRID)
+    return folder
+
+
+def test_the_protocol_filter_keeps_every_judged_user_and_says_so(tmp_path, capsys):
+    """Participant 1 rated 8 movies: the ≥ 20 filter used to drop them silently, the sidecar said no
+    judged user was unranked, and compare scored them 0 for every system."""
+    import json
+
+    from recjudge.data.collections.ml32m_ext import ML32M_EXT_USER_OFFSET
+
+    folder = _release(tmp_path, lambda pid: range(1, 9) if pid == 1 else range(pid, pid + 25))
+    out = tmp_path / "runs"
+    assert main(["train", "--protocol", "penha2025", "--collection", str(folder), "--grid",
+                 str(tmp_path / "native.toml"), "--out", str(out)]) == 0
+    thin = str(1 + ML32M_EXT_USER_OFFSET)
+    err = capsys.readouterr().err
+    assert f"kept 1 judged user(s) with fewer than 20 ratings after the --min-interactions filter" in err
+    assert thin in err
+    for system in ("Pop", "Random-1"):
+        ranked = {line.split()[0] for line in (out / f"{system}.run").read_text().splitlines()}
+        assert ranked == {str(p + ML32M_EXT_USER_OFFSET) for p in (1, 2, 3, 4)}
+        meta = json.loads((out / f"{system}.json").read_text())
+        assert meta["collection_filters"]["min_interactions"]["judged_kept_below_n"] == [thin]
+        assert meta["split"]["unranked_judged_users"] == 0 and meta["split"]["ranked_users"] == 4
+
+
+def test_a_judged_user_the_filter_would_empty_is_an_error_naming_them(tmp_path, capsys):
+    from recjudge.data.collections.ml32m_ext import ML32M_EXT_USER_OFFSET
+
+    # participant 2 rated only movies nobody else rated (ids 500+): each has 1 rating, none survives ≥ 20
+    folder = _release(tmp_path, lambda pid: range(500, 525) if pid == 2 else range(pid, pid + 25))
+    out = tmp_path / "runs"
+    assert main(["train", "--protocol", "penha2025", "--collection", str(folder), "--grid",
+                 str(tmp_path / "native.toml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--min-interactions 20 removes every rating of 1 user(s) the human qrels judge" in err
+    assert str(2 + ML32M_EXT_USER_OFFSET) in err and "lower --min-interactions" in err
+    assert not list(out.glob("*.run"))

@@ -123,7 +123,8 @@ def full_split(collection: Collection, *, users: str = "qrels") -> Split:
 
     For collections with human qrels (ML-32M-ext): the systems see each judged user's whole
     profile, which is also masked from their lists. ``users="qrels"`` ranks the users of
-    ``collection.qrels`` that have interactions; ``"all"`` ranks every user. There is no held-out
+    ``collection.qrels`` that have interactions (those without are counted and named in ``info``:
+    ``unranked_judged_users``, ``unranked_judged``); ``"all"`` ranks every user. There is no held-out
     part: ``test`` holds each ranked user's latest interaction only so that RecBole can build its
     data loaders; it is also in ``train``, is never evaluated, and :func:`historical_qrels` refuses
     this split.
@@ -143,9 +144,11 @@ def full_split(collection: Collection, *, users: str = "qrels") -> Split:
     else:
         ranked = sorted(inter.user.unique())
     last = inter[inter.user.isin(set(ranked))].groupby("user", sort=False).tail(1)
+    # judged users without a rating cannot be ranked: counted and named, since every measure
+    # scores a user a run leaves out as 0
+    unranked = sorted(set(collection.qrels.frame.qid.unique()) - set(ranked)) if users == "qrels" else []
     info = {"method": "full", "users": users, "ranked_users": len(ranked),
-            "unranked_judged_users": (len(set(collection.qrels.frame.qid.unique())) - len(ranked)
-                                      if users == "qrels" else 0),
+            "unranked_judged_users": len(unranked), "unranked_judged": unranked[:100],
             "train_interactions": len(inter), "train_users": int(inter.user.nunique()),
             "test": "placeholder (each ranked user's latest interaction, also in train; never evaluated)"}
     return Split(collection, inter.reset_index(drop=True), last.reset_index(drop=True), None, info)

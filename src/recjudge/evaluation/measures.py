@@ -26,9 +26,9 @@ Two names are recjudge's own (:func:`describe_measure` states each measure's def
   means one thing); a label above 7 under it is an error, since trec_eval would give it the linear
   gain rel, and negative labels carry no gain (as in every trec_eval nDCG). ``nDCG@k`` stays
   trec_eval's linear gain.
-- ``CompatHM(p)`` is Compatibility as computed by the trec-health-misinfo/Compatibility script, used
-  by Penha et al. 2025 (claclark/Compatibility computes the same). It differs from ir-measures'
-  ``Compat`` (see :func:`_compat_hm`).
+- ``CompatHM(p)`` is Compatibility as computed by the trec-health-misinfo/Compatibility script, the
+  script the ML-32M-ext release evaluates with (claclark/Compatibility computes the same). It
+  differs from ir-measures' ``Compat``, which Penha et al. 2025 use (see :func:`_compat_hm`).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _compat_hm_class():
     from ir_measures.measures import Measure, ParamInfo
 
     class CompatHM(Measure):
-        """Compatibility as the trec-health-misinfo/Compatibility script computes it (Penha et al. 2025)."""
+        """Compatibility as the trec-health-misinfo/Compatibility script computes it (the ML-32M-ext release's)."""
 
         __name__ = "CompatHM"
         NAME = "CompatHM"
@@ -233,7 +233,7 @@ def describe_measure(measure) -> str:
         return f"Compat(p={m['p']}), ir-measures / claclark{norm}"
     if name == "CompatHM":
         return (f"CompatHM(p={m['p']}), Compatibility as computed by the trec-health-misinfo/Compatibility "
-                "script (Penha et al. 2025): depth 1000, ideal ties by run rank, mean over users with a "
+                "script (the ML-32M-ext release's): depth 1000, ideal ties by run rank, mean over users with a "
                 "relevant item that the run ranks")
     if name == "Judged":
         return f"Judged{at}, share of the top{at[1:] and ' ' + at[1:]} that is judged (ir-measures)"
@@ -699,7 +699,7 @@ def _compat(m, rows: Rows, ctx) -> np.ndarray:
 
 
 def _compat_hm(m, rows: Rows, ctx) -> np.ndarray:
-    """Compatibility as the trec-health-misinfo/Compatibility script computes it (Penha et al. 2025).
+    """Compatibility as the trec-health-misinfo/Compatibility script (the ML-32M-ext release's) computes it.
 
     claclark/Compatibility computes the same. Both lists are scored by RBO and the run's RBO is
     divided by the ideal list's, as ir-measures' ``Compat`` does, but:

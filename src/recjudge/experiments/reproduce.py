@@ -2,25 +2,35 @@
 release folder, each cell beside the published number.
 
 The protocol (``protocols/penha2025.toml``) gives the settings; :func:`plan_jobs` turns the chosen
-tables into judge jobs (one judge configuration over a set of pairs); :func:`plan` prices them
+targets into judge jobs (one judge configuration over a set of pairs); :func:`plan` prices them
 without a call; :func:`run_reproduce` trains or reads the systems, judges through one shared cache
-(a prompt two tables share is asked once; an interrupted run resumes with no repeated call),
-computes the cells and hands them to :mod:`recjudge.report.reproduce`.
+(a prompt two targets share is asked once; an interrupted run resumes with no repeated call),
+computes the cells (:mod:`.reproduce_tables`) and hands them to :mod:`recjudge.report.reproduce`.
 
-What each target holds (the paper's content as recjudge's issues describe it):
+What each target computes, as the paper defines it (section numbers are the paper's):
 
-- table1: Judged@100 per system group, historical runs under historical qrels vs Cranfield runs
-  under the human qrels;
-- table3 / figure3: item-level agreement (human 0 vs human 1-7 on the LLM's raw labels) per
-  metadata field set, K items per participant;
-- table4: τ and weighted τ of the system ranking under the LLM's labels on K = 10/50/100/200
-  items per participant against the complete human qrels; table9: the same per experiment;
-- table5 / figure5: calibrated gap filling (Human-only, LLM fills gaps, Full LLM) on the depth-100
-  pool; figure5: system ranks under the LLM's labels vs the human ones;
-- table8: the baseline and the defined-scale prompt, item-level agreement;
-- figure2: historical vs Cranfield ranking, τ and rank shifts; figure4: agreement by label distance.
-- Beyond the paper: significance agreement (paired sign-flip tests, Holm) and the top of the
-  ranking; the judge's popularity bias.
+- table1: Judged@100 per system group (pooled / non-pooled), historical runs under the held-out
+  interactions of an 80/20 split vs Cranfield runs under the human qrels (Section 4);
+- figure2: the same systems ranked by nDCG@100 in both settings: Kendall's τ, its p-value and
+  the rank shifts of NCEPLRec, SimpleX, DGCF and MultiVAE (Section 4); every held-out interaction
+  is relevant with label 1;
+- table3: agreement / tie / disagreement over pairs of one participant's items the human labels
+  0 and 1-7, on the LLM's raw labels, per metadata field set, K = 50 items per participant
+  (Section 5.1); figure3: the same per profile size (number of history items); figure4: the
+  same over every pair of distinct human labels, by label distance;
+- table4: Kendall's τ and weighted τ between the system ranking under the LLM's labels of K
+  random human-judged items per participant and the ranking under the complete human qrels, on
+  Compat, nDCG@100 and Bpref, K = 10/50/100/200 (Section 5.2); figure5: each system's rank under
+  the LLM's labels at K = 100 vs its human rank on nDCG@100, the ranks of SimpleX, DGCF and
+  NCEPLRec and the median displacement (1 for the LLM, 8 for the train-test split);
+- table5: the systems' depth-100 pool judged by the LLM; Human-only, LLM fills gaps (human labels,
+  calibrated LLM labels for the unjudged top-100 items: calibration from the pool items both label)
+  and Full LLM (the LLM's labels of the top-100 items only); τ on Compat between the three, and
+  average Judged@100 (Section 5.2);
+- table8: the baseline and the defined-scale prompt, item agreement as Table 3 (Appendix B);
+  table9: both prompts at K = 100, τ on Compat, nDCG@100 and Bpref (Appendix B).
+- Beyond the paper: significance agreement (paired sign-flip tests, Holm) on the pool; the
+  judge's popularity bias; the release's statistics against Section 3.
 """
 
 from __future__ import annotations
@@ -55,15 +65,32 @@ __all__ = [
 STUDY = "penha2025"
 TARGETS = ("table1", "table3", "table4", "table5", "table8", "table9",
            "figure2", "figure3", "figure4", "figure5")
-K_VALUES = (10, 50, 100, 200)
-PROMPT_ROWS = {"baseline": "baseline", "defined scale": "defined-scale"}
-FALLBACK_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCG@100", "Bpref")
-# which judge jobs a target needs: the same jobs serve several targets
-_JOBS_OF = {"table3": "fields", "figure3": "fields", "table8": "prompts", "table4": "ksweep",
-            "table9": "ksweep", "figure4": "ksweep", "table5": "pool", "figure5": "pool"}
-_GROUP_TITLE = {"fields": "metadata field sets (Table 3, Figure 3)", "prompts": "prompt variants (Table 8)",
-                "ksweep": "K items per participant (Tables 4, 9, Figure 4)",
-                "pool": "depth-100 pool and every human-judged pair (Table 5, Figure 5, significance)"}
+K_VALUES = (10, 50, 100, 200)                 # Table 4's rows
+TABLE9_K = 100                                # Table 9 and Figure 5: "100 predictions per user"
+PROFILE_SIZES = (10, 50, 100, 500, 1000)      # Figure 3 (the image with its sizes is not in our copy)
+# Table 3's rows (the paper's names) and the field set each shows
+FIELD_ROWS = {
+    "Title + Average rating": "title+avg_rating",
+    "Title": "title",
+    "Title + Genres": "title+genres",
+    "Title + Directors": "title+directors",
+    "Title + Overview": "title+overview",
+    "Title + Cast": "title+cast",
+    "Title + Runtime": "title+runtime",
+    "Title + Number ratings": "title+num_ratings",
+    "Title + Year": "title+year",
+    "Title + Languages": "title+languages",
+    "Title + All metadata": "all",
+}
+FALLBACK_MEASURES = ("Judged@100", "Compat(p=0.95)", "nDCGexp@100", "Bpref")
+# which judge jobs a target needs: "base" is the protocol's judge, which every alignment and
+# ranking target reads on its own sample (nested: the K = 50 items are among the K = 100 ones)
+_JOBS_OF = {"table3": ("base", "fields"), "figure3": ("base", "profiles"), "figure4": ("base",),
+            "table8": ("base", "prompts"), "table4": ("base",), "table9": ("base", "prompts"),
+            "figure5": ("base",), "table5": ("pool",)}
+_TARGET_NAME = {"table1": "Table 1", "table3": "Table 3", "table4": "Table 4", "table5": "Table 5",
+                "table8": "Table 8", "table9": "Table 9", "figure2": "Figure 2", "figure3": "Figure 3",
+                "figure4": "Figure 4", "figure5": "Figure 5"}
 # judge settings that change neither a prompt nor its answer: they stay out of a job's identity
 _NOT_PROMPT = {"concurrency", "timeout", "max_attempts", "backoff_initial", "backoff_max", "max_calls",
                "max_cost", "prices", "batch", "batch_poll", "dry_run", "drain_grace", "endpoint_cooldown",
@@ -85,9 +112,12 @@ class ReproduceSettings:
     out: Path
     model: str | None = None
     base_url: str | None = None
+    collection_config: Path | None = None    # loader options, e.g. database-movies.csv's column map
+    prompt: str | None = None                # the baseline template (the paper's Figure 1 text, as a file)
+    defined_scale_prompt: str = "defined-scale"  # Appendix B's defined-scale variant
     runs: Path | None = None                 # Cranfield runs (trained on every rating), else trained
     historical_runs: Path | None = None      # runs trained on a historical split (Table 1, Figure 2)
-    historical_qrels: Path | None = None     # that split's held-out ratings as qrels
+    historical_qrels: Path | None = None     # that split's held-out interactions as qrels
     groups: Path | None = None               # system → group (pooled / non-pooled); else the run sidecars
     grid: str | None = None
     systems: str | None = None
@@ -102,6 +132,7 @@ class ReproduceSettings:
     k_values: tuple[int, ...] = K_VALUES
     depth: int = 100
     field_sets: tuple[str, ...] | None = None
+    profile_sizes: tuple[int, ...] = PROFILE_SIZES
     profile_size: int | None = None
     fields: str | None = None
     concurrency: int = 8
@@ -130,6 +161,8 @@ class ReproduceSettings:
                 raise ConfigError(f"{name} must be a whole number ≥ 1, got {v!r}")
         if not s.k_values or any(k < 1 for k in s.k_values):
             raise ConfigError(f"K values must be positive, got {s.k_values}")
+        if not s.profile_sizes or any(n < 1 for n in s.profile_sizes):
+            raise ConfigError(f"profile sizes must be positive, got {s.profile_sizes}")
         if s.max_cost is not None and not (math.isfinite(s.max_cost) and s.max_cost >= 0):
             raise ConfigError(f"--max-cost must be a number of USD ≥ 0, got {s.max_cost}")
         if not (math.isfinite(s.call_seconds) and s.call_seconds > 0):
@@ -140,7 +173,41 @@ class ReproduceSettings:
         return s
 
     def job_groups(self) -> list[str]:
-        return list(dict.fromkeys(_JOBS_OF[t] for t in self.only if t in _JOBS_OF))
+        return list(dict.fromkeys(g for t in self.only for g in _JOBS_OF.get(t, ())))
+
+    def base_k(self) -> int:
+        """Items per participant the protocol's judge labels: the largest sample a chosen target reads."""
+        only = set(self.only)
+        ks = [self.per_user] if only & {"table3", "table8", "figure3", "figure4"} else []
+        if "table4" in only:
+            ks += list(self.k_values)
+        if only & {"table9", "figure5"}:
+            ks.append(TABLE9_K)
+        return max(ks, default=self.per_user)
+
+    def prompts_k(self) -> int:
+        """Items per participant the defined-scale prompt labels (Table 9's K = 100, Table 8's K = 50)."""
+        only = set(self.only)
+        return max([TABLE9_K] * ("table9" in only) + [self.per_user] * ("table8" in only), default=self.per_user)
+
+    def targets_of(self, group: str) -> str:
+        """The chosen targets a job group serves, as the paper names them ("Tables 3, 4, Figure 5")."""
+        served = [_TARGET_NAME[t] for t in TARGETS if t in self.only and group in _JOBS_OF.get(t, ())]
+        parts = []
+        for kind in ("Table", "Figure"):
+            numbers = [n.split()[1] for n in served if n.startswith(kind)]
+            if numbers:
+                parts.append(f"{kind}{'s' if len(numbers) > 1 else ''} {', '.join(numbers)}")
+        return ", ".join(parts)
+
+    def group_title(self, group: str) -> str:
+        """A job group as the plan names it, with the targets it serves."""
+        what = {"base": f"the protocol's judge, K = {self.base_k()} per participant",
+                "fields": f"metadata field sets, K = {self.per_user}",
+                "profiles": f"profile sizes, K = {self.per_user}",
+                "prompts": f"the defined-scale prompt, K = {self.prompts_k()}",
+                "pool": f"the systems' depth-{self.depth} pool"}[group]
+        return f"{what} ({self.targets_of(group)})"
 
     def as_dict(self) -> dict[str, Any]:
         out = {}
@@ -169,7 +236,8 @@ def base_judge(settings: ReproduceSettings) -> tuple[Any, dict[str, Any]]:
     if params:
         values["params"] = params
     overrides = {"model": settings.model, "base_url": settings.base_url, "profile_size": settings.profile_size,
-                 "fields": settings.fields, "prices": settings.prices, "context_tokens": settings.context_tokens}
+                 "fields": settings.fields, "prices": settings.prices, "context_tokens": settings.context_tokens,
+                 "prompt": settings.prompt}
     values.update({k: v for k, v in overrides.items() if v is not None})
     values.update(concurrency=settings.concurrency, seed=settings.seed)
     return JudgeConfig.from_dict(values), not_applied
@@ -181,28 +249,33 @@ def _identity(config) -> tuple:
                  if f.name not in _NOT_PROMPT)
 
 
-def field_sets(settings: ReproduceSettings, collection) -> tuple[tuple[str, ...], dict[str, list[str]]]:
-    """Table 3's rows: the named field sets (title alone, title plus one field, all) the collection can
-    show, and those it cannot (set → missing fields); field sets given explicitly must all be shown."""
-    from ..judge.profile import DERIVED_FIELDS, FIELD_SETS, parse_fields
+def field_sets(settings: ReproduceSettings, collection) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Table 3's rows: {paper row: field set} for the rows the collection can show, and the rows it
+    cannot (row → missing fields); field sets given explicitly must all be shown (each is its own row,
+    named by the paper where it is one of the paper's)."""
+    from ..judge.profile import DERIVED_FIELDS, parse_fields
 
     have = set(collection.fields) | set(DERIVED_FIELDS)
-    usable, skipped = [], {}
-    for fs in settings.field_sets or tuple(FIELD_SETS):
+    by_set = {fs: row for row, fs in FIELD_ROWS.items()}
+    wanted = {by_set.get(fs, fs): fs for fs in settings.field_sets} if settings.field_sets else dict(FIELD_ROWS)
+    usable, skipped = {}, {}
+    for row, fs in wanted.items():
         lacking = [f for f in parse_fields(fs, collection.fields) if f not in have] if fs != "all" else []
         if not lacking:
-            usable.append(fs)
+            usable[row] = fs
         elif settings.field_sets:
             raise ConfigError(f"--field-sets {fs}: the collection has no {', '.join(lacking)} field; its fields are "
                               f"{', '.join(collection.fields)}")
         else:
-            skipped[fs] = lacking
-    return tuple(usable), skipped
+            skipped[row] = lacking
+    return usable, skipped
 
 
-def table3_row(fields: str) -> str:
-    """The paper's row name for a field set where we know it (issue 11: "Title + All metadata")."""
-    return "Title + All metadata" if fields == "all" else fields
+def samples(settings: ReproduceSettings, human, k: int, experiment: int) -> tuple:
+    """Experiment ``experiment``'s K random human-judged items per participant (nested across K)."""
+    from ..judge import select_pairs
+
+    return select_pairs(reference=human, per_user=k, seed=settings.seed + experiment)
 
 
 # ----------------------------------------------------------------------------------------- jobs
@@ -219,37 +292,40 @@ class JudgeJob:
 
     @property
     def name(self) -> str:
-        return f"{self.group}-{self.row}-e{self.experiment}".replace(" ", "_")
+        return f"{self.group}-{self.row}-e{self.experiment}".replace(" ", "_").replace("+", "_")
 
 
 def plan_jobs(settings: ReproduceSettings, human, base, collection, pool_runs: Mapping | None = None
               ) -> list[JudgeJob]:
-    """The judge jobs the chosen targets need, in the order they run."""
-    from ..judge import Pair, select_pairs
+    """The judge jobs the chosen targets need, in the order they run. Every alignment and ranking
+    target reads one sample per experiment, nested across K (Table 3's K = 50 items are among Table 9's
+    K = 100), so the protocol's judge labels each pair once; the field sets, profile sizes and the
+    defined-scale prompt then ask only what differs. The depth-100 pool is judged once."""
+    from ..judge import select_pairs
 
     jobs: list[JudgeJob] = []
     groups = settings.job_groups()
-    kmax = max(settings.k_values)
-    rows = field_sets(settings, collection)[0] if "fields" in groups else ()
+    rows = field_sets(settings, collection)[0] if "fields" in groups else {}
     for e in range(settings.experiments):
-        seed = settings.seed + e
-        config = base.replace(seed=seed)
-        if "ksweep" in groups:
-            jobs.append(JudgeJob("ksweep", f"K={kmax}", e, config,
-                                 select_pairs(reference=human, per_user=kmax, seed=seed)))
-        sample = select_pairs(reference=human, per_user=settings.per_user, seed=seed)
+        config = base.replace(seed=settings.seed + e)
+        if "base" in groups:
+            jobs.append(JudgeJob("base", f"K={settings.base_k()}", e, config,
+                                 samples(settings, human, settings.base_k(), e)))
+        sample = samples(settings, human, settings.per_user, e)
         if "fields" in groups:
-            jobs += [JudgeJob("fields", fs, e, config.replace(fields=fs), sample) for fs in rows]
+            jobs += [JudgeJob("fields", row, e, config.replace(fields=fs), sample) for row, fs in rows.items()]
+        if "profiles" in groups:
+            jobs += [JudgeJob("profiles", f"profile {n}", e, config.replace(profile_size=n), sample)
+                     for n in settings.profile_sizes]
         if "prompts" in groups:
-            jobs += [JudgeJob("prompts", row, e, config.replace(prompt=p), sample) for row, p in PROMPT_ROWS.items()]
+            jobs.append(JudgeJob("prompts", "defined scale", e, config.replace(prompt=settings.defined_scale_prompt),
+                                 samples(settings, human, settings.prompts_k(), e)))
     if "pool" in groups:
         if not pool_runs:
-            raise ConfigError("Table 5 and Figure 5 judge the systems' depth-100 pool: give --runs, or let "
-                              "reproduce train the systems")
-        pool = set(select_pairs(pool_runs, depth=settings.depth, users=set(human.frame.qid), seed=settings.seed))
-        pool |= {Pair(str(q), str(d)) for q, d in zip(human.frame.qid, human.frame.docid)}  # for calibration
-        jobs.append(JudgeJob("pool", f"depth {settings.depth} + human pairs", 0, base.replace(seed=settings.seed),
-                             tuple(sorted(pool))))
+            raise ConfigError("Table 5 judges the systems' depth-100 pool: give --runs, or let reproduce train "
+                              "the systems")
+        pool = select_pairs(pool_runs, depth=settings.depth, users=set(human.frame.qid), seed=settings.seed)
+        jobs.append(JudgeJob("pool", f"depth {settings.depth}", 0, base.replace(seed=settings.seed), tuple(pool)))
     return jobs
 
 
@@ -277,9 +353,28 @@ class PlanRow:
         return dataclasses.asdict(self)
 
 
+PLAN_CHUNK_PAIRS = 2000
+
+
+def _by_users(pairs: Sequence, size: int) -> list[list]:
+    """``pairs`` in chunks of whole users, each of about ``size`` pairs (a user's prompts are built
+    from that user's history alone, so pricing a chunk at a time prices the same prompts)."""
+    by_user: dict[str, list] = {}
+    for p in pairs:
+        by_user.setdefault(p.qid, []).append(p)
+    chunks, current = [], []
+    for user_pairs in by_user.values():
+        if current and len(current) + len(user_pairs) > size:
+            chunks.append(current)
+            current = []
+        current = current + user_pairs
+    return chunks + ([current] if current else [])
+
+
 def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None, concurrency: int,
-         call_seconds: float) -> list[PlanRow]:
-    """Price every job group without a call: each distinct prompt once, the cache's answers free."""
+         call_seconds: float, titles: Mapping[str, str] | None = None) -> list[PlanRow]:
+    """Price every job group without a call: each distinct prompt once, the cache's answers free;
+    ``titles`` names each group (default: its key)."""
     from ..judge import judge_pairs
     from ..judge.budget import output_estimate
     from ..judge.prompts import load_template
@@ -297,23 +392,25 @@ def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None,
         r["shared"] += len(job.pairs) - len(new)
         if not new:
             continue
-        res = judge_pairs(new, collection, job.config.replace(dry_run=True), cache_path=cache_path,
-                          history=history, name=job.name)
-        s = res.summary
-        r["over"] += s.failures.get("context_overflow", 0)
-        r["users"] |= {o.user for o in s.context_overflow}
-        calls = s.planned_calls - s.cache_hits
-        r["calls"] += calls
-        r["hits"] += s.cache_hits
-        r["tokens"] += s.estimated_input_tokens
-        r["out"] += calls * output_estimate(load_template(job.config.prompt), job.config.items_per_call)
-        if s.estimated_cost is None:
-            r["priced"] = False
-        else:
-            r["cost"] += s.estimated_cost
+        # priced a few users at a time: a dry run builds every prompt, and at the paper's size one
+        # job's prompts (~130k tokens each) would not fit in memory together
+        for chunk in _by_users(new, PLAN_CHUNK_PAIRS):
+            s = judge_pairs(chunk, collection, job.config.replace(dry_run=True), cache_path=cache_path,
+                            history=history, name=job.name).summary
+            r["over"] += s.failures.get("context_overflow", 0)
+            r["users"] |= {o.user for o in s.context_overflow}
+            calls = s.planned_calls - s.cache_hits
+            r["calls"] += calls
+            r["hits"] += s.cache_hits
+            r["tokens"] += s.estimated_input_tokens
+            r["out"] += calls * output_estimate(load_template(job.config.prompt), job.config.items_per_call)
+            if s.estimated_cost is None:
+                r["priced"] = False
+            else:
+                r["cost"] += s.estimated_cost
     out = []
     for group, r in rows.items():
-        out.append(PlanRow(group, _GROUP_TITLE[group], r["pairs"], r["shared"], r["calls"], r["hits"], r["tokens"],
+        out.append(PlanRow(group, (titles or {}).get(group, group), r["pairs"], r["shared"], r["calls"], r["hits"], r["tokens"],
                            r["out"], r["cost"] if r["priced"] else None,
                            math.ceil(r["calls"] / concurrency) * call_seconds, r["over"], tuple(sorted(r["users"]))))
     return out
@@ -323,13 +420,14 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
     """The plan as a table, with the totals and the paper's own figures beside them."""
     lines = [(f"Plan for {model} at concurrency {concurrency} (assumed {call_seconds:g} s per call; "
               "tokens ≈ 4 characters each):"), ""]
-    head = f"{'jobs':<78} {'pairs':>8} {'shared':>7} {'calls':>8} {'cached':>7} {'input tok':>13} " \
+    width = max([len("jobs")] + [len(r.tables) for r in rows])
+    head = f"{'jobs':<{width}} {'pairs':>8} {'shared':>7} {'calls':>8} {'cached':>7} {'input tok':>15} " \
            f"{'output tok':>11} {'USD':>11} {'wall':>9}"
     lines.append(head)
     for r in rows:
         cost = "unknown" if r.cost is None else f"{r.cost:,.2f}" if r.cost >= 1 else f"{r.cost:.4f}"
-        lines.append(f"{r.tables:<78} {r.pairs:>8,} {r.shared_pairs:>7,} {r.calls:>8,} {r.cache_hits:>7,} "
-                     f"{r.input_tokens:>13,} {r.output_tokens:>11,} {cost:>11} {_duration(r.wall_seconds):>9}")
+        lines.append(f"{r.tables:<{width}} {r.pairs:>8,} {r.shared_pairs:>7,} {r.calls:>8,} {r.cache_hits:>7,} "
+                     f"{r.input_tokens:>15,} {r.output_tokens:>11,} {cost:>11} {_duration(r.wall_seconds):>9}")
     calls = sum(r.calls for r in rows)
     tokens = sum(r.input_tokens for r in rows)
     costs = [r.cost for r in rows]
@@ -344,11 +442,12 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
     if over:
         lines.append(f"over the model's context window (never cut, never sent): {sum(r.over_context for r in rows):,} "
                      f"pairs of {len(over)} user(s): {', '.join(over[:10])}" + (" …" if len(over) > 10 else ""))
-    paper_calls = published.cell("cost", "full run", "calls")
-    paper_tokens = published.cell("cost", "profile, all fields", "input tokens per call")
+    paper_calls = published.cell("section3", "LLM judge", "calls of one full run")
+    paper_tokens = published.cell("section5.1", "profiles", "mean tokens, full profile, all fields")
     if paper_calls is not None and paper_tokens is not None:
-        lines.append(f"the paper: one full run is {paper_calls.shown()} calls; profiles with all fields average "
-                     f"{paper_tokens.shown()} tokens")
+        lines.append(f"the paper: judging every human-labelled pair three times would be {paper_calls.shown()} calls "
+                     f"(Section 3); a participant's full profile with every field averages {paper_tokens.shown()} "
+                     "tokens (Section 5.1; the protocol shows 1,000 of its items)")
     return "\n".join(lines)
 
 
@@ -366,7 +465,7 @@ def _duration(seconds: float) -> str:
 class ReproduceResult:
     """Every computed cell (with its published value), the figures' data, and where the report is."""
 
-    cells: pd.DataFrame                      # target, row, column, ours, published, difference, note
+    cells: pd.DataFrame                      # target, row, column, ours, published, difference, inside, note
     figures: Mapping[str, Any]
     extras: Mapping[str, Any]
     differences: tuple[Mapping[str, str], ...]
@@ -378,6 +477,10 @@ class ReproduceResult:
     plan_text: str = ""
 
 
+CELL_COLUMNS = ["target", "row", "column", "ours", "published", "published_value", "difference", "inside",
+                "cite", "note", "unit"]
+
+
 class _Cells:
     """Computed cells collected beside their published values."""
 
@@ -387,6 +490,8 @@ class _Cells:
 
     def add(self, target: str, row: str, column: str, ours: float | None, note: str = "",
             published_as: tuple[str, str, str] | None = None) -> None:
+        """A cell of ``target``; its published value is the cell (target, row, column) of the published
+        file, or ``published_as`` where the paper prints it elsewhere (e.g. in the text)."""
         from .published import NOT_PUBLISHED
 
         cell = self.published.cell(*(published_as or (target, row, column)))
@@ -397,14 +502,14 @@ class _Cells:
         diff = None if value is None or pub is None else value - pub
         self.rows.append({"target": target, "row": row, "column": column, "ours": value,
                           "published": NOT_PUBLISHED if cell is None else cell.shown(), "published_value": pub,
-                          "difference": diff, "cite": "" if cell is None else cell.cite, "note": note,
+                          "difference": diff, "inside": None if cell is None else cell.inside(value),
+                          "cite": "" if cell is None else cell.cite, "note": note,
                           "unit": "share" if cell is None else cell.unit})
 
     def frame(self) -> pd.DataFrame:
         import pandas as pd
 
-        return pd.DataFrame(self.rows, columns=["target", "row", "column", "ours", "published", "published_value",
-                                                "difference", "cite", "note", "unit"])
+        return pd.DataFrame(self.rows, columns=CELL_COLUMNS)
 
 
 def _measures() -> tuple[list[str], str]:
@@ -437,9 +542,10 @@ def _train(settings: ReproduceSettings, collection, out: Path, historical: bool,
                                  else train.get("min_interactions"))}
     qrels = None
     if historical:
+        # the held-out interactions of the split: every one relevant (label 1), as a train-test split scores them
         qrels = out / "historical.qrels"
         opts.update(split=settings.historical_split, historical_qrels=os.fspath(qrels),
-                    historical_mapping="half_stars")
+                    historical_mapping="binary")
     else:
         opts.update(split=train.get("split", "full"))
     folder = out / "runs" / ("historical" if historical else "cranfield")
@@ -464,15 +570,20 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
     say = progress or print
     s = settings.resolved()
     published = load_published(STUDY)
-    inputs = [p for p in (s.collection, s.runs, s.historical_runs, s.historical_qrels, s.groups) if p is not None]
+    inputs = [p for p in (s.collection, s.collection_config, s.runs, s.historical_runs, s.historical_qrels,
+                          s.groups) if p is not None]
     if not s.dry_run:
         check_output_dir(s.out, "--out", inputs)
     base, not_applied = base_judge(s)
+    from ..judge.prompts import load_template
+
+    for template in (base.prompt, s.defined_scale_prompt):
+        load_template(template)  # a missing or malformed template file stops here, before any work
     if s.max_cost is not None and not s.dry_run:
         from ..judge.budget import model_entry
 
         model_entry(base.replace(max_cost=s.max_cost))  # an unpriced model refused before training and judging
-    collection = api.load_collection(s.collection)
+    collection = api.load_collection(s.collection, s.collection_config)
     human = collection.qrels
     if human is None:
         raise ConfigError(f"{s.collection}: the collection has no human qrels (qrels/*interest*.qrels or "
@@ -488,8 +599,8 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
             folder, _ = _train(s, collection, s.out, False, say)
             runs, run_files = _read_runs(folder)
         else:
-            unpriced = ("Table 5 and Figure 5 are not priced: their depth-100 pool needs the systems' runs "
-                        "(give --runs)")
+            unpriced = ("Table 5 is not priced: its depth-100 pool needs the systems' runs (give --runs, or run "
+                        "without --dry-run to train them)")
     historical = None
     if {"table1", "figure2"} & set(s.only) and not s.dry_run:
         # trained (or read) before any call, so a failure here costs nothing
@@ -502,16 +613,18 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
             historical = (_read_runs(folder)[0], read_qrels(qrels_path))
     # a dry run without runs plans all but the pool (said in the plan)
     planned = s if runs or "pool" not in s.job_groups() else \
-        dataclasses.replace(s, only=tuple(t for t in s.only if _JOBS_OF.get(t) != "pool"))
+        dataclasses.replace(s, only=tuple(t for t in s.only if "pool" not in _JOBS_OF.get(t, ())))
     jobs = plan_jobs(planned, human, base, collection, runs or None)
     say(f"{len(jobs)} judge jobs for {', '.join(s.only)}")
-    rows = plan(jobs, collection, history, cache if cache.exists() else None, s.concurrency, s.call_seconds)
+    rows = plan(jobs, collection, history, cache if cache.exists() else None, s.concurrency, s.call_seconds,
+                {g: s.group_title(g) for g in s.job_groups()})
     plan_text = format_plan(rows, base.model, s.concurrency, s.call_seconds, published) + \
         (f"\n{unpriced}" if unpriced and "pool" in s.job_groups() else "")
     if s.dry_run:
         import pandas as pd
 
-        return ReproduceResult(pd.DataFrame(), {}, {}, (), tuple(rows), False, None, {}, s.as_dict(), plan_text)
+        return ReproduceResult(pd.DataFrame(columns=CELL_COLUMNS), {}, {}, (), tuple(rows), False, None, {},
+                               s.as_dict(), plan_text)
     say(plan_text)
 
     s.out.mkdir(parents=True, exist_ok=True)

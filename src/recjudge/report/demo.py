@@ -222,7 +222,7 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         "recjudge train --collection /path/to/ml-32m-ext --split full --grid quick --out runs/ml-32m-ext",
         "recjudge judge --runs runs/ml-32m-ext --collection /path/to/ml-32m-ext --split none \\",
         "    --out qrels/llm.qrels --depth 10 --model MODEL --base-url URL",
-        "recjudge compare --runs runs/ml-32m-ext --reference /path/to/ml-32m-ext/qrels/interest.qrels \\",
+        "recjudge compare --runs runs/ml-32m-ext --reference /path/to/ml-32m-ext/qrels/*interest*.qrels \\",
         "    --candidate qrels/llm.qrels --report out/ml-32m-ext",
         "```",
         "",

@@ -16,22 +16,21 @@ from .evaluation import _pyplot, _save, markdown_table, md_text, write_report
 __all__ = ["TARGET_TITLES", "write_reproduce_report"]
 
 TARGET_TITLES = {
-    "table1": "Table 1: Judged@100, historical vs Cranfield, per system group",
-    "table3": "Table 3: item-level agreement per metadata field set (human 0 vs 1-7, the LLM's raw labels)",
+    "dataset": "The release against Section 3's statistics, and the systems' coverage",
+    "table1": "Table 1: Judged@100, historical 80/20 split vs Cranfield pooling, per system group",
+    "figure2": "Figure 2 and Section 4: historical vs Cranfield system ranking on nDCG@100",
+    "table3": "Table 3: item agreement per metadata field set (human 0 vs 1-7 pairs, the LLM's raw labels, K = 50)",
+    "figure3": "Figure 3: item agreement per profile size (history items shown)",
+    "figure4": "Figure 4: item agreement by the distance between the two human labels",
     "table4": "Table 4: K judged items per participant, τ and weighted τ against the complete human qrels",
-    "table5": "Table 5: calibrated gap filling (Human-only, LLM fills gaps, Full LLM)",
-    "table8": "Table 8: prompt variants, item-level agreement",
-    "table9": "Table 9: K per participant, τ per experiment and across experiments",
-    "figure2": "Figure 2: historical vs Cranfield system ranking",
-    "section5.2": "Section 5.2: rank displacement",
-    "figure3": "Figure 3: agreement per metadata field set",
-    "figure4": "Figure 4: agreement by the distance between the two human labels",
-    "figure5": "Figure 5: system ranks under the LLM's labels vs the human labels",
-    "significance": "Beyond the paper: significance agreement and the top of the ranking",
+    "figure5": "Figure 5 and Section 5.2: system ranks under the LLM's labels (K = 100) vs the human labels",
+    "table5": "Table 5: Human-only, LLM fills gaps, Full LLM (τ on Compat, Judged@100) and its calibration",
+    "table8": "Table 8: baseline vs defined-scale prompt, item agreement (K = 50)",
+    "table9": "Table 9: baseline vs defined-scale prompt, τ at K = 100",
+    "table3 kappa": "Beyond the paper: Cohen's κ per Table 3 row",
+    "significance": "Beyond the paper: significance agreement and the top of the ranking (Full LLM vs human)",
     "audit": "Judge audit: popularity bias",
 }
-_FIGURE_TARGETS = {"figure2": "figure2", "figure3": "figure3", "figure4": "figure4", "figure5": "figure5",
-                   "table4": "table4"}
 
 
 def _num(x: Any) -> str:
@@ -44,12 +43,25 @@ def _num(x: Any) -> str:
 
 def _cells_table(frame: pd.DataFrame) -> str:
     def on_scale(v, unit):  # percent cells read as the paper prints them; None and NaN as "–"
-        return _num(v) if unit != "percent" or v is None or math.isnan(v) else f"{v:.2f}%"
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "–"
+        if unit == "percent":
+            return f"{v:.2f}%"
+        if unit in ("count", "tokens", "rank", "CAD") and float(v).is_integer():
+            return f"{v:,.0f}"
+        return _num(v)
+
+    def inside(v, published):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return ""
+        bound = "±" if "±" in published else "bound"
+        return f"yes (within the {bound})" if v else f"no (outside the {bound})"
 
     shown = pd.DataFrame({
         "row": frame.row, "column": frame.column, "ours": [on_scale(v, u) for v, u in zip(frame.ours, frame.unit)],
         "published": frame.published,
-        "difference": [on_scale(v, u) for v, u in zip(frame.difference, frame.unit)], "note": frame.note})
+        "difference": [on_scale(v, u) for v, u in zip(frame.difference, frame.unit)],
+        "inside": [inside(v, p) for v, p in zip(frame.inside, frame.published)], "note": frame.note})
     return markdown_table(shown, index=False)
 
 
@@ -87,9 +99,10 @@ def _plot_figures(result, fig_dir: Path) -> dict[str, Path]:
               f"{f['measure']}: τ = {f['tau']:.3f} (p = {f['p']:.3g})")
     if "figure5" in figs:
         f = figs["figure5"]
-        ranks("figure5", "rank under human labels", "rank under the LLM's labels (Full LLM)",
+        ranks("figure5", "rank under the human labels", "rank under the LLM's labels (K = 100)",
               f"{f['measure']}: τ = {f['tau']:.3f}")
-    for key, title in (("figure3", "agreement per field set"), ("figure4", "agreement by human label distance")):
+    for key, title in (("table3", "agreement per field set"), ("figure3", "agreement per profile size"),
+                       ("figure4", "agreement by human label distance")):
         if key not in figs or not figs[key]:
             continue
         data = pd.DataFrame(figs[key]).T[["agree", "tie", "disagree"]].astype(float)
@@ -131,9 +144,10 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
                      "What was judged is in the cache; run the same command again to resume.")
     lines += ["", (f"Collection `{s.get('collection')}`; targets: {', '.join(s.get('only', []))}; "
               f"{s.get('experiments')} experiment(s), K = {s.get('per_user')} items per participant for the "
-              "alignment tables. Each cell: our value, the published value (as the paper prints it), and our "
-              "value minus the published one (percent cells compare our share × 100). "
-              "\"not published in our data\" marks a cell whose published value we do not have."), ""]
+              "alignment tables. Each cell: our value, the published value (as the paper prints it, in its "
+              "table or text), our value minus the published one (percent cells compare our share × 100) and, "
+              "where the paper prints a ± or a p-value bound, whether ours falls inside it. "
+              "\"not published in our data\" marks a cell the paper prints no number for."), ""]
     lines += ["## Settings that differ from the paper", ""]
     if result.differences:
         lines.append(markdown_table(pd.DataFrame(list(result.differences)), index=False))
@@ -144,6 +158,12 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
         # e.g. a profile longer than the model's context: never cut, never sent, its pairs left out
         lines += ["", "Pairs the judge could not label (left out of every cell that uses them): "
                   + "; ".join(f"{md_text(k)}: {v:,}" for k, v in sorted(failures.items())) + "."]
+    contradictions = result.extras.get("contradictions") or []
+    if contradictions:
+        lines += ["", "## Where the paper contradicts itself", "",
+                  "Each cell is compared with the number the paper prints for it; here two of the paper's numbers "
+                  "cannot both describe one computation, and the report does not pick one silently.", ""]
+        lines += [f"- **{md_text(c['where'])}**: {md_text(c['detail'])}" for c in contradictions]
     lines += ["", "## Plan (calls, tokens and cost of this run)", ""]
     if result.plan:
         lines.append(markdown_table(pd.DataFrame([{
@@ -168,8 +188,22 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
         if target in figure_paths:
             rel = os.path.relpath(figure_paths[target], out)
             lines += ["", f"![{md_text(TARGET_TITLES[target])}]({Path(rel).as_posix()})"]
+        if target == "table5":
+            for key in ("calibration_refused", "calibration_warning"):
+                if result.extras.get(key):
+                    lines += ["", f"**{md_text(result.extras[key])}**"]
+        unranked = result.extras.get("unranked_participants")
+        if target == "dataset" and unranked:
+            lines += ["", "**Systems that do not rank every participant** (each such participant scores 0 for "
+                      "that system): " + "; ".join(f"{md_text(k)}: {', '.join(v[:10])}" + (" …" if len(v) > 10 else "")
+                                                   for k, v in sorted(unranked.items()))]
         if target == "audit" and "popularity" in result.extras:
             lines += ["", "```", result.extras["popularity"]["text"], "```"]
+    context = result.extras.get("published_context") or []
+    if context:
+        lines += ["", "## Published context: Table 6 (the podcast case study, not reproduced)", "",
+                  markdown_table(pd.DataFrame([{"row": c["row"], "column": c["column"], "published": c["value"]}
+                                               for c in context]), index=False)]
     return "\n".join(lines) + "\n"
 
 

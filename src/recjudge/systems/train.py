@@ -187,6 +187,21 @@ def _cached(meta: dict | None, key: str, run_path: Path) -> str | None:
     return None
 
 
+def _say_judged(sp: Split, say: Callable[[str], None]) -> None:
+    """Judged users the training data leaves thin or out are named before any training, never silently:
+    a user a run does not rank scores 0 in every measure."""
+    kept = (sp.collection.info.get("min_interactions") or {}).get("judged_kept_below_n") or []
+    if kept:
+        n = sp.collection.info["min_interactions"]["n"]
+        say(f"kept {len(kept)} judged user(s) with fewer than {n} ratings after the --min-interactions filter "
+            f"(judged users are never filtered out): {', '.join(kept[:10])}{' …' if len(kept) > 10 else ''}")
+    unranked = sp.info.get("unranked_judged") or []
+    if unranked:
+        total = sp.info.get("unranked_judged_users", len(unranked))
+        say(f"{total} judged user(s) have no rating in the collection, so no system ranks them (they score 0 "
+            f"in every measure): {', '.join(unranked[:10])}{' …' if total > 10 else ''}")
+
+
 def train_systems(collection_or_split: Collection | Split, grid: str = "quick", out_dir: str | Path | None = None,
                   k: int = 100, device: str = "cpu", systems: Iterable[str | SystemConfig] | None = None, *,
                   split: str = "global_time", split_options: dict | None = None, tie_policy: str = "hash",
@@ -223,6 +238,7 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
     out.mkdir(parents=True, exist_ok=True)
     say = progress or log.info
     fingerprint = split_fingerprint(sp)
+    _say_judged(sp, say)
     users = sp.test_users
     history = sp.history()
     results = []

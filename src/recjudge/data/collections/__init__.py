@@ -183,8 +183,8 @@ class Collection:
         """A smaller collection of ``n`` users drawn by a seeded hash (stable across runs and machines).
 
         With ``keep_judged`` the users the human qrels judge are always kept, on top of the ``n``
-        drawn (Penha et al. 2025: 10,000 sampled ML-32M users plus the 51 participants). Items keep
-        only those the kept users rated; human qrels keep only the kept users.
+        drawn (Penha et al. 2025: 10,000 sampled ML-32M users plus the 51 participants), and the
+        human qrels stay whole. Items keep only those the kept users rated.
         """
         from ..trec import hash_keys
 
@@ -196,12 +196,22 @@ class Collection:
         keys = hash_keys(others, np.full(len(others), "", dtype=object), seed)
         chosen = set(others[np.argsort(keys, kind="stable")[:n]]) | (judged & set(users))
         info = {**self.info, "sample_users": {"n": n, "seed": seed, "kept_judged": len(judged & set(users))}}
-        return self._restricted(self.interactions.user.isin(chosen), info)
+        return self._restricted(self.interactions.user.isin(chosen), info, keep_qrels=keep_judged)
 
-    def min_interactions(self, n: int) -> Collection:
+    def min_interactions(self, n: int, keep_judged: bool = True) -> Collection:
         """Users and items with at least ``n`` interactions, iterated to a fixed point (an n-core):
-        dropping a rare item can leave a user below ``n``, and the other way round."""
+        dropping a rare item can leave a user below ``n``, and the other way round.
+
+        With ``keep_judged`` the users the human qrels judge are exempt from the user threshold
+        (their ratings of the items that stay are kept) and listed in ``info`` when they hold fewer
+        than ``n``; a judged user left with no rating at all is an error naming them, never a user
+        silently dropped from the evaluation.
+        """
+        from ...errors import ConfigError
+
         inter = self.interactions
+        judged = set(self.qrels.frame.qid) if keep_judged and self.qrels is not None else set()
+        exempt = inter.user.isin(judged).to_numpy()
         keep = np.ones(len(inter), dtype=bool)
         rounds = 0
         while True:
@@ -209,19 +219,30 @@ class Collection:
             sub = inter[keep]
             ucount = sub.user.map(sub.user.value_counts())
             icount = sub.item.map(sub.item.value_counts())
-            drop = (ucount < n) | (icount < n)
+            drop = ((ucount < n) & ~exempt[keep]) | (icount < n)
             if not drop.any():
                 break
             keep[np.flatnonzero(keep)[drop.to_numpy()]] = False
+        kept_counts = inter[keep].user.value_counts()
+        had = set(inter.user[exempt])
+        lost = sorted(had - set(kept_counts.index))
+        if lost:
+            raise ConfigError(f"--min-interactions {n} removes every rating of {len(lost)} user(s) the human qrels "
+                              f"judge ({', '.join(lost[:10])}{' …' if len(lost) > 10 else ''}): their movies all have "
+                              f"fewer than {n} ratings, so no system could rank them; lower --min-interactions")
+        below = sorted(u for u in had if kept_counts.get(u, 0) < n)
         info = {**self.info, "min_interactions": {"n": n, "iterated": True, "rounds": rounds,
-                                                   "dropped_interactions": int((~keep).sum())}}
-        return self._restricted(pd.Series(keep, index=inter.index), info)
+                                                   "dropped_interactions": int((~keep).sum()),
+                                                   **({"judged_kept_below_n": below} if judged else {})}}
+        return self._restricted(pd.Series(keep, index=inter.index), info, keep_qrels=keep_judged)
 
-    def _restricted(self, mask: pd.Series, info: Mapping[str, object]) -> Collection:
+    def _restricted(self, mask: pd.Series, info: Mapping[str, object], keep_qrels: bool = False) -> Collection:
+        """The interactions under ``mask``; the human qrels whole (``keep_qrels``: a judged user who
+        has no rating left stays visible, so the split can say it is not ranked) or cut to the users kept."""
         inter = self.interactions[mask.to_numpy()].reset_index(drop=True)
         items = self.items[self.items.index.isin(inter.item.unique())]
-        qrels = None
-        if self.qrels is not None:
+        qrels = self.qrels
+        if self.qrels is not None and not keep_qrels:
             qf = self.qrels.frame[self.qrels.frame.qid.isin(set(inter.user))]
             qrels = Qrels(self.qrels.name, qf.reset_index(drop=True)) if len(qf) else None
         return Collection(self.name, inter, items, qrels, info, self.rating_scale)

@@ -1,9 +1,10 @@
 """Published numbers as data: a study's cells (table, row, column, value, citation) read and checked.
 
-Each shipped file (``<name>.toml`` here) holds exactly the numbers quoted from the study, one
-``[[cell]]`` each; a cell the reproduction computes but whose value we do not have is absent or
-marked ``status = "unknown"``, and :meth:`Published.value` answers None for both, so a report can
-say "not published in our data" instead of comparing with an invented number.
+Each shipped file (``<name>.toml`` here) holds the numbers the study prints, one ``[[cell]]``
+each, with the printed ± of its confidence interval where there is one; a cell the reproduction
+computes but whose value the study does not print is absent or marked ``status = "unknown"``, and
+:meth:`Published.value` answers None for both, so a report can say "not published in our data"
+instead of comparing with an invented number.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ __all__ = [
 ]
 
 PUBLISHED_DIR = Path(__file__).parent
-UNITS = ("share", "percent", "count", "rank", "tokens", "label", "p")
-RELATIONS = ("=", "<", "max", "approx")
+UNITS = ("share", "percent", "count", "rank", "tokens", "label", "p", "number", "CAD")
+RELATIONS = ("=", "<", ">=", "max", "approx")
 NOT_PUBLISHED = "not published in our data"
-_CELL_KEYS = {"table", "row", "column", "value", "status", "unit", "relation", "cite"}
+_CELL_KEYS = {"table", "row", "column", "value", "status", "unit", "relation", "cite", "ci"}
 _HEADER_KEYS = {"name", "title", "quoted_from", "cell"}
 
 
@@ -47,6 +48,7 @@ class PublishedCell:
     cite: str
     unit: str = "share"
     relation: str = "="
+    ci: float | None = None   # the printed ± (half-width of the 95% confidence interval)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -61,14 +63,30 @@ class PublishedCell:
         if self.value is None:
             return NOT_PUBLISHED
         v = self.value
-        text = f"{v:,.0f}" if self.unit in ("count", "tokens", "rank") else f"{v:g}"
+        text = f"{v:,.0f}" if self.unit in ("count", "tokens", "rank", "CAD") else f"{v:g}"
+        if self.ci is not None:
+            text += f" ± {self.ci:g}"
         if self.unit == "percent":
             text += "%"
-        return {"<": f"< {text}", "max": f"up to {text}", "approx": f"~{text}"}.get(self.relation, text)
+        elif self.unit == "CAD":
+            text = f"${text} CAD"
+        return {"<": f"< {text}", ">=": f"≥ {text}", "max": f"up to {text}",
+                "approx": f"~{text}"}.get(self.relation, text)
+
+    def inside(self, ours: float | None) -> bool | None:
+        """Whether ``ours`` (on this cell's scale) lies within the printed ± or meets the printed
+        bound of a p-value; None where the paper prints neither (or there is no value to check)."""
+        if ours is None or self.value is None or math.isnan(ours):
+            return None
+        if self.ci is not None:
+            return abs(ours - self.value) <= self.ci + 1e-12
+        if self.unit == "p" and self.relation == "<":
+            return ours < self.value
+        return None
 
     def as_dict(self) -> dict[str, Any]:
         return {"table": self.table, "row": self.row, "column": self.column, "value": self.value,
-                "unit": self.unit, "relation": self.relation, "cite": self.cite}
+                "unit": self.unit, "relation": self.relation, "ci": self.ci, "cite": self.cite}
 
 
 @dataclass(frozen=True)
@@ -168,5 +186,10 @@ def _cell(entry: Any, src: str, line: int | None) -> PublishedCell:
     if has_value and unit == "share" and not -1.0 <= value <= 1.0:
         raise bad(f"value = {value} is outside [-1, 1] for a share or correlation",
                   'give unit = "percent" (or another unit) for a number on another scale')
+    ci = entry.get("ci")
+    if ci is not None and (isinstance(ci, bool) or not isinstance(ci, (int, float)) or not math.isfinite(ci)
+                           or ci < 0 or not has_value):
+        raise bad(f"ci = {ci!r} is not the ± of a printed value",
+                  "give the half-width of the printed interval (a number ≥ 0) beside value")
     return PublishedCell(entry["table"], entry["row"], entry["column"], float(value) if has_value else None,
-                         entry["cite"], unit, relation)
+                         entry["cite"], unit, relation, None if ci is None else float(ci))
