@@ -53,6 +53,10 @@ class Job(Protocol):
     def narrow(self, req: Request, items: tuple[str, ...]) -> Request:
         """``req`` asking only for ``items`` (to retry a partial answer)."""
 
+    async def fits(self, req: Request) -> bool:
+        """Whether ``req``'s prompt fits the context window as known now (an endpoint may reveal it
+        after the request was planned); one that does not is recorded as not asked."""
+
 
 class Backend(Protocol):
     """Makes the calls of a :class:`Job`: every answer (or failure) goes to ``job.store``."""

@@ -46,6 +46,8 @@ class ChatBackend(OpenAIBackend):
                         self.probe = asyncio.Event()
                     else:
                         await self.probe.wait()
+                if not await job.fits(req):  # a window learned since this request was planned
+                    continue
                 est_cost = job.reserve(req)
                 if not job.budget.take(est_cost):
                     job.skipped += 1

@@ -153,12 +153,15 @@ SHARD = 16  # requests in flight per openai client (connection pool) of an endpo
 
 class Limiter:
     """The requests in flight to one endpoint: at most ``limit``. It starts at the configured
-    concurrency, or at the slots the server declares, and shrinks when latency grows with the
-    requests in flight (a server that queues them: a serial server's latency is its queue's length
-    times one request's time), so that ``--timeout`` measures a request rather than its wait in the
-    server's queue. Waiting here does not count against the deadline."""
+    concurrency, or at the slots the server declares. When the server's capacity is unknown it is
+    checked once: if a window of requests at full concurrency has a median latency over twice its
+    fastest (a queue's first answers come early), a few requests are timed alone; a server whose
+    latency under load is many times a lone request's queues them, and gets as many in flight as
+    keep latency within 1.5 lone requests, so that ``--timeout`` measures a request rather than its
+    wait in the server's queue. Waiting here does not count against the deadline."""
 
     WINDOW_MIN = 8
+    SOLO = 2       # lone requests timed
 
     def __init__(self, ceiling: int, adaptive: bool):
         self.ceiling = max(1, ceiling)
@@ -167,19 +170,24 @@ class Limiter:
         self.inflight = 0
         self._waiters: deque = deque()
         self._window: list[float] = []
-        self.floor_latency = math.inf   # the lowest window's 10th percentile: a request's own time
-        self.changes: list[str] = []    # why the limit changed, for the summary
+        self._solo: list[float] = []
+        self._phase = "measure"     # measure -> alone -> done
+        self._busy = math.nan       # median latency at full concurrency
+        self.changes: list[str] = []  # why the limit changed, for the summary
 
-    def set_limit(self, limit: int, why: str) -> None:
+    def set_limit(self, limit: int, why: str | None = None) -> None:
         limit = max(1, min(self.ceiling, limit))
         if limit != self.limit:
-            self.changes.append(f"{self.limit} -> {limit} ({why})")
+            if why is not None:
+                self.changes.append(f"{self.limit} -> {limit} ({why})")
             self.limit = limit
+            self._wake()
 
-    async def acquire(self) -> None:
+    async def acquire(self) -> bool:
+        """Wait for a place; True when the request goes alone (nothing else in flight)."""
         if self.inflight < self.limit and not self._waiters:
             self.inflight += 1
-            return
+            return self.inflight == 1
         fut = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         try:
@@ -190,33 +198,45 @@ class Limiter:
             else:
                 self._waiters.remove(fut)
             raise
+        return self.inflight == 1
 
     def release(self) -> None:
         self.inflight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
         while self._waiters and self.inflight < self.limit:
             fut = self._waiters.popleft()
             if not fut.done():
                 self.inflight += 1
                 fut.set_result(None)
 
-    def observe(self, latency: float) -> None:
-        """One answered request's latency; every window of them may lower (or raise) the limit."""
-        if not self.adaptive:
+    def observe(self, latency: float, alone: bool) -> None:
+        """One answered request's latency (``alone``: nothing else was in flight when it was sent)."""
+        if not self.adaptive or self._phase == "done" or self.ceiling == 1:
             return
-        self._window.append(latency)
-        if len(self._window) < max(self.WINDOW_MIN, 2 * self.limit):
+        if self._phase == "measure":
+            self._window.append(latency)
+            if len(self._window) >= max(self.WINDOW_MIN, 2 * self.ceiling):
+                window = sorted(self._window)
+                self._busy = window[len(window) // 2]
+                # a server that answers at once whatever the load shows no spread: nothing to do;
+                # a spread (the first answers of a queue come early) is checked by lone requests
+                self._phase = "alone" if self._busy > 2 * window[0] else "done"
+                if self._phase == "alone":
+                    self.limit = 1
             return
-        window = sorted(self._window)
-        self._window.clear()
-        p10, median = window[len(window) // 10], window[len(window) // 2]
-        self.floor_latency = min(self.floor_latency, p10)
-        base = self.floor_latency
-        if base > 0 and median > 3 * base and self.limit > 1:
-            # requests wait for each other: keep as many in flight as keeps latency within 1.5x
-            self.set_limit(int(self.limit * 1.5 * base / median),
-                           f"latency grew with requests in flight: median {median:.2f} s against {base:.2f} s")
-        elif median < 1.5 * base and self.limit < self.ceiling and self.changes:
-            self.set_limit(self.limit + 1, "latency back near a single request's")
+        if self._phase == "alone" and alone:
+            self._solo.append(latency)
+            if len(self._solo) >= self.SOLO:
+                self._phase = "done"
+                lone = min(self._solo)
+                self.limit = self.ceiling
+                if lone > 0 and self._busy > 2.5 * lone:
+                    self.set_limit(int(self.ceiling * 1.5 * lone / self._busy),
+                                   f"latency grew with requests in flight: {self._busy:.2f} s at "
+                                   f"{self.ceiling} against {lone:.2f} s alone")
+                self._wake()
 
 
 class _Endpoint:
@@ -562,7 +582,7 @@ class OpenAIJudgeClient:
         await self._ready(ep)
         ep.outstanding += 1
         try:
-            await ep.limiter.acquire()  # queueing here is not the request's time
+            alone = await ep.limiter.acquire()  # queueing here is not the request's time
         except BaseException:
             ep.outstanding -= 1
             raise
@@ -574,7 +594,7 @@ class OpenAIJudgeClient:
             except asyncio.TimeoutError:
                 raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s (the whole request: "
                                             "connect, send, wait, read)") from None
-            ep.limiter.observe(time.perf_counter() - start)
+            ep.limiter.observe(time.perf_counter() - start, alone)
         except _Retryable as exc:
             if exc.reason in _COOL_REASONS:
                 ep.failed(self.settings.cooldown, exc.retry_after)

@@ -97,7 +97,8 @@ class JudgeConfig:
     base_url: str | Sequence[str] | None = _setting(
         None, "urls", "OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, ...); repeat it for several servers "
         "of the same model: requests go to the healthy one with the fewest in flight, a failing one rests and "
-        "is retried, answers share one cache. No user:password@ in the URL: the key comes from --api-key-env",
+        "is retried, answers share one cache. No user:password@ in the URL: the key comes from --api-key-env "
+        "(default: the OpenAI API)",
         optional=True, metavar="URL")
     api_key_env: str = _setting("OPENAI_API_KEY", "str", "environment variable holding the API key",
                                 metavar="VAR")
@@ -144,13 +145,17 @@ class JudgeConfig:
                                  what="a number of attempts")
     backoff_initial: float = _setting(1.0, "float", "first retry wait in s", lo=0, cli=False)
     backoff_max: float = _setting(60.0, "float", "longest retry wait in s", lo=0, cli=False)
-    structured: str = _setting("auto", "str", "JSON-schema structured output: auto falls back to parsing text "
-                               "when refused", choices=STRUCTURED)
+    structured: str = _setting("auto", "str", "structured output in the form the endpoint's kind takes (OpenAI's "
+                               "json_schema, llama.cpp's json_object with a schema): auto falls back to parsing "
+                               "text when the server refuses it, whatever its status code", choices=STRUCTURED)
     params: Mapping[str, Any] = _setting({}, "params", "generation parameters passed through", cli=False)
-    max_calls: int | None = _setting(None, "int", "start at most N new calls", lo=0, optional=True, metavar="N")
-    max_cost: float | None = _setting(None, "float", "stop before the estimated cost exceeds USD", lo=0, hi=1e9,
+    max_calls: int | None = _setting(None, "int", "start at most N new calls (default: no limit)", lo=0, optional=True,
+                                     metavar="N")
+    max_cost: float | None = _setting(None, "float", "stop before the estimated cost exceeds USD "
+                                      "(default: no limit)", lo=0, hi=1e9,
                                       optional=True, metavar="USD", what="USD")
-    prices: str | None = _setting(None, "str", "price table: {MODEL: {input, cached_input, output}} USD/Mtok",
+    prices: str | None = _setting(None, "str", "price table: {MODEL: {input, cached_input, output}} "
+                                  "USD/Mtok (default: the built-in table)",
                                   optional=True, metavar="JSON")
     batch: bool = _setting(False, "bool", "use the Batch API (upload, create, poll, download)")
     batch_poll: float = _setting(30.0, "float", "seconds between polls", lo=0, hi=86400, lo_open=True,

@@ -116,6 +116,8 @@ class LLMJob:
         self.shared = 0        # planned requests whose prompt another request of this run asks
         self.planned = 0
         self.skipped = 0       # not started: the budget (--max-calls / --max-cost) refused them
+        self.overflowed = 0    # not started: above a window the endpoint revealed after they were planned
+        self._late_window = False  # the window became known after requests were planned
         self.est_tokens = 0
         self.est_cost = 0.0
         self.calls = 0         # calls made (answered, partly answered or failed)
@@ -234,16 +236,35 @@ class LLMJob:
             else:
                 fits.append(r)
         if lost:
-            for item in lost:
-                self.pre_failed[Pair(qid, item)] = "context_overflow"
-            over = Overflow(qid, worst, self.window, len(lost))
-            self.overflow.append(over)
-            message = "context overflow: " + over.describe()
-            if self.progress is not None:
-                self.progress(message)
-            else:
-                log.warning(message)
+            self._overflow(qid, worst, lost)
         return fits
+
+    async def fits(self, req: Request) -> bool:
+        """False (and its pairs recorded as ``context_overflow``, not asked) when a window learned
+        after ``req`` was planned cannot hold its prompt."""
+        if self.window is None:
+            if self.client is None or self.client.window() is None:
+                return True
+            self.window, self.window_from = self.client.window(), "endpoint"
+            self._late_window = True
+        if not self._late_window:
+            return True  # planned against this window already
+        tokens = await self._tokens(req)
+        if tokens <= self.window:
+            return True
+        self.overflowed += 1
+        self._overflow(req.qid, tokens, req.items)
+        return False
+
+    def _overflow(self, qid: str, tokens: int, items) -> None:
+        """Record ``qid``'s ``items`` as not asked, their prompt of ``tokens`` being above the window."""
+        for item in items:
+            self.pre_failed[Pair(qid, item)] = "context_overflow"
+        lost = {i for (q, i), why in self.pre_failed.items() if q == qid and why == "context_overflow"}
+        earlier = next((o for o in self.overflow if o.user == qid), None)
+        over = Overflow(qid, max(tokens, earlier.estimated_tokens if earlier else 0), self.window, len(lost))
+        self.overflow = [o for o in self.overflow if o.user != qid] + [over]
+        self._say("context overflow: " + over.describe())
 
     async def pending(self) -> AsyncIterator[list[Request]]:
         """Per user: the requests the cache cannot answer (hits are recorded on the way)."""
@@ -351,7 +372,8 @@ class LLMJob:
             skipped_calls=self.skipped, stopped=self.budget.stopped, usage=usage,
             answered_calls=self.outcomes["ok"], partial_calls=self.outcomes["partial"],
             failed_calls=self.outcomes["failed"], shared_calls=self.shared,
-            unasked_calls=len(self._queued) - self.calls - self.skipped,
+            unasked_calls=len(self._queued) - self.calls - self.skipped - self.overflowed,
+            overflow_calls=self.overflowed,
             probe_requests=getattr(client, "probe_requests", 0),
             failure_messages={r: first_errors[r] for r in failures if r in first_errors},
             token_counts=dict(counted),

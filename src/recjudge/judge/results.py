@@ -100,12 +100,14 @@ class Summary:
     context_tokens: int | None = None             # the window prompts were checked against (None: unchecked)
     context_overflow: tuple[Overflow, ...] = ()   # per user, the prompts above it (never cut, never sent)
     # the calls made, by outcome, and the planned requests not made: planned_calls = cache_hits +
-    # shared_calls + answered_calls + partial_calls + failed_calls + skipped_calls + unasked_calls
+    # shared_calls + answered_calls + partial_calls + failed_calls + skipped_calls + overflow_calls +
+    # unasked_calls
     answered_calls: int = 0
     partial_calls: int = 0
     failed_calls: int = 0
     shared_calls: int = 0       # same prompt as another request of the run: asked once, answer shared
     unasked_calls: int = 0      # queued but never asked: the run was interrupted
+    overflow_calls: int = 0     # queued, then not asked: above the window the endpoint revealed meanwhile
     probe_requests: int = 0     # endpoint probes and tokenizer calls (no generation)
     failure_messages: Mapping[str, str] = field(default_factory=dict)  # reason -> the first server message
     token_counts: Mapping[str, int] = field(default_factory=dict)      # how prompts were counted -> prompts
@@ -115,6 +117,7 @@ class Summary:
         return {"from cache": self.cache_hits, "same prompt as another": self.shared_calls,
                 "answered": self.answered_calls, "partly answered": self.partial_calls,
                 "failed": self.failed_calls, "not asked (budget)": self.skipped_calls,
+                "not asked (above the window)": self.overflow_calls,
                 "not asked (interrupted)": self.unasked_calls}
 
     def as_dict(self) -> dict:
