@@ -232,7 +232,10 @@ class Limiter:
                 self._phase = "done"
                 lone = min(self._solo)
                 self.limit = self.ceiling
-                if lone > 0 and self._busy > 2.5 * lone:
+                # a queue makes latency grow with every request in it: many times a lone request's,
+                # in proportion to the requests in flight (a client short of CPU is slower too, but
+                # by far less than that)
+                if lone > 0 and self._busy > max(3.0, self.ceiling / 4) * lone:
                     self.set_limit(int(self.ceiling * 1.5 * lone / self._busy),
                                    f"latency grew with requests in flight: {self._busy:.2f} s at "
                                    f"{self.ceiling} against {lone:.2f} s alone")
@@ -525,6 +528,7 @@ class OpenAIJudgeClient:
             self._note(ep, f"endpoint {ep.public} ({dialect.name}) ignores {', '.join(state.ignored)}: sent, "
                            "without effect")
         if "temperature" not in self.params and dialect.default_temperature is not None:
+            state.server_temperature = dialect.default_temperature
             self._note(ep, f"no --temperature given: {dialect.name} samples at its default "
                            f"{dialect.default_temperature:g}")
 
@@ -551,6 +555,11 @@ class OpenAIJudgeClient:
             return None
         status, answer = await self._fetch(ep, "POST", ask[0], ask[1])
         return tokenize_count(ep.state.dialect, answer) if status == 200 else None
+
+    def chars_per_token(self) -> float:
+        """The estimate's characters per token for the first endpoint's kind (OpenAI's before a probe)."""
+        ep = self._endpoints[0]
+        return (ep.state.dialect or get_dialect("openai")).chars_per_token
 
     def has_tokenizer(self) -> bool:
         ep = self._endpoints[0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -45,6 +45,9 @@ class Dialect:
     slots: int | None = None
     default_temperature: float | None = None
     reports_cached_tokens: bool = True
+    # the window check's estimate without a tokenizer: OpenAI's large vocabularies hold more text
+    # per token than the small ones of local models (which split numbers digit by digit)
+    chars_per_token: float = 2.5
 
     def structured_fields(self, schema: Mapping[str, Any]) -> tuple[dict, str]:
         """The request fields asking for ``schema`` (an OpenAI json_schema object: name, strict,
@@ -83,7 +86,7 @@ def register_dialect(d: Dialect) -> Dialect:
 
 register_dialect(Dialect(
     "openai", "the OpenAI API: json_schema structured output, max_completion_tokens (reasoning models take "
-    "no max_tokens)", token_cap="max_completion_tokens"))
+    "no max_tokens)", token_cap="max_completion_tokens", chars_per_token=3.0))
 register_dialect(Dialect(
     "vllm", "vLLM: json_schema structured output (its guided decoding), max_tokens, a /tokenize route that "
     "applies the chat template, the window in /v1/models", tokenizer="vllm", reports_cached_tokens=False))
@@ -250,15 +253,14 @@ class EndpointState:
     ignored: tuple[str, ...] = ()               # parameters sent that this kind ignores
     notes: list = field(default_factory=list)   # said once on stderr, kept for the summary
     learned_window: int | None = None           # from a context-overflow answer
+    server_temperature: float | None = None     # the temperature the server samples at, none being sent
 
     def as_dict(self) -> dict:
         out = self.info.as_dict() if self.info else {"kind": None}
         if self.learned_window and not out.get("window"):
             out["window"] = self.learned_window
         out.update(structured=self.mode, fallback=self.fallback, ignored=list(self.ignored),
+                   server_temperature=self.server_temperature,
                    tokenizer=self.dialect.tokenizer if self.dialect else None, notes=list(self.notes))
         return out
 
-
-def with_kind(info: EndpointInfo, kind: str) -> EndpointInfo:
-    return replace(info, kind=kind)

@@ -5,8 +5,8 @@ provenance. Registers the ``openai`` judge.
 Before a request is looked up or sent, its prompt's tokens are checked against the model's context
 window (``JudgeConfig.context_tokens``, else the price table's limit for the model, else what the
 endpoint declares when probed). They are counted by the endpoint's own tokenizer where it has one
-(llama.cpp, llama-cpp-python, vLLM), else estimated with a safety margin (:data:`SAFE_CHARS_PER_TOKEN`:
-the 4-characters rule undercounted a small model's tokenizer by 21-27%). A prompt above the window
+(llama.cpp, llama-cpp-python, vLLM), else estimated with a safety margin per endpoint kind
+(:data:`SAFE_CHARS_PER_TOKEN`; see :func:`~recjudge.judge.budget.safe_messages_tokens`). A prompt above the window
 is never cut and never sent: its pairs fail with reason ``context_overflow``, and its user is
 reported — in the summary (``context_overflow``: user, tokens, window, pairs), on the progress
 stream, and by the command's incomplete exit status. A dry run (no network: the margin estimate)
@@ -31,6 +31,7 @@ from ..urls import public_url
 from .backend import make_backend
 from .budget import Budget, cost, estimate_messages_tokens, model_entry, output_estimate, safe_messages_tokens
 from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
+from .dialects import DIALECTS, get_dialect, is_openai_host
 from .client import Request
 from .profile import candidates_block
 from .prompts import Template, load_template, template_provenance
@@ -40,7 +41,7 @@ from .select import Pair
 
 __all__ = ["LLMJob", "run_llm", "SAFE_CHARS_PER_TOKEN"]
 
-SAFE_CHARS_PER_TOKEN = 3  # the window check without a tokenizer (see budget.safe_messages_tokens)
+SAFE_CHARS_PER_TOKEN = {name: d.chars_per_token for name, d in DIALECTS.items()}  # the estimate's margin
 
 log = logging.getLogger("recjudge.judge")
 
@@ -206,9 +207,13 @@ class LLMJob:
         one and the prompt could come near the window, else the safety-margin estimate."""
         if r.prompt_sha in self.counted:
             return self.counted[r.prompt_sha][0]
-        safe = safe_messages_tokens(r.messages.system, r.messages.user)
-        tokens, how = safe, f"estimate (about {SAFE_CHARS_PER_TOKEN} characters per token)"
         client = self.client
+        if client is not None:
+            per = client.chars_per_token()
+        else:  # a dry run asks nothing: the OpenAI API's figure for its host, a local model's otherwise
+            per = get_dialect("openai" if is_openai_host(self.config.endpoints()[0]) else "generic").chars_per_token
+        tokens = safe_messages_tokens(r.messages.system, r.messages.user, per)
+        how = f"estimate (about {per:g} characters per token)"
         if client is not None and not self.config.dry_run and client.has_tokenizer() \
                 and 2 * estimate_messages_tokens(r.messages.system, r.messages.user) >= self.window:
             exact = await client.count_tokens(r.messages)

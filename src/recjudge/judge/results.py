@@ -185,6 +185,9 @@ def _endpoint_rows(url: str, v: Mapping[str, Any], several: bool) -> list[tuple[
                                  f"{v.get('structured')}"))
     if v.get("fallback"):
         rows.append(("  fallback", v["fallback"]))
+    if v.get("server_temperature") is not None:
+        rows.append(("  temperature", f"not sent: the server samples at its default {v['server_temperature']:g} "
+                                      "(--temperature sets it)"))
     if v.get("ignored"):
         rows.append(("  ignored", f"{', '.join(v['ignored'])}: accepted by the server without effect"))
     for change in v.get("concurrency_changes") or ():
@@ -261,6 +264,8 @@ def aggregate_labels(labels: Sequence[int], how: str = "mean") -> int:
     modes the one closest to the mean, then the lower."""
     if not labels:
         raise ConfigError("no labels to aggregate: give at least one label")
+    if len(labels) == 1:
+        return int(labels[0])  # one repeat (the default): nothing to combine
     mean = sum(labels) / len(labels)
     if how == "mean":
         return round_half_up(mean)
