@@ -369,6 +369,8 @@ class RetryWait:
 
 def _count(value) -> int:
     """A token count; anything that is not a non-negative number counts 0."""
+    if type(value) is int and value >= 0:
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         return 0
     return int(value)
@@ -387,7 +389,7 @@ def _usage(resp_usage) -> Usage:
 
 def outcome_from_answer(req: Request, template: Template, content: str | None, finish: str | None,
                         refusal: str | None, usage: Usage, latency: float, attempts: int, via: str,
-                        mode: str) -> CallRecord:
+                        mode: str, endpoint: str | None = None) -> CallRecord:
     """Parse an answer into a call record keyed by item id (status ok, partial or failed)."""
     if refusal:
         parsed = ParseResult({}, {k: "refused" for k in (req.keys or [SINGLE])})
@@ -402,7 +404,7 @@ def outcome_from_answer(req: Request, template: Template, content: str | None, f
     return CallRecord(req.key, req.qid, req.items, req.repeat, status, reason,
                       None if status == "ok" else f"answer not usable: {reason}",
                       content if content is not None else refusal, labels, criteria, errors, usage, latency,
-                      attempts, via, mode)
+                      attempts, via, mode, endpoint)
 
 
 
@@ -619,7 +621,7 @@ class OpenAIJudgeClient:
         ep.answered()
         if rec.status != "ok":
             self._first_error(rec.reason or "failed", rec.error or "")
-        return replace(rec, endpoint=ep.public)
+        return rec if rec.endpoint == ep.public else replace(rec, endpoint=ep.public)
 
     def _first_error(self, reason: str, message: str) -> None:
         if reason not in self.first_errors:
@@ -627,6 +629,7 @@ class OpenAIJudgeClient:
             self.notify(f"first {reason}: {message}")
 
     async def _attempt_on(self, ep: _Endpoint, req: Request) -> CallRecord:
+        """One request to ``ep``; the record it gives names ``ep``."""
         body = self.body(req, ep)
         self.attempts += 1
         start = time.perf_counter()
@@ -636,7 +639,7 @@ class OpenAIJudgeClient:
             return self._status(ep, req, body, resp)
         if not isinstance(resp, Mapping):
             raise _Retryable("bad_response", f"the answer is not a JSON object but {type(resp).__name__}")
-        rec = self._from_body(req, resp, time.perf_counter() - start, "chat", mode)
+        rec = self._from_body(req, resp, time.perf_counter() - start, "chat", mode, ep.public)
         if rec.status != "ok":
             raise _Retryable(rec.reason or "unparseable", rec.error or "answer not usable", outcome=rec)
         return rec
@@ -715,7 +718,8 @@ class OpenAIJudgeClient:
         finally:
             ep.shard_load[shard] -= 1
 
-    def _from_body(self, req: Request, body: Mapping, latency: float, via: str, mode: str) -> CallRecord:
+    def _from_body(self, req: Request, body: Mapping, latency: float, via: str, mode: str,
+                   endpoint: str | None = None) -> CallRecord:
         """A call record from a chat completion body; a body of the wrong shape is ``bad_response``."""
         choices = body.get("choices") if isinstance(body, Mapping) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
@@ -728,23 +732,35 @@ class OpenAIJudgeClient:
             return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", "bad_response",
                               "the answer has no chat message (choices[0].message)",
                               self.redact(json.dumps(body, default=str)[:2000]), usage=usage, latency=latency,
-                              attempts=1, via=via, mode=mode)
+                              attempts=1, via=via, mode=mode, endpoint=endpoint)
         finish = choice.get("finish_reason")
         rec = outcome_from_answer(req, self.template, content, finish if isinstance(finish, str) else None,
-                                  refusal, usage, latency, 1, via, mode)
+                                  refusal, usage, latency, 1, via, mode, endpoint)
         # the raw answer is stored: a model that echoes the key must not put it in the cache
-        return replace(rec, raw=self.redact(rec.raw))
+        raw = self.redact(rec.raw)
+        return rec if raw == rec.raw else replace(rec, raw=raw)
 
-    def _retrying(self, stop_also: Callable[[Any], bool] | None = None):
+    def _retrying(self, stop_also: Callable[[Any], bool] | None = None, done: int = 0):
         """The one retry policy: tenacity, stopping after ``max_attempts`` attempts (or when
-        ``stop_also`` says so), waiting by :class:`RetryWait`, retrying :class:`_Retryable` only."""
+        ``stop_also`` says so), waiting by :class:`RetryWait`, retrying :class:`_Retryable` only.
+        ``done``: attempts already made (0 or 1) before tenacity takes over, which it counts on from."""
         from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-        stop = stop_after_attempt(self.settings.max_attempts)
+        stop = stop_after_attempt(self.settings.max_attempts - done)
         if stop_also is not None:
             stop = stop | stop_also
-        return AsyncRetrying(stop=stop, wait=self.wait, retry=retry_if_exception_type(_Retryable),
+        wait = self.wait if not done else RetryWait(self.settings.backoff_initial * 2 ** done,
+                                                    self.settings.backoff_max, self._another_is_healthy)
+        return AsyncRetrying(stop=stop, wait=wait, retry=retry_if_exception_type(_Retryable),
                              sleep=asyncio.sleep, reraise=True)
+
+    def _first_wait(self, exc: _Retryable) -> float:
+        """The policy's wait after a first attempt that failed with ``exc`` (tenacity's own state)."""
+        from tenacity import RetryCallState
+
+        state = RetryCallState(None, None, (), {})  # attempt 1
+        state.set_exception((type(exc), exc, None))
+        return self.wait(state)
 
     async def call(self, req: Request) -> CallRecord:
         """Ask until an answer parses or the attempts run out; never raises for one call's failure.
@@ -770,17 +786,25 @@ class OpenAIJudgeClient:
                         return  # the attempts together labelled every item
                 raise
             st.usage = st.usage + rec.usage
-            st.kept = union_records(req, st.kept, rec)
+            # a first answer to the whole request is already the call's record
+            st.kept = rec if st.kept is None and ask is req else union_records(req, st.kept, rec)
             st.answered = True
 
         def over_budget(_retry_state) -> bool:
             return not self.allow_retry(st.usage, st.attempts)
 
         try:
+            first = None
             try:
-                await self._retrying(over_budget)(attempt)
-            except _Retryable:
-                pass
+                await attempt()  # most calls need no retry: tenacity's machinery is built for the others
+            except _Retryable as exc:
+                first = exc
+            if first is not None and self.settings.max_attempts > 1 and not over_budget(None):
+                await asyncio.sleep(self._first_wait(first))
+                try:
+                    await self._retrying(over_budget, done=1)(attempt)
+                except _Retryable:
+                    pass
         except _Fatal as exc:
             fatal = str(exc)
         if fatal is not None:

@@ -101,6 +101,7 @@ class HTTPClient:
         self.proxy = resolve_proxy(base_url)
         self._ssl = ssl_context() if parts.scheme == "https" or (self.proxy or "").startswith("https") else None
         self._session = None
+        self._json = {"Content-Type": "application/json"}
 
     def _open(self):
         import aiohttp
@@ -126,13 +127,17 @@ class HTTPClient:
         import aiohttp
 
         session = self._open()
-        headers = {"Content-Type": content_type} if payload is not None else None
+        headers = self._json if payload is not None and content_type == "application/json" else \
+            ({"Content-Type": content_type} if payload is not None else None)
         try:
             async with session.request(method, self.url(path), data=payload, headers=headers, proxy=self.proxy,
                                        allow_redirects=False) as resp:
-                if resp.content_length is not None and resp.content_length > MAX_BODY:
-                    raise BodyTooLarge(f"the answer announces {resp.content_length:,} bytes, more than the "
-                                       f"{MAX_BODY:,} accepted")
+                length = resp.content_length
+                if length is not None:
+                    if length > MAX_BODY:
+                        raise BodyTooLarge(f"the answer announces {length:,} bytes, more than the {MAX_BODY:,} "
+                                           "accepted")
+                    return Response(resp.status, resp.headers, await resp.read())  # exactly `length` bytes
                 body = bytearray()
                 async for chunk in resp.content.iter_chunked(1 << 16):
                     body += chunk
