@@ -322,3 +322,14 @@ def test_the_summary_json_keeps_the_endpoint_and_the_counts(tmp_path):
     (ep,) = data["summary"]["endpoints"].values()
     assert ep["kind"] == "llama.cpp" and ep["slots"] == 4 and ep["window"] == 8192
     assert data["summary"]["answered_calls"] == 1 and data["provenance"]["endpoint_kind"] == "auto"
+
+
+def test_the_first_server_message_in_the_summary_never_holds_the_key(fake_openai, monkeypatch, capsys):
+    key = "sk-secret-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    fake_openai.rule = lambda call: Reply(500, f"upstream refused key {key}")
+    res = judge_pairs(pairs_for([10], ["u0"]), movies(), JudgeConfig(base_url=fake_openai.url, **FAST, max_attempts=1),
+                      progress=print)
+    message = res.summary.failure_messages["server_error"]
+    assert "upstream refused key" in message and "[redacted]" in message
+    assert key not in message and key not in res.summary.format() and key not in capsys.readouterr().out

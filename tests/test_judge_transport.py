@@ -256,7 +256,8 @@ def test_malformed_answers_are_failures_never_labels(raw, case, reply):
     assert res.summary.attempts == 2 and srv.requests == 2
 
 
-def test_an_oversized_answer_is_cut_off_not_read_whole(raw):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_oversized_answer_is_cut_off_not_read_whole(raw, transport):
     sent = []
 
     def script(server, conn, n):
@@ -273,13 +274,14 @@ def test_an_oversized_answer_is_cut_off_not_read_whole(raw):
                 total += len(chunk)
             sent.append(total)
     srv = raw(script)
-    res = judge(srv.url, pairs_for([10], ["u0"]), transport="aiohttp", max_attempts=1, timeout=30.0)
+    res = judge(srv.url, pairs_for([10], ["u0"]), transport=transport, max_attempts=1, timeout=30.0)
     assert res.summary.failures == {"connection": 1}
     assert "exceeds" in res.summary.failure_messages["connection"]
     assert not sent  # the server never finished writing its 4 x 32 MiB: the client hung up
 
 
-def test_an_announced_oversized_answer_is_refused_at_once(raw):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_announced_oversized_answer_is_refused_at_once(raw, transport):
     def script(server, conn, n):
         while (head := server.read_request(conn)) is not None:
             if ok_for_probes(server, conn, head):
@@ -289,12 +291,13 @@ def test_an_announced_oversized_answer_is_refused_at_once(raw):
             return
     srv = raw(script)
     start = time.perf_counter()
-    res = judge(srv.url, pairs_for([10], ["u0"]), transport="aiohttp", max_attempts=1, timeout=30.0)
+    res = judge(srv.url, pairs_for([10], ["u0"]), transport=transport, max_attempts=1, timeout=30.0)
     assert res.summary.failures == {"connection": 1} and time.perf_counter() - start < 10
     assert "announces" in res.summary.failure_messages["connection"]
 
 
-def test_a_redirect_is_not_followed(raw):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_redirect_is_not_followed(raw, transport):
     def script(server, conn, n):
         while (head := server.read_request(conn)) is not None:
             if ok_for_probes(server, conn, head):
@@ -303,7 +306,7 @@ def test_a_redirect_is_not_followed(raw):
                               "Content-Length: 0"))
     srv = raw(script)
     with pytest.raises(ConfigError, match="redirect to http://127.0.0.1:9/v1/chat/completions"):
-        judge(srv.url, pairs_for([10], ["u0"]), transport="aiohttp", max_attempts=3)
+        judge(srv.url, pairs_for([10], ["u0"]), transport=transport, max_attempts=3)
     assert srv.requests == 1  # the POST went out once, and nowhere else
 
 

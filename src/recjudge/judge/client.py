@@ -38,7 +38,7 @@ from .dialects import (TOKEN_CAPS, EndpointState, detect, get_dialect, parse_jso
                        tokenize_request, window_from_message)
 from .parse import SINGLE, ParseResult, parse_answer
 from .prompts import Messages, Template
-from .transport import HTTPClient, TransportError
+from .transport import MAX_BODY, HTTPClient, TransportError, ssl_context
 
 __all__ = ["ClientSettings", "OpenAIJudgeClient", "Redactor", "Request", "GENERATION_PARAMS",
            "quiet_http_loggers", "union_records", "within"]
@@ -706,7 +706,8 @@ class OpenAIJudgeClient:
         except openai.APITimeoutError:
             raise _Retryable("timeout", f"no answer within {self.settings.timeout:g} s") from None
         except openai.APIConnectionError as exc:
-            raise _Retryable("connection", self.redact(f"connection error: {exc}")) from None
+            # the openai client says only "Connection error."; what happened is its cause
+            raise _Retryable("connection", self.redact(f"connection error: {exc.__cause__ or exc}")) from None
         except ValueError as exc:
             raise _Retryable("bad_response", self.redact(f"the answer is not a JSON object: "
                                                          f"{type(exc).__name__}: {exc}")[:300]) from None
@@ -923,13 +924,52 @@ def _sdk_client(cls, settings: ClientSettings, url: str | None):
 
 
 def _http_client(timeout: float):
-    """The HTTP client of one shard: every connection it opens is kept alive for the next call."""
+    """The HTTP client of one shard: every connection it opens is kept alive for the next call; no
+    redirect is followed and an answer's body is capped, as on the aiohttp transport."""
     import openai
 
     httpx = _httpx()
     room = SHARD + 4  # its share of the calls in flight and a few retries
-    return openai.DefaultAsyncHttpxClient(
-        timeout=timeout, limits=httpx.Limits(max_connections=room, max_keepalive_connections=room))
+    limits = httpx.Limits(max_connections=room, max_keepalive_connections=room)
+    transport = _capped_transport(httpx, httpx.AsyncHTTPTransport(limits=limits, verify=ssl_context()))
+    return openai.DefaultAsyncHttpxClient(timeout=timeout, limits=limits, follow_redirects=False,
+                                          transport=transport)
+
+
+def _capped_transport(httpx, inner):
+    """``inner`` with every answer's body cut off past :data:`~recjudge.judge.transport.MAX_BODY`
+    (an error the openai client reports as a connection error)."""
+
+    class Capped(httpx.AsyncByteStream):
+        def __init__(self, stream):
+            self.stream = stream
+
+        async def __aiter__(self):
+            total = 0
+            async for chunk in self.stream:
+                total += len(chunk)
+                if total > MAX_BODY:
+                    raise httpx.ReadError(f"the answer exceeds {MAX_BODY:,} bytes")
+                yield chunk
+
+        async def aclose(self):
+            await self.stream.aclose()
+
+    class CappedTransport(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request):
+            response = await inner.handle_async_request(request)
+            length = response.headers.get("content-length")
+            if length and length.isdigit() and int(length) > MAX_BODY:
+                await response.aclose()
+                raise httpx.ReadError(f"the answer announces {int(length):,} bytes, more than the {MAX_BODY:,} "
+                                      "accepted")
+            response.stream = Capped(response.stream)
+            return response
+
+        async def aclose(self):
+            await inner.aclose()
+
+    return CappedTransport()
 
 
 def _httpx():
