@@ -15,7 +15,7 @@ import threading
 import time
 
 import pytest
-from fake_openai import FakeOpenAI, Reply
+from fake_openai import Reply
 from judge_data import movies as _movies
 from judge_data import pairs_for
 

@@ -15,8 +15,8 @@ from .cache import Usage
 from .config import JudgeConfig
 from .prompts import Template
 
-__all__ = ["estimate_tokens", "estimate_messages_tokens", "safe_messages_tokens", "output_estimate", "load_prices", "load_models",
-           "model_entry", "ModelEntry", "cost", "Budget"]
+__all__ = ["estimate_tokens", "estimate_messages_tokens", "safe_messages_tokens", "output_estimate", "load_prices",
+           "load_models", "model_entry", "ModelEntry", "cost", "Budget"]
 
 
 def estimate_tokens(text: str) -> int:

@@ -25,7 +25,6 @@ import json
 import logging
 import math
 import re
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass, replace
@@ -653,7 +652,8 @@ class OpenAIJudgeClient:
                 and code not in _FATAL_STATUS and _mentions_structured(resp.message):
             if ep.state.mode != "text":
                 ep.state.mode = "text"
-                ep.state.fallback = f"{body['response_format'].get('type')} refused ({_clip(text, 200)}): text answers parsed"
+                ep.state.fallback = (f"{body['response_format'].get('type')} refused ({_clip(text, 200)}): text "
+                                     "answers parsed")
                 self._note(ep, f"endpoint {ep.public} refused structured output; parsing text answers instead "
                                f"({_clip(text, 200)})")
             raise _Retryable("structured_refused", text, retry_after=0.0)
