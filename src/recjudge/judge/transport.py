@@ -101,7 +101,7 @@ class HTTPClient:
         self.proxy = resolve_proxy(base_url)
         self._ssl = ssl_context() if parts.scheme == "https" or (self.proxy or "").startswith("https") else None
         self._session = None
-        self._json = {"Content-Type": "application/json"}
+        self._urls: dict = {}  # path -> parsed URL: aiohttp parses a str URL on every request
 
     def _open(self):
         import aiohttp
@@ -109,8 +109,10 @@ class HTTPClient:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=0,
                                              ssl=self._ssl if self._ssl is not None else True)
-            # trust_env off: the proxy is resolved once (above) and passed with each request
-            self._session = aiohttp.ClientSession(connector=connector, headers=self.headers, trust_env=False,
+            # trust_env off: the proxy is resolved once (above) and passed with each request; every
+            # body sent is JSON, so its type is a session header rather than one merged per request
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
+                                                  headers={**self.headers, "Content-Type": "application/json"},
                                                   timeout=aiohttp.ClientTimeout(total=None))
         return self._session
 
@@ -121,16 +123,21 @@ class HTTPClient:
             return self.root + path[1:]
         return self.base_url + path
 
-    async def request(self, method: str, path: str, payload: bytes | None = None,
-                      content_type: str = "application/json") -> Response:
-        """One request, never repeated; redirects are answers (3xx), not followed."""
+    def _url(self, path: str):
+        url = self._urls.get(path)
+        if url is None:
+            import yarl
+
+            url = self._urls[path] = yarl.URL(self.url(path))
+        return url
+
+    async def request(self, method: str, path: str, payload: bytes | None = None) -> Response:
+        """One request (a JSON body, if any), never repeated; redirects are answers (3xx), not followed."""
         import aiohttp
 
         session = self._open()
-        headers = self._json if payload is not None and content_type == "application/json" else \
-            ({"Content-Type": content_type} if payload is not None else None)
         try:
-            async with session.request(method, self.url(path), data=payload, headers=headers, proxy=self.proxy,
+            async with session.request(method, self._url(path), data=payload, proxy=self.proxy,
                                        allow_redirects=False) as resp:
                 length = resp.content_length
                 if length is not None:
