@@ -14,6 +14,19 @@ Answers are scripted per test:
 - ``require_key``: answer 401 (echoing the presented key, as providers do) to any other key.
 A reply can also come chunked, or close its connection afterwards without saying so (a server
 dropping idle keep-alive connections); ``LoggedRequest.peer`` tells connections apart.
+
+``kind`` makes it answer as one kind of local server does, quirks included (see
+:mod:`recjudge.judge.dialects`):
+- ``openai``: ``/v1/models`` only (owned_by ``system``); json_schema structured output;
+- ``llama-cpp-python``: HTTP 500 to ``response_format: json_schema`` (its message names
+  response_format), grammar JSON through ``json_object`` + ``schema``, ``max_tokens`` honoured and
+  ``max_completion_tokens`` ignored, one request at a time, ``/extras/tokenize/count``, no cached-token
+  report, HTTP 400 ``context_length_exceeded`` above ``n_ctx``;
+- ``llama.cpp`` (llama-server): ``/props`` (n_ctx, total_slots), ``/tokenize``, json_object + schema;
+- ``vllm``: ``owned_by: vllm`` with ``max_model_len``, ``/tokenize`` over chat messages;
+- ``ollama``: ``/api/version``, json_schema.
+Their tokenizer is :func:`fake_tokens` (words and punctuation), the same one that counts
+``usage.prompt_tokens`` (plus the chat template's :data:`TEMPLATE_TOKENS`).
 """
 
 from __future__ import annotations
@@ -30,9 +43,17 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-__all__ = ["FakeOpenAI", "Reply", "ChatCall", "LoggedRequest", "default_labeler"]
+__all__ = ["FakeOpenAI", "Reply", "ChatCall", "LoggedRequest", "default_labeler", "fake_tokens", "KINDS"]
 
 _MOVIE = re.compile(r"Movie (\d+)")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+KINDS = ("openai", "llama-cpp-python", "llama.cpp", "vllm", "ollama")
+TEMPLATE_TOKENS = 13  # ChatML around a system and a user message, and the assistant's opening
+
+
+def fake_tokens(text: str) -> int:
+    """The local kinds' tokenizer: one token per word and per punctuation mark."""
+    return len(_TOKEN.findall(text))
 
 
 def default_labeler(candidate: str) -> int:
@@ -89,7 +110,16 @@ def _candidates(user: str) -> list:
 
 class FakeOpenAI:
     def __init__(self, latency: float = 0.0, labeler: Callable[[str], int] = default_labeler,
-                 require_key: str | None = None, batch_polls: int = 1):
+                 require_key: str | None = None, batch_polls: int = 1, kind: str = "openai",
+                 n_ctx: int | None = None, slots: int | None = None):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}")
+        self.kind = kind
+        self.n_ctx = n_ctx if n_ctx is not None else (8192 if kind != "openai" else None)
+        self.slots = slots if slots is not None else (1 if kind == "llama-cpp-python" else None)
+        self._serial = threading.Semaphore(self.slots) if self.slots else None
+        self.max_inflight = 0    # chat requests being answered at once, at most
+        self._inflight = 0
         self.latency = latency
         self.labeler = labeler
         self.require_key = require_key
@@ -208,11 +238,25 @@ class FakeOpenAI:
                                           "type": "invalid_request_error", "code": "invalid_api_key"}})
             return
         if method == "POST" and path == "/v1/chat/completions":
-            status, payload, extra, sha, delay, reply = self._chat(body)
-            self._record(method, path, headers, body, status, sha, tuple(h.client_address))  # logged on arrival
-            if delay:
-                time.sleep(delay)
+            if self._serial is not None:
+                self._serial.acquire()  # a server with N slots answers N requests at a time
+            try:
+                with self._lock:
+                    self._inflight += 1
+                    self.max_inflight = max(self.max_inflight, self._inflight)
+                status, payload, extra, sha, delay, reply = self._chat(body)
+                self._record(method, path, headers, body, status, sha, tuple(h.client_address))  # logged on arrival
+                if delay:
+                    time.sleep(delay)
+                with self._lock:
+                    self._inflight -= 1
+            finally:
+                if self._serial is not None:
+                    self._serial.release()
             self._send(h, status, payload, extra, reply)
+        elif (answer := self._kind_route(method, path, body)) is not None:
+            self._record(method, path, headers, body, answer[0])
+            self._send(h, *answer)
         elif method == "POST" and path == "/v1/files":
             status, payload = self._upload(headers, raw)
             self._record(method, path, headers, None, status)
@@ -238,6 +282,50 @@ class FakeOpenAI:
             self._record(method, path, headers, body, 404)
             self._send(h, 404, {"error": {"message": f"no route {method} {path}"}})
 
+    # the routes of each kind ---------------------------------------------------------------------
+    def _kind_route(self, method: str, path: str, body):
+        """(status, payload) of a route the server's kind has, else None (404)."""
+        kind = self.kind
+        if method == "GET" and path == "/v1/models":
+            row = {"id": "fake-model", "object": "model", "owned_by": {
+                "openai": "system", "llama-cpp-python": "me", "llama.cpp": "llamacpp", "vllm": "vllm",
+                "ollama": "library"}[kind]}
+            if kind == "vllm":
+                row["max_model_len"] = self.n_ctx
+            return 200, {"object": "list", "data": [row]}
+        if kind == "llama.cpp" and method == "GET" and path == "/props":
+            return 200, {"default_generation_settings": {"n_ctx": self.n_ctx}, "total_slots": self.slots or 4}
+        if kind == "ollama" and method == "GET" and path == "/api/version":
+            return 200, {"version": "0.9.0"}
+        if kind == "llama-cpp-python" and method == "POST" and path == "/extras/tokenize/count":
+            return 200, {"count": fake_tokens(body.get("input", ""))}
+        if kind == "llama.cpp" and method == "POST" and path == "/tokenize":
+            return 200, {"tokens": list(range(fake_tokens(body.get("content", ""))))}
+        if kind == "vllm" and method == "POST" and path == "/tokenize":
+            text = "\n".join(m.get("content") or "" for m in body.get("messages", []))
+            return 200, {"count": fake_tokens(text) + TEMPLATE_TOKENS - 1, "max_model_len": self.n_ctx}
+        return None
+
+    def _prompt_tokens(self, messages: list) -> int:
+        if self.kind == "openai":
+            return sum(len(m.get("content") or "") for m in messages) // 4
+        return fake_tokens("\n".join(m.get("content") or "" for m in messages)) + TEMPLATE_TOKENS - 1
+
+    def _quirk(self, body: dict):
+        """The kind's answer to what it refuses, or None."""
+        fmt = body.get("response_format") or {}
+        if self.kind == "llama-cpp-python" and fmt.get("type") == "json_schema":
+            return 500, {"error": {"message": "1 validation error: {'type': 'literal_error', 'loc': ('body', "
+                                              "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                              "'json_object'\", 'input': 'json_schema'}",
+                                   "type": "internal_server_error", "param": None, "code": None}}
+        tokens = self._prompt_tokens(body.get("messages") or [])
+        if self.n_ctx is not None and tokens > self.n_ctx:
+            return 400, {"error": {"message": f"This model's maximum context length is {self.n_ctx} tokens. "
+                                              f"However, you requested {tokens} tokens.",
+                                   "type": "invalid_request_error", "code": "context_length_exceeded"}}
+        return None
+
     # chat --------------------------------------------------------------------------------------
     def _chat(self, body: dict):
         messages = body.get("messages") or []
@@ -252,6 +340,9 @@ class FakeOpenAI:
         call = ChatCall(body, user, cands, labels, seen, next(self._chat_index), sha)
         reply = (self.rule(call) if self.rule else None) or Reply()
         delay = self.latency if reply.delay is None else reply.delay
+        quirk = self._quirk(body) if reply.status == 200 and reply.raw is None else None
+        if quirk is not None:
+            return quirk[0], quirk[1], {}, sha, 0.0, reply
         if reply.raw is not None:
             return reply.status, reply.raw, reply.headers, sha, delay, reply
         if reply.status != 200:
@@ -259,24 +350,33 @@ class FakeOpenAI:
             return reply.status, {"error": {"message": reply.content or f"scripted {reply.status}",
                                             "type": kind}}, reply.headers, sha, delay, reply
         content = reply.content if reply.content is not None else self._answer(body, cands, labels)
-        prompt_tokens = sum(len(m.get("content") or "") for m in messages) // 4
+        cap = body.get("max_tokens") if self.kind != "openai" else \
+            body.get("max_completion_tokens", body.get("max_tokens"))
+        finish = reply.finish_reason
+        if isinstance(cap, int) and max(1, len(content) // 4) > cap:  # cut at the cap, as a server does
+            content, finish = content[: cap * 4], "length"
+        prompt_tokens = self._prompt_tokens(messages)
         payload = {
             "id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "fake"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": reply.finish_reason, "logprobs": None}],
+                         "finish_reason": finish, "logprobs": None}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(content) // 4),
                       "total_tokens": prompt_tokens + max(1, len(content) // 4),
                       "prompt_tokens_details": {"cached_tokens": 0},
                       "completion_tokens_details": {"reasoning_tokens": 0}},
         }
+        if self.kind != "openai":  # local servers report no cached or reasoning tokens
+            for k in ("prompt_tokens_details", "completion_tokens_details"):
+                payload["usage"].pop(k)
         if reply.usage is not None:
             payload["usage"] = reply.usage
         return 200, payload, reply.headers, sha, delay, reply
 
     def _answer(self, body: dict, cands: list, labels: dict) -> str:
         fmt = body.get("response_format") or {}
-        schema = (fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" else None
+        schema = (fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" else \
+            fmt.get("schema") if fmt.get("type") == "json_object" else None
         multi = bool(cands) and cands[0][0] is not None
         if schema is not None:
             props = schema.get("properties", {})

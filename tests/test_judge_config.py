@@ -104,7 +104,7 @@ def test_a_new_backend_is_one_registration(tmp_path):
             pass
 
         async def run(self, job):
-            for missing in job.pending():
+            async for missing in job.pending():
                 for req in missing:
                     seen.append(req.items)
                     self.attempts += 1

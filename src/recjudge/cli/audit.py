@@ -10,8 +10,8 @@ from . import _args
 from .judge import add_config_options, config_from_args
 
 # the JudgeConfig fields the position and injection audits expose (built from its declarations)
-AUDIT_OPTIONS = ("seed", "model", "base_url", "api_key_env", "prompt", "fields", "profile_size", "items_per_call",
-                 "concurrency", "timeout", "max_attempts")
+AUDIT_OPTIONS = ("seed", "model", "base_url", "api_key_env", "endpoint_kind", "prompt", "fields", "profile_size",
+                 "items_per_call", "concurrency", "timeout", "max_attempts")
 
 _ABOUT = ("LLM errors that correlate with system characteristics (overrating popular items, favouring "
           "the first candidate of a call, obeying instructions in item metadata) can distort system "
@@ -30,9 +30,10 @@ def register(sub) -> None:
     pop.add_argument("--human", required=True, metavar="QRELS", help="human qrels of (some of) the same pairs")
     _collection(pop)
     pop.add_argument("--bins", type=_args.int_range(1, 1000, "a number of bins"), default=10,
-                     help="popularity bins of equal item counts (10: deciles)")
+                     help="popularity bins of equal item counts (default 10: deciles)")
     pop.add_argument("--runs", nargs="+", metavar="DIR_OR_FILE",
-                     help="also rank these systems with and without the bias: which gain or lose rank")
+                     help="also rank these systems with and without the bias: which gain or lose rank (default: "
+                          "none)")
     pop.add_argument("--measure", default="nDCG@100", help="measure of that ranking (default nDCG@100)")
     _json(pop)
     pop.set_defaults(func=run_popularity)
@@ -55,27 +56,33 @@ def register(sub) -> None:
         a = kinds.add_parser(name, help=helptext)
         a.add_argument("--runs", nargs="+", required=True, metavar="DIR_OR_FILE", help="runs whose pairs to judge")
         _collection(a)
-        a.add_argument("--depth", type=_args.positive, default=10, metavar="D", help="top-D of every run (10)")
-        a.add_argument("--per-user", type=_args.positive, metavar="K", help="K pairs per user, sampled with --seed")
+        a.add_argument("--depth", type=_args.positive, default=10, metavar="D", help="top-D of every run (default 10)")
+        a.add_argument("--per-user", type=_args.positive, metavar="K",
+                       help="K pairs per user, sampled with --seed (default: every pair of the top-D pool)")
         add_config_options(a, AUDIT_OPTIONS, defaults={"items_per_call": 10 if name == "position" else 1})
-        a.add_argument("--cache", default=".recjudge-cache/judge.sqlite", metavar="SQLITE")
+        a.add_argument("--cache", default=".recjudge-cache/judge.sqlite", metavar="SQLITE",
+                       help="answer cache shared with recjudge judge; re-runs resume from it (default "
+                            ".recjudge-cache/judge.sqlite)")
         if name == "injection":
             a.add_argument("--fraction", type=_args.float_range(0, 1, lo_open=True, what="a fraction"),
-                           default=0.2, help="share of the candidate items injected (0.2)")
-            a.add_argument("--field", default="title", help="item field the instruction is appended to (title)")
+                           default=0.2, help="share of the candidate items injected (default 0.2)")
+            a.add_argument("--field", default="title", help="item field the instruction is appended to (default title)")
         _json(a)
         a.set_defaults(func=func)
 
 
 def _collection(p) -> None:
-    p.add_argument("--collection", required=True, metavar="NAME_OR_PATH")
-    p.add_argument("--collection-config", metavar="TOML")
+    p.add_argument("--collection", required=True, metavar="NAME_OR_PATH",
+                   help="collection with item metadata and rated histories (e.g. ml-100k; required)")
+    p.add_argument("--collection-config", metavar="TOML",
+                   help="loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv (default: "
+                        "none, the loader's own)")
     p.add_argument("--split", default="none",
                    help="popularity and profiles from the split's training part (default none: every interaction)")
 
 
 def _json(p) -> None:
-    p.add_argument("--json", metavar="PATH", help="also write the result as JSON")
+    p.add_argument("--json", metavar="PATH", help="also write the result as JSON (default: none, printed only)")
 
 
 def _load(args):

@@ -31,7 +31,7 @@ def _sample(ids, n: int = 3) -> str:
 # help come from JudgeConfig's declarations (recjudge.judge.config)
 JUDGE_OPTIONS = ("judge", "model", "base_url", "api_key_env", "prompt", "fields", "profile_size", "sampling",
                  "history_order", "repeats", "aggregate", "items_per_call", "seed")
-CALL_OPTIONS = ("concurrency", "timeout", "context_tokens", "max_attempts", "structured")
+CALL_OPTIONS = ("endpoint_kind", "concurrency", "timeout", "context_tokens", "max_attempts", "structured")
 BATCH_OPTIONS = ("transport", "batch", "batch_poll")
 BUDGET_OPTIONS = ("dry_run", "max_calls", "max_cost", "prices")
 
@@ -64,7 +64,7 @@ def add_config_options(group, names, defaults: dict | None = None) -> None:
                         "holds, posters and external ids left out, plus average and number of ratings), or "
                         "fields joined by '+'")
         if s.kind == "bool":
-            group.add_argument(flag, action="store_true", dest=name, help=helptext)
+            group.add_argument(flag, action="store_true", dest=name, help=helptext + " (default off)")
             continue
         if s.kind == "urls":
             group.add_argument(flag, action="append", help=helptext, **kw)
@@ -79,6 +79,8 @@ def add_config_options(group, names, defaults: dict | None = None) -> None:
                                            hi_open=s.hi is None, what=s.what)
         if default is not None:
             helptext += f" (default {default})"
+        elif "default" not in helptext:
+            helptext += " (default: none)"
         group.add_argument(flag, default=default, help=helptext, **kw)
 
 
@@ -99,22 +101,28 @@ def register(sub) -> None:
                     f"the qrels (never labelled 0); the exit status is {INCOMPLETE_EXIT} when any pair is "
                     "missing.")
     src = p.add_argument_group("what to judge")
-    src.add_argument("--runs", nargs="+", metavar="DIR_OR_FILE", help="run files or folders of runs")
+    src.add_argument("--runs", nargs="+", metavar="DIR_OR_FILE",
+                     help="run files or folders of runs (default: none; then --reference with --per-user selects "
+                          "the pairs)")
     src.add_argument("--collection", required=True, metavar="NAME_OR_PATH",
                      help="collection with item metadata and rated histories (e.g. ml-100k)")
     src.add_argument("--collection-config", metavar="TOML",
-                     help="loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv")
+                     help="loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv (default: "
+                          "none, the loader's own)")
     src.add_argument("--split", default="global_time",
                      help="profiles come from the split's training (+validation) part; 'none' uses every "
                           "interaction (default global_time, as recjudge train)")
     src.add_argument("--topics", metavar="FILE",
-                     help="queries as profiles: 'qid<TAB>text' lines or JSONL (use --prompt relevance)")
+                     help="queries as profiles: 'qid<TAB>text' lines or JSONL (use --prompt relevance; default: "
+                          "none, users' rated histories are the profiles)")
     src.add_argument("--depth", type=_args.positive, metavar="D", help="union of every run's top-D (default: all ranked)")
-    src.add_argument("--per-user", type=_args.positive, metavar="K", help="K items per user, sampled with --seed")
+    src.add_argument("--per-user", type=_args.positive, metavar="K",
+                     help="K items per user, sampled with --seed (default: every selected item)")
     src.add_argument("--reference", metavar="QRELS",
                      help="with --per-user: sample from the items these qrels judge ('collection': its "
-                          "human qrels)")
-    src.add_argument("--only-unjudged", metavar="QRELS", help="skip pairs these qrels already judge")
+                          "human qrels); with --runs, only the users the runs rank (default: none)")
+    src.add_argument("--only-unjudged", metavar="QRELS",
+                     help="skip pairs these qrels already judge (default: none, every selected pair)")
     src.add_argument("--tie-policy", choices=TIE_POLICIES, default="hash",
                      help="orders tied scores before the depth cut (default hash)")
 
@@ -122,18 +130,24 @@ def register(sub) -> None:
     add_config_options(j, JUDGE_OPTIONS)
     c = p.add_argument_group("calling the model")
     add_config_options(c, CALL_OPTIONS)
-    c.add_argument("--temperature", type=_args.float_range(0, 2, what="a temperature"))
-    c.add_argument("--reasoning-effort", choices=("minimal", "low", "medium", "high"))
-    c.add_argument("--max-tokens", type=_args.positive, metavar="N", help="sent as max_completion_tokens")
+    c.add_argument("--temperature", type=_args.float_range(0, 2, what="a temperature"), metavar="T",
+                   help="sampling temperature, 0-2 (default: not sent, so the server's own applies: 1 on OpenAI, "
+                        "0.8 on llama-cpp-python; the summary says which)")
+    c.add_argument("--reasoning-effort", choices=("minimal", "low", "medium", "high"),
+                   help="a reasoning model's effort (default: not sent, the model's own); kinds that ignore it "
+                        "are reported")
+    c.add_argument("--max-tokens", type=_args.positive, metavar="N",
+                   help="the answer's token cap, sent under the name the endpoint's kind honours: "
+                        "max_completion_tokens to OpenAI, max_tokens to local servers (default: none)")
     c.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE",
-                   help="another generation parameter (JSON value), e.g. top_p=0.9")
+                   help="another generation parameter (JSON value), e.g. top_p=0.9; repeat it (default: none)")
     add_config_options(c, BATCH_OPTIONS)
     b = p.add_argument_group("budget")
     add_config_options(b, BUDGET_OPTIONS)
 
     o = p.add_argument_group("output")
     o.add_argument("--out", required=True, metavar="QRELS", help="qrels to write, e.g. qrels/NAME.qrels")
-    o.add_argument("--judgments", metavar="JSONL", help="judgment log (default: beside --out)")
+    o.add_argument("--judgments", metavar="JSONL", help="judgment log (default: NAME.judgments.jsonl beside --out)")
     o.add_argument("--cache", default=".recjudge-cache/judge.sqlite", metavar="SQLITE",
                    help="answer cache; re-runs resume from it (default .recjudge-cache/judge.sqlite)")
     p.set_defaults(func=run_judge)
@@ -188,10 +202,23 @@ def run_judge(args: argparse.Namespace) -> int:
         reference = collection.qrels
     elif args.reference is not None:
         reference = read_qrels(args.reference)
-    runs = read_runs(args.runs) if args.runs and reference is None else {}
+    runs = read_runs(args.runs) if args.runs else {}
     only = read_qrels(args.only_unjudged) if args.only_unjudged else None
-    pairs = select_pairs(runs, depth=args.depth, per_user=args.per_user, reference=reference,
-                         only_unjudged=only, seed=args.seed, tie_policy=args.tie_policy)
+    users = None
+    if reference is not None:
+        judged_users = set(reference.frame.qid.unique())
+        if runs:
+            # the runs say whose rankings are evaluated: users of the reference no run ranks are not judged
+            users = {q for run in runs.values() for q in run.frame.qid.unique()}
+            kept = len(judged_users & users)
+            print(f"--reference {args.reference}: {kept:,} of its {len(judged_users):,} users are ranked by the "
+                  f"runs; only they are judged", file=sys.stderr)
+        else:
+            print(f"--reference {args.reference}: judging every one of its {len(judged_users):,} users (no --runs "
+                  "restricts them to the users the runs rank)", file=sys.stderr)
+    pairs = select_pairs(runs if reference is None else (), depth=args.depth, per_user=args.per_user,
+                         reference=reference, only_unjudged=only, seed=args.seed, tie_policy=args.tie_policy,
+                         users=users)
     topics = read_topics(args.topics) if args.topics else None
     source = ("the runs " + ", ".join(args.runs)) if reference is None else f"the qrels {args.reference}"
     if not pairs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
 from ..errors import ConfigError
 from .budget import Budget
@@ -35,12 +35,14 @@ class Job(Protocol):
     cache: JudgeCache
     results: dict[str, CallRecord]    # answers by request key (cached ones included)
     skipped: int                      # calls the budget did not allow
+    outcomes: Any                     # calls made, by status (ok, partial, failed)
+    hits: int                         # requests the cache answered
     interrupted: int | None           # the signal that stopped the run, if one did
     previous_handlers: dict[int, Any]
     progress: Callable[[str], None] | None
 
-    def pending(self) -> Iterator[list[Request]]:
-        """Per user, the requests the cache cannot answer."""
+    def pending(self) -> AsyncIterator[list[Request]]:
+        """Per user, the requests the cache cannot answer (an async generator)."""
 
     def reserve(self, req: Request) -> float:
         """The cost --max-cost sets aside for ``req`` (0 without a cost budget)."""
@@ -50,6 +52,10 @@ class Job(Protocol):
 
     def narrow(self, req: Request, items: tuple[str, ...]) -> Request:
         """``req`` asking only for ``items`` (to retry a partial answer)."""
+
+    async def fits(self, req: Request) -> bool:
+        """Whether ``req``'s prompt fits the context window as known now (an endpoint may reveal it
+        after the request was planned); one that does not is recorded as not asked."""
 
 
 class Backend(Protocol):
@@ -113,7 +119,7 @@ def openai_client(job: Job) -> OpenAIJudgeClient:
     client = OpenAIJudgeClient(ClientSettings(
         config.model, urls if len(urls) > 1 else urls[0], api_key(config), config.timeout, config.max_attempts,
         config.backoff_initial, config.backoff_max, config.structured, config.params, config.endpoint_cooldown,
-        config.concurrency, config.transport), job.template)
+        config.concurrency, config.transport, config.endpoint_kind), job.template)
     client.allow_retry = job.budget.allows_retry
     client.narrow = job.narrow
     return client

@@ -29,7 +29,7 @@ class BatchBackend(OpenAIBackend):
         client, cache = self.client, job.cache
         by_key: dict[str, Request] = {}
         todo: list[Request] = []
-        for missing in job.pending():
+        async for missing in job.pending():
             for req in missing:
                 by_key[req.key] = req
                 todo.append(req)
@@ -51,7 +51,8 @@ class BatchBackend(OpenAIBackend):
                     allowed.append(req)
                     self.reserved[req.key] = est
                 else:
-                    job.skipped += len(todo) - len(allowed)
+                    if round_ == 0:  # a later round's refusal leaves failed calls failed, not unasked
+                        job.skipped += len(todo) - len(allowed)
                     break
             todo = allowed
             if not allowed:

@@ -15,8 +15,8 @@ from .cache import Usage
 from .config import JudgeConfig
 from .prompts import Template
 
-__all__ = ["estimate_tokens", "estimate_messages_tokens", "output_estimate", "load_prices", "load_models",
-           "model_entry", "ModelEntry", "cost", "Budget"]
+__all__ = ["estimate_tokens", "estimate_messages_tokens", "safe_messages_tokens", "output_estimate", "load_prices",
+           "load_models", "model_entry", "ModelEntry", "cost", "Budget"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -28,6 +28,16 @@ def estimate_tokens(text: str) -> int:
 
 def estimate_messages_tokens(system: str, user: str) -> int:
     return estimate_tokens(system) + estimate_tokens(user) + 3 * 2 + 3  # per-message and reply priming
+
+
+def safe_messages_tokens(system: str, user: str, chars_per_token: float = 3.0) -> int:
+    """Prompt tokens for the context-window check when no tokenizer counts them, at ``chars_per_token``
+    (each endpoint kind declares its own; see :class:`recjudge.judge.dialects.Dialect`). On judge
+    prompts of titles with numbers and years the 4-character rule undercounted OpenAI's o200k
+    tokenizer by 21% and SmolLM2's 49k vocabulary (digits one by one) by 33%; 3 and 2.5 characters
+    per token overcounted them by 5% and 8%. tiktoken would download its BPE files at run time, so
+    OpenAI models get the margin rather than a tokenizer."""
+    return math.ceil((len(system) + len(user)) / chars_per_token) + 3 * 2 + 3
 
 
 _PRICE_KEYS = ("input", "cached_input", "output")

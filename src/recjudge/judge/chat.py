@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 from .backend import Job, OpenAIBackend, register_backend
 
-__all__ = ["ChatBackend"]
+__all__ = ["ChatBackend", "progress_line"]
 
 log = logging.getLogger("recjudge.judge")
 
@@ -30,7 +30,7 @@ class ChatBackend(OpenAIBackend):
         progress = _Progress(job.progress)
 
         async def produce():
-            for missing in job.pending():
+            async for missing in job.pending():
                 for req in missing:
                     await queue.put(req)
             for _ in range(workers_n):
@@ -46,6 +46,8 @@ class ChatBackend(OpenAIBackend):
                         self.probe = asyncio.Event()
                     else:
                         await self.probe.wait()
+                if not await job.fits(req):  # a window learned since this request was planned
+                    continue
                 est_cost = job.reserve(req)
                 if not job.budget.take(est_cost):
                     job.skipped += 1
@@ -60,7 +62,7 @@ class ChatBackend(OpenAIBackend):
                         self.probe.set()
                 job.budget.settle(est_cost, rec.usage, rec.attempts)
                 job.store(rec, req)
-                progress.tick(job.calls, job.hits)
+                progress.tick(job.outcomes, job.hits)
 
         producer = asyncio.create_task(produce())
         workers = [asyncio.create_task(work()) for _ in range(workers_n)]
@@ -135,19 +137,29 @@ def _catch_signals(job: Job, stop: asyncio.Event, tasks: list) -> Callable[[], N
 
 
 class _Progress:
-    """Reports answered calls at most every ``every`` seconds."""
+    """Reports the calls answered, partly answered and failed, and the cache's answers, at most every
+    ``every`` seconds (a failed call is never counted as answered)."""
 
     def __init__(self, sink: Callable[[str], None] | None, every: float = 5.0):
         self.sink = sink
         self.every = every
         self.last = time.monotonic()
 
-    def tick(self, calls: int, hits: int) -> None:
+    def tick(self, outcomes: Mapping[str, int], hits: int) -> None:
         now = time.monotonic()
         if now - self.last >= self.every:
             self.last = now
-            message = f"{calls:,} calls answered, {hits:,} from cache"
+            message = progress_line(outcomes, hits)
             (self.sink or log.info)(message)
 
 
 register_backend("chat", ChatBackend)
+
+
+def progress_line(outcomes: Mapping[str, int], hits: int) -> str:
+    """``N calls answered, P partly, F failed, C from cache``: each outcome counted as what it is."""
+    parts = [f"{outcomes.get('ok', 0):,} calls answered"]
+    if outcomes.get("partial"):
+        parts.append(f"{outcomes['partial']:,} partly answered")
+    parts += [f"{outcomes.get('failed', 0):,} failed", f"{hits:,} from cache"]
+    return ", ".join(parts)

@@ -12,13 +12,14 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError
 from ..urls import DEFAULT_ENDPOINT, has_userinfo, public_url
 from .client import GENERATION_PARAMS
+from .dialects import ENDPOINT_KINDS
 from .profile import HISTORY_ORDERS, SAMPLINGS
 
 __all__ = ["JudgeConfig", "Setting", "AGGREGATIONS", "STRUCTURED", "TRANSPORTS"]
 
 AGGREGATIONS = ("mean", "mode")
 STRUCTURED = ("auto", "on", "off")
-TRANSPORTS = ("auto", "lean", "sdk")
+TRANSPORTS = ("sdk", "aiohttp")
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ class JudgeConfig:
     base_url: str | Sequence[str] | None = _setting(
         None, "urls", "OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, ...); repeat it for several servers "
         "of the same model: requests go to the healthy one with the fewest in flight, a failing one rests and "
-        "is retried, answers share one cache. No user:password@ in the URL: the key comes from --api-key-env",
+        "is retried, answers share one cache. No user:password@ in the URL: the key comes from --api-key-env "
+        "(default: the OpenAI API)",
         optional=True, metavar="URL")
     api_key_env: str = _setting("OPENAI_API_KEY", "str", "environment variable holding the API key",
                                 metavar="VAR")
@@ -125,28 +127,35 @@ class JudgeConfig:
                                    what="a number of items")
     concurrency: int = _setting(8, "int", "requests in flight", lo=1, hi=4096, metavar="C",
                                 what="a number of requests")
-    # the whole wait for one HTTP request's answer (each attempt, either transport); prompts of
-    # ~170k tokens to a reasoning model take minutes
-    timeout: float = _setting(60.0, "float", "seconds one request's answer may take, per attempt (long "
-                              "prompts to reasoning models need minutes, e.g. 900)", lo=0, hi=86400,
-                              lo_open=True, metavar="S", what="seconds")
-    # None: the price table's max_input_tokens (else context_tokens) for the model, else no check.
-    # Prompts are measured by the ≈4-characters-per-token estimate (budget.estimate_tokens)
-    context_tokens: int | None = _setting(None, "int", "the most prompt tokens the model accepts; a request "
-                                          "estimated above it is not sent and its user is reported (default: "
-                                          "the price table's limit for the model, else unchecked)", lo=1,
-                                          optional=True, metavar="N", what="a number of tokens")
+    # one deadline over each attempt's whole time (connect, send, wait, read), either transport,
+    # counted from when the request leaves recjudge's queue; ~170k-token prompts to a reasoning
+    # model take minutes
+    timeout: float = _setting(60.0, "float", "seconds one request may take from connect to its last byte, "
+                              "per attempt (long prompts to reasoning models need minutes, e.g. 900)", lo=0,
+                              hi=86400, lo_open=True, metavar="S", what="seconds")
+    # None: the price table's max_input_tokens (else context_tokens) for the model, else what the
+    # endpoint declares (vLLM, llama.cpp) or reveals in its first overflow answer. Prompts are
+    # counted by the endpoint's tokenizer where it has one, else ≈3 characters per token
+    context_tokens: int | None = _setting(None, "int", "the most prompt tokens the model accepts; a prompt "
+                                          "above it is never sent and its user is reported (default: the price "
+                                          "table's limit for the model, else the window the endpoint declares, "
+                                          "else unchecked)", lo=1, optional=True, metavar="N",
+                                          what="a number of tokens")
     max_attempts: int = _setting(6, "int", "attempts per request", lo=1, hi=100, flag="--retries", metavar="N",
                                  what="a number of attempts")
     backoff_initial: float = _setting(1.0, "float", "first retry wait in s", lo=0, cli=False)
     backoff_max: float = _setting(60.0, "float", "longest retry wait in s", lo=0, cli=False)
-    structured: str = _setting("auto", "str", "JSON-schema structured output: auto falls back to parsing text "
-                               "when refused", choices=STRUCTURED)
+    structured: str = _setting("auto", "str", "structured output in the form the endpoint's kind takes (OpenAI's "
+                               "json_schema, llama.cpp's json_object with a schema): auto falls back to parsing "
+                               "text when the server refuses it, whatever its status code", choices=STRUCTURED)
     params: Mapping[str, Any] = _setting({}, "params", "generation parameters passed through", cli=False)
-    max_calls: int | None = _setting(None, "int", "start at most N new calls", lo=0, optional=True, metavar="N")
-    max_cost: float | None = _setting(None, "float", "stop before the estimated cost exceeds USD", lo=0, hi=1e9,
+    max_calls: int | None = _setting(None, "int", "start at most N new calls (default: no limit)", lo=0, optional=True,
+                                     metavar="N")
+    max_cost: float | None = _setting(None, "float", "stop before the estimated cost exceeds USD "
+                                      "(default: no limit)", lo=0, hi=1e9,
                                       optional=True, metavar="USD", what="USD")
-    prices: str | None = _setting(None, "str", "price table: {MODEL: {input, cached_input, output}} USD/Mtok",
+    prices: str | None = _setting(None, "str", "price table: {MODEL: {input, cached_input, output}} "
+                                  "USD/Mtok (default: the built-in table)",
                                   optional=True, metavar="JSON")
     batch: bool = _setting(False, "bool", "use the Batch API (upload, create, poll, download)")
     batch_poll: float = _setting(30.0, "float", "seconds between polls", lo=0, hi=86400, lo_open=True,
@@ -161,10 +170,14 @@ class JudgeConfig:
     # None: chat, or batch with batch=True; another registered backend (a provider SDK, a local engine) by name
     backend: str | None = _setting(None, "str", "the registered backend that makes the calls", optional=True,
                                    cli=False)
-    transport: str = _setting("sdk", "str", "HTTP client of chat requests: sdk (the openai package's client), "
-                              "lean (built-in keep-alive HTTP/1.1 with the least CPU per request, for "
-                              "concurrency of ~100 and more against your own servers), auto: lean unless a proxy "
-                              "is set", choices=TRANSPORTS)
+    transport: str = _setting("sdk", "str", "HTTP client of chat requests: sdk (the openai package's client) "
+                              "or aiohttp (less CPU per request: for concurrency of ~100 and more)",
+                              choices=TRANSPORTS)
+    # how the endpoint takes structured output and the token cap, what it ignores, its tokenizer
+    # and slots (recjudge.judge.dialects); auto probes it on first contact
+    endpoint_kind: str = _setting("auto", "str", "the kind of server behind --base-url; auto asks it on first "
+                                  "contact (GET /v1/models and a few routes only that kind has)",
+                                  choices=ENDPOINT_KINDS)
 
     def __post_init__(self):
         for f in dataclasses.fields(self):

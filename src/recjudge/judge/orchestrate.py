@@ -2,12 +2,18 @@
 to a backend (chat or batch, see :mod:`recjudge.judge.backend`), and assemble judgments, summary and
 provenance. Registers the ``openai`` judge.
 
-Before a request is looked up or sent, its prompt's estimated tokens are checked against the model's
-context window (``JudgeConfig.context_tokens``, else the price table's limit for the model). A prompt
-above it is never cut and never sent: its pairs fail with reason ``context_overflow``, and its user
-is reported — in the summary (``context_overflow``: user, estimated tokens, window, pairs), on the
-progress stream, and by the command's incomplete exit status. A dry run reports the same users
-before anything is paid for.
+Before a request is looked up or sent, its prompt's tokens are checked against the model's context
+window (``JudgeConfig.context_tokens``, else the price table's limit for the model, else what the
+endpoint declares when probed). They are counted by the endpoint's own tokenizer where it has one
+(llama.cpp, llama-cpp-python, vLLM), else estimated with a safety margin per endpoint kind
+(:data:`SAFE_CHARS_PER_TOKEN`; see :func:`~recjudge.judge.budget.safe_messages_tokens`). A prompt above the window
+is never cut and never sent: its pairs fail with reason ``context_overflow``, and its user is
+reported — in the summary (``context_overflow``: user, tokens, window, pairs), on the progress
+stream, and by the command's incomplete exit status. A dry run (no network: the margin estimate)
+reports the same users before anything is paid for.
+
+The summary's call counts add up: planned = from the cache + same prompt as another request (asked
+once) + answered + partly answered + failed + not asked (budget) + not asked (interrupted).
 """
 
 from __future__ import annotations
@@ -18,13 +24,14 @@ import logging
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Iterator, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..urls import public_url
 from .backend import make_backend
-from .budget import Budget, cost, estimate_messages_tokens, model_entry, output_estimate
+from .budget import Budget, cost, estimate_messages_tokens, model_entry, output_estimate, safe_messages_tokens
 from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
+from .dialects import DIALECTS, get_dialect, is_openai_host
 from .client import Request
 from .profile import candidates_block
 from .prompts import Template, load_template, template_provenance
@@ -32,7 +39,9 @@ from .registry import JudgeContext, JudgeSpec, register_judge
 from .results import JudgeResult, Judgment, Overflow, Summary, aggregate_labels, repeat_agreement
 from .select import Pair
 
-__all__ = ["LLMJob", "run_llm"]
+__all__ = ["LLMJob", "run_llm", "SAFE_CHARS_PER_TOKEN"]
+
+SAFE_CHARS_PER_TOKEN = {name: d.chars_per_token for name, d in DIALECTS.items()}  # the estimate's margin
 
 log = logging.getLogger("recjudge.judge")
 
@@ -104,12 +113,19 @@ class LLMJob:
         self.results: dict[str, CallRecord] = {}
         self.requests: list[Request] = []
         self._queued: set[str] = set()
-        self.hits = 0
+        self.hits = 0          # planned requests the cache answered
+        self.shared = 0        # planned requests whose prompt another request of this run asks
         self.planned = 0
-        self.skipped = 0
+        self.skipped = 0       # not started: the budget (--max-calls / --max-cost) refused them
+        self.overflowed = 0    # not started: above a window the endpoint revealed after they were planned
+        self._late_window = False  # the window became known after requests were planned
         self.est_tokens = 0
         self.est_cost = 0.0
-        self.calls = 0
+        self.calls = 0         # calls made (answered, partly answered or failed)
+        self.outcomes: Counter = Counter()  # calls made by status: ok, partial, failed
+        self._stored: dict[str, str] = {}   # request key -> its latest status
+        self.client = None     # the backend's OpenAI-compatible client, when it has one
+        self.counted: dict[str, tuple[int, str]] = {}  # prompt hash -> (tokens, how counted)
         self.pre_failed: dict[Pair, str] = {}
         self.budget = Budget(self.config, self.price)
         self.interrupted: int | None = None  # the signal that stopped the run
@@ -165,10 +181,16 @@ class LLMJob:
         backend = None
         try:
             if self.config.dry_run:
-                for _ in self.pending():  # counts calls, hits and estimates; asks nothing
+                async for _ in self.pending():  # counts calls, hits and estimates; asks nothing
                     pass
             else:
                 backend = make_backend(self.config.backend_name(), self)
+                self.client = getattr(backend, "client", None)
+                if self.client is not None and hasattr(self.client, "probe") and not self.config.batch:
+                    self.client.notify = self._say
+                    await self.client.probe()  # the endpoint's kind, window and tokenizer before planning
+                    if self.window is None and self.client.window() is not None:
+                        self.window, self.window_from = self.client.window(), "endpoint"
                 await backend.run(self)
         finally:
             if backend is not None:
@@ -177,45 +199,94 @@ class LLMJob:
         return self._result(time.perf_counter() - started, backend.attempts if backend else 0,
                             backend.endpoint_stats() if backend else {})
 
-    def _fitting(self, qid: str, reqs: list[Request]) -> list[Request]:
+    def _say(self, message: str) -> None:
+        (self.progress or log.warning)(message)
+
+    async def _tokens(self, r: Request) -> int:
+        """``r``'s prompt tokens as the window check counts them: the endpoint's tokenizer when it has
+        one and the prompt could come near the window, else the safety-margin estimate."""
+        if r.prompt_sha in self.counted:
+            return self.counted[r.prompt_sha][0]
+        client = self.client
+        if client is not None:
+            per = client.chars_per_token()
+        else:  # a dry run asks nothing: the OpenAI API's figure for its host, a local model's otherwise
+            per = get_dialect("openai" if is_openai_host(self.config.endpoints()[0]) else "generic").chars_per_token
+        tokens = safe_messages_tokens(r.messages.system, r.messages.user, per)
+        how = f"estimate (about {per:g} characters per token)"
+        if client is not None and not self.config.dry_run and client.has_tokenizer() \
+                and 2 * estimate_messages_tokens(r.messages.system, r.messages.user) >= self.window:
+            exact = await client.count_tokens(r.messages)
+            if exact is not None:
+                tokens, how = exact, "the endpoint's tokenizer"
+        self.counted[r.prompt_sha] = (tokens, how)
+        return tokens
+
+    async def _fitting(self, qid: str, reqs: list[Request]) -> list[Request]:
         """``reqs`` whose prompts fit the context window; the pairs of the others fail as
         ``context_overflow`` and the user is reported (checked before the cache, so whether a pair
         is judged never depends on what an earlier run with another window cached)."""
+        if self.window is None and self.client is not None:
+            learned = self.client.window()  # an endpoint's overflow answer told it
+            if learned is not None:
+                self.window, self.window_from = learned, "endpoint"
         if self.window is None:
             return reqs
         fits, worst, lost = [], 0, set()
         for r in reqs:
-            tokens = estimate_messages_tokens(r.messages.system, r.messages.user)
+            tokens = await self._tokens(r)
             if tokens > self.window:
                 worst = max(worst, tokens)
                 lost.update(r.items)
             else:
                 fits.append(r)
         if lost:
-            for item in lost:
-                self.pre_failed[Pair(qid, item)] = "context_overflow"
-            over = Overflow(qid, worst, self.window, len(lost))
-            self.overflow.append(over)
-            message = "context overflow: " + over.describe()
-            if self.progress is not None:
-                self.progress(message)
-            else:
-                log.warning(message)
+            self._overflow(qid, worst, lost)
         return fits
 
-    def pending(self) -> Iterator[list[Request]]:
+    async def fits(self, req: Request) -> bool:
+        """False (and its pairs recorded as ``context_overflow``, not asked) when a window learned
+        after ``req`` was planned cannot hold its prompt."""
+        if self.window is None:
+            if self.client is None or self.client.window() is None:
+                return True
+            self.window, self.window_from = self.client.window(), "endpoint"
+            self._late_window = True
+        if not self._late_window:
+            return True  # planned against this window already
+        tokens = await self._tokens(req)
+        if tokens <= self.window:
+            return True
+        self.overflowed += 1
+        self._overflow(req.qid, tokens, req.items)
+        return False
+
+    def _overflow(self, qid: str, tokens: int, items) -> None:
+        """Record ``qid``'s ``items`` as not asked, their prompt of ``tokens`` being above the window."""
+        for item in items:
+            self.pre_failed[Pair(qid, item)] = "context_overflow"
+        lost = {i for (q, i), why in self.pre_failed.items() if q == qid and why == "context_overflow"}
+        earlier = next((o for o in self.overflow if o.user == qid), None)
+        over = Overflow(qid, max(tokens, earlier.estimated_tokens if earlier else 0), self.window, len(lost))
+        self.overflow = [o for o in self.overflow if o.user != qid] + [over]
+        self._say("context overflow: " + over.describe())
+
+    async def pending(self) -> AsyncIterator[list[Request]]:
         """Per user: the requests the cache cannot answer (hits are recorded on the way)."""
         for qid, items in self._plan():
-            reqs = self._fitting(qid, list(_requests_for_user(self.ctx, self.template, qid, items,
-                                                              self.key_params)))
+            reqs = await self._fitting(qid, list(_requests_for_user(self.ctx, self.template, qid, items,
+                                                                    self.key_params)))
             self.planned += len(reqs)
             found = self.cache.get_ok([r.key for r in reqs])
-            self.hits += len(found)
             self.requests.extend(reqs)
             self.results.update({k: dataclasses.replace(v, via="cache") for k, v in found.items()})
             missing = []
             for r in reqs:
-                if r.key not in found and r.key not in self._queued:  # same prompt asked once
+                if r.key in found:
+                    self.hits += 1
+                elif r.key in self._queued:  # same prompt as another request: asked once
+                    self.shared += 1
+                else:
                     self._queued.add(r.key)
                     missing.append(r)
             for r in missing:
@@ -229,7 +300,13 @@ class LLMJob:
         stored = self.cache.put(rec, self.template.sha256, self.config.model, self.key_params, req.prompt_sha)
         self.results[req.key] = rec if stored.status == rec.status and stored.labels == rec.labels else \
             _for_request(stored, req) or rec
-        self.calls += 1
+        # a call stored again (a batch's next round) counts once, by its latest outcome
+        if req.key in self._stored:
+            self.outcomes[self._stored[req.key]] -= 1
+        else:
+            self.calls += 1
+        self._stored[req.key] = rec.status
+        self.outcomes[rec.status] += 1
 
     def _result(self, elapsed: float, attempts: int, endpoint_stats: Mapping | None = None) -> JudgeResult:
         config = self.config
@@ -290,11 +367,21 @@ class LLMJob:
         asked = [rec.usage for rec in self.results.values() if rec.via != "cache"]
         usage = Usage(sum(u.prompt for u in asked), sum(u.cached for u in asked), sum(u.completion for u in asked),
                       sum(u.reasoning for u in asked))
+        client = self.client
+        first_errors = dict(getattr(client, "first_errors", {}) or {})
+        counted = Counter(how for _, how in self.counted.values())
         summary = Summary(
             judge=config.judge, kind="llm", pairs=len(self.ctx.pairs),
             judged=sum(j.label is not None for j in judgments), failures=dict(failures),
             planned_calls=self.planned, calls=self.calls, attempts=attempts, cache_hits=self.hits,
             skipped_calls=self.skipped, stopped=self.budget.stopped, usage=usage,
+            answered_calls=self.outcomes["ok"], partial_calls=self.outcomes["partial"],
+            failed_calls=self.outcomes["failed"], shared_calls=self.shared,
+            unasked_calls=len(self._queued) - self.calls - self.skipped - self.overflowed,
+            overflow_calls=self.overflowed,
+            probe_requests=getattr(client, "probe_requests", 0),
+            failure_messages={r: first_errors[r] for r in failures if r in first_errors},
+            token_counts=dict(counted),
             cost=cost(usage, self.price), estimated_input_tokens=self.est_tokens,
             estimated_cost=self.est_cost if self.price is not None else None, dry_run=config.dry_run,
             elapsed=elapsed,
@@ -308,6 +395,9 @@ class LLMJob:
             "profiles": self.ctx.profiles.provenance(), "items_per_call": config.items_per_call,
             "repeats": config.repeats, "aggregate": config.aggregate, "seed": config.seed,
             "timeout": config.timeout, "context_tokens": self.window, "context_tokens_from": self.window_from,
+            "endpoint_kind": config.endpoint_kind,
+            "endpoints": {url: {k: v.get(k) for k in ("kind", "evidence", "structured", "fallback", "ignored")}
+                          for url, v in (endpoint_stats or {}).items()},
             "prices_as_of": self.price_as_of,
         }
         return JudgeResult(self.ctx.name, tuple(judgments), summary, prov)

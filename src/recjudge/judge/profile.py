@@ -387,11 +387,19 @@ def read_topics(source) -> dict[str, str]:
             except json.JSONDecodeError as exc:
                 raise InputError(name, f"invalid JSON: {exc.msg}", "write one JSON object per line",
                                  line=number) from None
-            qid = obj.get("qid", obj.get("query_id"))
+            if not isinstance(obj, dict):
+                raise InputError(name, f"a JSON topic must be an object, got {type(obj).__name__}",
+                                 'write {"qid": "...", "text": "..."} on each line', line=number)
+            key = "qid" if "qid" in obj else "query_id"
+            qid = obj.get(key)
             body = obj.get("text", obj.get("query"))
             if qid is None or not isinstance(body, str):
                 raise InputError(name, "a JSON topic needs 'qid' (or 'query_id') and 'text' (or 'query')",
                                  "add both keys", line=number)
+            if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+                # str() of an object or a list would become an id no run holds ({'a': 1})
+                raise InputError(name, f"the query id ({key!r}) is a JSON {type(qid).__name__}, not a string or "
+                                 "a whole number", f'give it as text, e.g. "{key}": "q1"', line=number)
         else:
             qid, sep, body = line.partition("\t")
             if not sep:

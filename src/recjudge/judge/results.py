@@ -94,9 +94,31 @@ class Summary:
     dry_run: bool
     elapsed: float
     agreement: Agreement | None = None
-    endpoints: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # url -> requests, failures
+    # url -> requests, failures, and what the probe found: kind, evidence, structured mode, fallback,
+    # ignored parameters, concurrency
+    endpoints: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     context_tokens: int | None = None             # the window prompts were checked against (None: unchecked)
     context_overflow: tuple[Overflow, ...] = ()   # per user, the prompts above it (never cut, never sent)
+    # the calls made, by outcome, and the planned requests not made: planned_calls = cache_hits +
+    # shared_calls + answered_calls + partial_calls + failed_calls + skipped_calls + overflow_calls +
+    # unasked_calls
+    answered_calls: int = 0
+    partial_calls: int = 0
+    failed_calls: int = 0
+    shared_calls: int = 0       # same prompt as another request of the run: asked once, answer shared
+    unasked_calls: int = 0      # queued but never asked: the run was interrupted
+    overflow_calls: int = 0     # queued, then not asked: above the window the endpoint revealed meanwhile
+    probe_requests: int = 0     # endpoint probes and tokenizer calls (no generation)
+    failure_messages: Mapping[str, str] = field(default_factory=dict)  # reason -> the first server message
+    token_counts: Mapping[str, int] = field(default_factory=dict)      # how prompts were counted -> prompts
+
+    def call_counts(self) -> dict[str, int]:
+        """The parts planned calls split into; they add up to ``planned_calls``."""
+        return {"from cache": self.cache_hits, "same prompt as another": self.shared_calls,
+                "answered": self.answered_calls, "partly answered": self.partial_calls,
+                "failed": self.failed_calls, "not asked (budget)": self.skipped_calls,
+                "not asked (above the window)": self.overflow_calls,
+                "not asked (interrupted)": self.unasked_calls}
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -110,16 +132,22 @@ class Summary:
             rows.append(("judged", f"{self.judged:,}"))
             reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(self.failures.items(), key=lambda x: -x[1]))
             rows.append(("failed", f"{failed:,}" + (f" ({reasons})" if reasons else "")))
+            for reason in sorted(self.failure_messages):
+                rows.append((f"  {reason}", f"first message: {self.failure_messages[reason]}"))
         if self.kind == "llm":
-            rows += [("calls planned", f"{self.planned_calls:,}"), ("cache hits", f"{self.cache_hits:,}")]
+            parts = ", ".join(f"{n:,} {what}" for what, n in self.call_counts().items()
+                              if n or what in ("answered", "from cache"))
+            rows += [("calls planned", f"{self.planned_calls:,}" + ("" if self.dry_run else f" = {parts}")),
+                     ("cache hits", f"{self.cache_hits:,}")]
             if self.dry_run:
-                rows += [("calls to make", f"{self.planned_calls - self.cache_hits:,}"),
+                rows += [("calls to make", f"{self.planned_calls - self.cache_hits - self.shared_calls:,}"),
                          ("est. input tokens", f"{self.estimated_input_tokens:,} (≈4 characters per token)"),
                          ("est. cost", _money(self.estimated_cost)
                           + ("" if self.estimated_cost is None else " (prompts and labels; a reasoning model's "
                              "reasoning tokens come on top)"))]
             else:
-                rows += [("calls made", f"{self.calls:,} ({self.attempts:,} HTTP requests)"),
+                probes = f", {self.probe_requests:,} probe/tokenizer requests" if self.probe_requests else ""
+                rows += [("calls made", f"{self.calls:,} ({self.attempts:,} HTTP requests{probes})"),
                          ("tokens", f"prompt {self.usage.prompt:,} (cached {self.usage.cached:,}), "
                                     f"completion {self.usage.completion:,} (reasoning {self.usage.reasoning:,})"),
                          ("cost", _money(self.cost))]
@@ -132,9 +160,11 @@ class Summary:
                 rows += [(f"  {o.user}", f"~{o.estimated_tokens:,} tokens") for o in over[:20]]
                 if len(over) > 20:
                     rows.append(("  ...", f"{len(over) - 20:,} more in the summary JSON"))
-        if len(self.endpoints) > 1:
-            rows += [(f"  {url}", f"{v['requests']:,} requests, {v['failures']:,} server failures")
-                     for url, v in self.endpoints.items()]
+        for url, v in self.endpoints.items():
+            rows += _endpoint_rows(url, v, len(self.endpoints) > 1)
+        if self.token_counts:
+            rows.append(("prompt tokens", "counted by " + ", ".join(f"{how} ({n:,} prompts)"
+                                                                    for how, n in self.token_counts.items())))
         if self.agreement is not None:
             a = self.agreement
             rows.append(("repeat agreement", f"{a.repeats} repeats over {a.pairs:,} pairs: all equal "
@@ -143,6 +173,26 @@ class Summary:
         rows.append(("time", f"{self.elapsed:.1f} s"))
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _endpoint_rows(url: str, v: Mapping[str, Any], several: bool) -> list[tuple[str, str]]:
+    rows = []
+    if several:
+        rows.append((f"  {url}", f"{v.get('requests', 0):,} requests, {v.get('failures', 0):,} server failures"))
+    if v.get("kind"):
+        window = f", window {v['window']:,} tokens" if v.get("window") else ""
+        rows.append(("endpoint", f"{url}: {v['kind']} ({v.get('evidence')}){window}; structured output "
+                                 f"{v.get('structured')}"))
+    if v.get("fallback"):
+        rows.append(("  fallback", v["fallback"]))
+    if v.get("server_temperature") is not None:
+        rows.append(("  temperature", f"not sent: the server samples at its default {v['server_temperature']:g} "
+                                      "(--temperature sets it)"))
+    if v.get("ignored"):
+        rows.append(("  ignored", f"{', '.join(v['ignored'])}: accepted by the server without effect"))
+    for change in v.get("concurrency_changes") or ():
+        rows.append(("  concurrency", change))
+    return rows
 
 
 def _money(x: float | None) -> str:
@@ -214,6 +264,8 @@ def aggregate_labels(labels: Sequence[int], how: str = "mean") -> int:
     modes the one closest to the mean, then the lower."""
     if not labels:
         raise ConfigError("no labels to aggregate: give at least one label")
+    if len(labels) == 1:
+        return int(labels[0])  # one repeat (the default): nothing to combine
     mean = sum(labels) / len(labels)
     if how == "mean":
         return round_half_up(mean)
