@@ -251,14 +251,35 @@ def test_parse_measures():
         per_query_matrix({"r": RUN}, QRELS, ["P@1"], backend="fast")
 
 
-def test_the_numpy_join_gives_the_compiled_joins_matrix(monkeypatch):
-    import recjudge.evaluation.measures as measures_module
+def test_the_bucket_join_finds_exactly_the_judged_rows():
+    # Judgments.join against a dict of every (query, document) pair, over queries whose judgment
+    # counts span one bucket to many (buckets of up to several documents, empty ones, absent codes)
+    from recjudge.evaluation.measures import judgments
 
-    qrels, runs = _random_case(21, n_runs=3)
-    whole = per_query_matrix(runs, qrels, FAST, backend="numpy")
-    monkeypatch.setattr(measures_module, "_native", lambda: None)  # as where recjudge._native was not built
-    _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), whole, tol=0.0)
-    _assert_equal(whole, per_query_matrix(runs, qrels, FAST, backend="ir_measures"))
+    rng = np.random.default_rng(5)
+    rows = []
+    for q, n in enumerate([1, 2, 3, 7, 64, 300, 1000]):
+        docs = rng.choice(5000, n, replace=False)
+        rows += [(f"q{q}", f"d{d}", int(rng.integers(0, 3))) for d in docs]
+    rng.shuffle(rows)
+    qrels = Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "label"]))
+    jd = judgments(qrels, qrels.qids)
+    where = {(jd.queries[int(q)], jd.dlookup.keys[int(d)]): i for i, (q, d) in enumerate(zip(jd.qcode, jd.dcode))}
+    assert len(where) == len(rows)
+    # a run's rows: its own query and document indices, mapped to the judgments' codes (-1: absent)
+    qids = np.array(jd.queries + ["unjudged"], dtype=object)
+    docids = np.array([f"d{d}" for d in range(5100)], dtype=object)
+    qmap, dmap = jd.qlookup(qids), jd.dlookup(docids)
+    every = [(jd.queries.index(q), int(d[1:])) for q, d, _ in rows]  # each judged pair once, and random ones
+    qidx = np.r_[rng.integers(-1, len(qids), 20000), [q for q, _ in every]]
+    didx = np.r_[rng.integers(-1, len(docids), 20000), [d for _, d in every]]
+    order = rng.permutation(len(qidx))
+    qidx, didx = qidx[order], didx[order]
+    got = jd.join(qmap, dmap, qidx, didx)
+    want = [(r, where[(qids[q], docids[d])], int(qmap[q])) for r, (q, d) in enumerate(zip(qidx, didx))
+            if q >= 0 and d >= 0 and (qids[q], docids[d]) in where]
+    assert len(want) >= len(rows)
+    assert list(zip(*(a.tolist() for a in got))) == want
 
 
 @pytest.mark.parametrize("nq", [3, 10**8])  # counting, and the sort used for very wide label ranges
