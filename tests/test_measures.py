@@ -574,6 +574,30 @@ def test_score_runs_equals_per_query_matrix_and_reads_files_one_at_a_time(tmp_pa
     assert scored.users_ranked == {"ref": {"plain": 2, "tied": 2}, "other": {"plain": 1, "tied": 1}}
 
 
+def test_label_sets_sharing_judged_pairs_share_one_join_with_the_same_scores(tmp_path):
+    # the candidate labels part of the reference's pool (its rows come from the reference's join),
+    # a third label set judges other pairs (joined alone); each equals per_query_matrix on its own
+    from recjudge.data.trec import ensure_tie_free, run_paths, write_run
+    from recjudge.evaluation.measures import _SharedJoin, judgments, score_runs
+
+    qrels, runs = _random_case(4, n_runs=3)
+    f = qrels.frame
+    rng = np.random.default_rng(2)
+    part = f[rng.random(len(f)) < 0.7].assign(label=lambda x: rng.integers(-1, 4, len(x)))
+    sub = Qrels.from_frame(part.sample(frac=1.0, random_state=1), "sub")   # other row order, other codes
+    other = Qrels.from_frame(f.assign(docid=f.docid + "x"), "other")       # no pair in common
+    for name, run in runs.items():
+        write_run(run, tmp_path / f"{name}.run")
+    sets = {"ref": qrels, "sub": sub, "other": other}
+    shared = _SharedJoin([judgments(q, q.qids) for q in sets.values()])
+    assert shared.of_first[1] is not None and shared.of_first[2] is None
+    scored = score_runs(run_paths(tmp_path), sets, FAST)
+    for label, q in sets.items():
+        want = per_query_matrix({n: ensure_tie_free(r) for n, r in runs.items()}, q, FAST)
+        for key, frame in want.items():
+            pd.testing.assert_frame_equal(scored.matrices[label][key], frame, check_exact=True)
+
+
 def test_score_runs_adds_seconds_per_stage_without_changing_the_scores(tmp_path):
     from recjudge.data.trec import run_paths, write_run
     from recjudge.evaluation.measures import score_runs

@@ -338,23 +338,32 @@ class Judgments:
         judgments; a negative index or code is absent). Returns ``(rows, j, q)``, int64, in row
         order: each row is compared with the judgments of its query's bucket only.
         """
-        qmap = np.r_[np.asarray(qmap, dtype=np.int64), -1]
-        dmap = np.r_[np.asarray(dmap, dtype=np.int64), -1]
-        q, d = qmap[np.where(qidx < 0, -1, qidx)], dmap[np.where(didx < 0, -1, didx)]
-        live = np.flatnonzero((q >= 0) & (d >= 0))
-        q, d = q[live], d[live]
+        qmap = np.r_[np.asarray(qmap, dtype=np.int32), -1]
+        dmap = np.r_[np.asarray(dmap, dtype=np.int32), -1]
+        q = qmap[qidx if qidx.min(initial=0) >= 0 else np.where(qidx < 0, -1, qidx)]
+        d = dmap[didx if didx.min(initial=0) >= 0 else np.where(didx < 0, -1, didx)]
+        valid = (q >= 0) & (d >= 0)
+        live = None if valid.all() else np.flatnonzero(valid)
+        if live is not None:
+            q, d = q[live], d[live]
         f = self.boff[q] + _buckets(d, self.shift[q]).astype(np.int64)
-        at, end = self.bstart[f].astype(np.int64), self.bstart[f + 1].astype(np.int64)
-        j = np.full(len(live), -1, dtype=np.int64)
-        todo = np.flatnonzero(at < end)
-        while len(todo):  # a few rounds: a bucket holds about two documents
-            a = at[todo]
+        at, end = self.bstart[f], self.bstart[f + 1]
+        del f
+        # the first document of each row's bucket, for every row at once; then the rows whose bucket
+        # holds more, a few rounds on fewer and fewer rows
+        first = self.dcode[np.minimum(at, len(self.dcode) - 1)]
+        j = np.where((at < end) & (first == d), at, -1).astype(np.int64)
+        todo = np.flatnonzero((j < 0) & (at + 1 < end))
+        step = 1
+        while len(todo):
+            a = at[todo] + step
             hit = self.dcode[a] == d[todo]
             j[todo[hit]] = a[hit]
-            at[todo] = a + 1
             todo = todo[~hit & (a + 1 < end[todo])]
-        found = j >= 0
-        return live[found], j[found], q[found]
+            step += 1
+        found = np.flatnonzero(j >= 0)
+        rows = found if live is None else live[found]
+        return rows, j[found], q[found].astype(np.int64)
 
     def find(self, qcode: np.ndarray, dcode: np.ndarray) -> np.ndarray:
         """Row of each (query code, document code) in the judgments arrays, -1 when not judged
@@ -503,19 +512,53 @@ class Rows(NamedTuple):
 _UNJUDGED = np.int64(np.iinfo(np.int64).min)  # a NumPy scalar: it makes an int32 label array int64
 
 
-def _judged_rows(ranked: RankedRun, qmap: np.ndarray, doc_of_unique: np.ndarray, jd: Judgments) -> Rows:
+def _judged_rows(ranked: RankedRun, qmap: np.ndarray, doc_of_unique: np.ndarray, jd: Judgments,
+                 joined: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Rows:
     """The judged rows of a ranked run, one group per query of ``jd`` (group = query code).
 
     ``qmap`` is the judgments' code of each of the run's queries (-1: not evaluated),
-    ``doc_of_unique`` of each of its distinct docids.
+    ``doc_of_unique`` of each of its distinct docids; ``joined``: :meth:`Judgments.join`'s result,
+    when the caller has it (:class:`_SharedJoin`).
     """
-    at, j, group = jd.join(qmap, doc_of_unique, ranked.qrank, ranked.dcode)
+    at, j, group = joined if joined is not None else jd.join(qmap, doc_of_unique, ranked.qrank, ranked.dcode)
     nrows = np.bincount(group, minlength=jd.nq)
     length = np.zeros(jd.nq, dtype=np.int64)
     evaluated = qmap >= 0
     length[qmap[evaluated]] = ranked.counts[evaluated]
     return Rows(group, ranked.pos[at], ranked.score[at], j, np.ones(len(j), dtype=bool), jd.label[j],
                 np.arange(jd.nq, dtype=np.int64), length, np.cumsum(nrows) - nrows, nrows)
+
+
+class _SharedJoin:
+    """One join of a run's rows for several label sets, when their judged pairs allow it.
+
+    A label set whose every (query, document) pair is also judged by the first one (the same pool
+    labelled twice, or part of it) takes its judged rows from the first one's join: ``of_first``
+    maps each judgment of the first label set to its own (-1: not judged here). Others join alone.
+    """
+
+    def __init__(self, judgments: list[Judgments]):
+        self.of_first: list[np.ndarray | None] = [None] * len(judgments)
+        if len(judgments) < 2:
+            return
+        a = judgments[0]
+        for i, b in enumerate(judgments[1:], start=1):
+            rows, ja, _ = a.join(a.qlookup(np.asarray(b.queries, dtype=object)), a.dlookup(b.dlookup.keys),
+                                 b.qcode, b.dcode)
+            if len(rows) == len(b.qcode):  # every pair of b is one of a's
+                of_first = np.full(len(a.qcode), -1, dtype=np.int64)
+                of_first[ja] = rows
+                self.of_first[i] = of_first
+
+    def rows(self, i: int, first: tuple[np.ndarray, np.ndarray, np.ndarray] | None, jd: Judgments):
+        """The join of label set ``i`` from the first one's (None: join alone)."""
+        if first is None or self.of_first[i] is None:
+            return None
+        at, ja, _ = first
+        j = self.of_first[i][ja]
+        keep = np.flatnonzero(j >= 0)
+        j = j[keep]
+        return at[keep], j, jd.qcode[j].astype(np.int64)
 
 
 class _Vocabulary:
@@ -927,6 +970,7 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
         # the label sets' judgments side by side (their sorts and gathers run without the GIL)
         scorers = dict(zip(label_sets, read_concurrently(scorer, list(label_sets.values()))))
         vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
+        shared = _SharedJoin([sc.jd for sc in scorers.values()])
         clock.lap("judgments")
         for col, name in enumerate(names):
             run, doc_codes = ahead.result()
@@ -944,8 +988,10 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
             if doc_codes is None or ranked.docids is not docids:  # read before the judgments were ready
                 doc_codes = vocabulary.doc_codes(ranked.docids)
             clock.lap("docid lookup")
-            for (label, scorer), doc_of_unique in zip(scorers.items(), doc_codes):
-                scorer.add(run, col, doc_of_unique, ranked)
+            first = None
+            for i, ((label, scorer), doc_of_unique) in enumerate(zip(scorers.items(), doc_codes)):
+                joined = scorer.add(run, col, doc_of_unique, ranked, shared.rows(i, first, scorer.jd))
+                first = joined if i == 0 else first
                 clock.lap(f"matrices, {label}")
             del run, ranked, so
     return Scored({label: sc.frames(names) for label, sc in scorers.items()}, shares,
@@ -1003,9 +1049,11 @@ class Scorer:
         self.values = {k: np.full((len(self.index), n_runs), start) for k, start in self._start.items()}
         self.users_ranked = np.zeros(n_runs, dtype=np.int64)  # per run: judged users it ranks
 
-    def add(self, run: Run, col: int, doc_of_unique: np.ndarray | None = None, ranked: RankedRun | None = None) -> None:
+    def add(self, run: Run, col: int, doc_of_unique: np.ndarray | None = None, ranked: RankedRun | None = None,
+            joined: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
         """Fill column ``col`` with the scores of ``run`` (tie-free; ``ranked`` is its :func:`ranked_run`,
-        ``doc_of_unique`` the judgments' code of each of its distinct docids, when the caller has them)."""
+        ``doc_of_unique`` the judgments' code of each of its distinct docids, ``joined`` its judged rows,
+        when the caller has them). Returns the judged rows (:meth:`Judgments.join`), or None."""
         jd = self.jd
         if ranked is None:
             ranked = ranked_run(run)
@@ -1014,11 +1062,14 @@ class Scorer:
         qmap = jd.qlookup(ranked.qids)
         self.users_ranked[col] = int((qmap >= 0).sum())
         if self.fast and len(ranked.qrank):
-            rows = _judged_rows(ranked, qmap, doc_of_unique, jd)
+            if joined is None:
+                joined = jd.join(qmap, doc_of_unique, ranked.qrank, ranked.dcode)
+            rows = _judged_rows(ranked, qmap, doc_of_unique, jd, joined)
             for m in self.fast:
                 self.values[measure_key(m)][:, col] = MEASURE_FUNCTIONS[m.NAME](m, rows, self.ctx)
         if self.reference is not None:
             self.reference.fill(run, col, self.values)
+        return joined
 
     def frames(self, names: list[str]) -> dict[str, pd.DataFrame]:
         return {k: pd.DataFrame(v, index=pd.Index(self.index, name="qid"), columns=pd.Index(names, name="run"))

@@ -34,7 +34,7 @@ from ..._io import Source, existing_file, gzip_error, is_inline, source_name
 from ...errors import InputError
 from .discovery import run_paths
 from .records import (MAX_LABEL, FrameCodes, Qrels, QrelsTable, Run, RunTable, check_qrels, check_run,
-                      run_name)
+                      factorize32, run_name)
 
 __all__ = ["read_run", "read_qrels", "read_runs", "IdDictionary"]
 
@@ -46,12 +46,12 @@ class _Layout(NamedTuple):
     what: str                   # "run" or "qrels"
     layout: str                 # the columns as the error messages spell them
     names: tuple[str, ...]
-    kinds: tuple[str, ...]      # per column: "id" (coded), "int", "float"
+    kinds: tuple[str, ...]      # per column: "id" (coded), "label" (coded, usually one value), "int", "float"
 
 
 RUN = _Layout("run", "qid Q0 docid rank score tag", ("qid", "q0", "docid", "rank", "score", "tag"),
-              ("id", "id", "id", "int", "float", "id"))
-QRELS = _Layout("qrels", "qid iter docid label", ("qid", "iteration", "docid", "label"), ("id", "id", "id", "int"))
+              ("id", "label", "id", "int", "float", "label"))
+QRELS = _Layout("qrels", "qid iter docid label", ("qid", "iteration", "docid", "label"), ("id", "label", "id", "int"))
 
 
 def _polars():
@@ -60,17 +60,14 @@ def _polars():
     return polars
 
 
-def _schema(layout: _Layout, numbers: bool = True) -> dict:
-    pl = _polars()
-    kind = {"id": pl.Categorical, "int": pl.Int64, "float": pl.Float64}
-    return {n: kind[k] if numbers or k == "id" else pl.String for n, k in zip(layout.names, layout.kinds)}
-
-
 def _parse(data, layout: _Layout, numbers: bool = True):
-    """polars' parse of ``data`` (a path or bytes), or None when it refuses it."""
+    """polars' parse of ``data`` (a path or bytes), or None when it refuses it: ids as strings (in
+    polars' buffers, no Python object), numbers typed unless ``numbers`` is False."""
     pl = _polars()
+    typed = {"int": pl.Int64, "float": pl.Float64}
+    schema = {n: typed[k] if numbers and k in typed else pl.String for n, k in zip(layout.names, layout.kinds)}
     try:
-        return pl.read_csv(data, separator=" ", has_header=False, quote_char=None, schema=_schema(layout, numbers),
+        return pl.read_csv(data, separator=" ", has_header=False, quote_char=None, schema=schema,
                            raise_if_empty=False)
     except (pl.exceptions.PolarsError, OSError, EOFError, zlib.error, ValueError):
         return None
@@ -84,17 +81,38 @@ _ODD_RE = re.compile("[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _ODD) + 
 _ODD_POLARS = "[" + "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in _ODD) + "]"  # Rust regex syntax
 
 
-def _codes(col) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(int32 code per row, the distinct strings in first-seen order, whether one holds an odd character)."""
+def _odd(strings) -> bool:
+    """Whether a distinct value is empty or holds a character a field may not hold."""
+    return bool(strings.str.contains(_ODD_POLARS).any()) or bool((strings.str.len_bytes() == 0).any())
+
+
+def _codes(col, kind: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(int32 code per row, the distinct strings in first-seen order, whether one is odd).
+
+    Three ways, cheapest first, all giving codes in first-seen order: a column of one value (Q0, a
+    tag, an iteration); a column grouped in segments of one value (the qids of a run or qrels
+    written user by user: only the segments' first strings become Python strings); otherwise
+    polars' categorical encoding.
+    """
     pl = _polars()
+    n = len(col)
+    if kind == "label" and (col == col[0]).all():
+        values = col.head(1)
+        return np.zeros(n, dtype=np.int32), np.asarray(values.to_numpy(), dtype=object), _odd(values)
+    if kind == "qid":
+        starts = np.flatnonzero((col != col.shift(1)).fill_null(True).to_numpy())
+        if len(starts) <= n // 4:
+            seg_codes, values = factorize32(np.asarray(col.gather(starts).to_numpy(), dtype=object))
+            return (np.repeat(seg_codes, np.diff(np.r_[starts, n])).astype(np.int32, copy=False), values,
+                    _odd(pl.Series(values, dtype=pl.String)))
+    col = col.cast(pl.Categorical)
     phys = col.to_physical().to_numpy()
     distinct = col.unique(maintain_order=True)
     dphys = distinct.to_physical().to_numpy()
     lut = np.empty(int(dphys.max()) + 1 if len(dphys) else 1, dtype=np.int32)  # untouched pages cost nothing
     lut[dphys] = np.arange(len(dphys), dtype=np.int32)
     strings = distinct.cast(pl.String)
-    odd = bool(strings.str.contains(_ODD_POLARS).any()) or bool((strings.str.len_bytes() == 0).any())
-    return lut[phys], np.asarray(strings.to_numpy(), dtype=object), odd
+    return lut[phys], np.asarray(strings.to_numpy(), dtype=object), _odd(strings)
 
 
 def _columns(df, layout: _Layout) -> dict | None:
@@ -104,8 +122,8 @@ def _columns(df, layout: _Layout) -> dict | None:
     out = {}
     for name, kind in zip(layout.names, layout.kinds):
         col = df.get_column(name)
-        if kind == "id":
-            codes, values, odd = _codes(col)
+        if kind in ("id", "label"):
+            codes, values, odd = _codes(col, "qid" if name == "qid" else kind)
             if odd:
                 return None
             out[name] = (codes, values)

@@ -85,10 +85,19 @@ def _sorted_codes(values) -> np.ndarray:
     return pd.factorize(np.asarray(values, dtype=object), sort=True)[0].astype(np.int64, copy=False)
 
 
+def _pair_keys(codes: FrameCodes) -> np.ndarray:
+    return codes.qcode.astype(np.int64) * max(len(codes.docids), 1) + codes.dcode
+
+
+def has_duplicate_pairs(codes: FrameCodes) -> bool:
+    """Whether a (qid, docid) pair is given twice: one sort, fast on files grouped by query."""
+    key = np.sort(_pair_keys(codes))
+    return bool(np.any(key[1:] == key[:-1]))
+
+
 def duplicate_pairs(codes: FrameCodes) -> np.ndarray:
     """Rows whose (qid, docid) pair appeared on an earlier row."""
-    key = codes.qcode.astype(np.int64) * max(len(codes.docids), 1) + codes.dcode
-    return pd.Series(key).duplicated().to_numpy()
+    return pd.Series(_pair_keys(codes)).duplicated().to_numpy()
 
 
 def _strings(values: np.ndarray) -> np.ndarray:
@@ -339,8 +348,8 @@ def check_qrels(t: QrelsTable, src: str, line=None) -> None:
 
 
 def _check_pairs(c: FrameCodes, src: str, line, what: str, fix: str) -> None:
-    dup = duplicate_pairs(c)
-    if dup.any():
+    if has_duplicate_pairs(c):
+        dup = duplicate_pairs(c)
         i = int(np.flatnonzero(dup)[0])
         same = (c.qcode == c.qcode[i]) & (c.dcode == c.dcode[i])
         first = int(np.flatnonzero(same)[0])
