@@ -287,18 +287,22 @@ def _within_group_position(codes: np.ndarray, *more: np.ndarray) -> np.ndarray:
     return np.arange(len(codes), dtype=np.int64) - np.repeat(starts, lengths)
 
 
-_MULT = np.uint64(0x9E3779B1)  # Knuth's multiplicative hash: a document's bucket inside its query
+_MULT = np.uint32(0x9E3779B1)  # Knuth's multiplicative hash: a document's bucket inside its query
 
 
 def _bucket_shift(counts: np.ndarray) -> np.ndarray:
     """Per query, the right shift that maps a 32-bit hash to one of 2^b buckets, 2^b about half its
     judgments (at most a few documents per bucket)."""
     bits = np.maximum(np.ceil(np.log2(np.maximum(counts, 1))).astype(np.int64) - 1, 0)
-    return (32 - bits).astype(np.uint64)
+    return (32 - bits).astype(np.uint32)
 
 
 def _buckets(dcode: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    return ((dcode.astype(np.uint64) * _MULT) & np.uint64(0xFFFFFFFF)) >> shift
+    """Each document's bucket inside its query (uint32: the product wraps modulo 2^32, as the hash wants)."""
+    h = dcode.astype(np.uint32) * _MULT
+    # a shift by 32 (a query of one or two documents: one bucket) is not defined on uint32
+    return np.where(shift < 32, h >> np.minimum(shift, np.uint32(31)), np.uint32(0)) if (shift >= 32).any() \
+        else h >> shift
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,7 +326,7 @@ class Judgments:
     qrow: np.ndarray    # int32
     above: np.ndarray   # int32
     starts: np.ndarray  # int64, nq + 1
-    shift: np.ndarray   # uint64 per query: see _bucket_shift
+    shift: np.ndarray   # uint32 per query: see _bucket_shift
     boff: np.ndarray    # int64 per query: its first bucket
     bstart: np.ndarray  # per bucket + 1: its first judgment
 
@@ -346,7 +350,7 @@ class Judgments:
         live = None if valid.all() else np.flatnonzero(valid)
         if live is not None:
             q, d = q[live], d[live]
-        f = self.boff[q] + _buckets(d, self.shift[q]).astype(np.int64)
+        f = self.boff[q] + _buckets(d, self.shift[q])
         at, end = self.bstart[f], self.bstart[f + 1]
         del f
         # the first document of each row's bucket, for every row at once; then the rows whose bucket
@@ -445,16 +449,18 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     shift = _bucket_shift(np.bincount(qcode, minlength=nq))
     nbucket = np.left_shift(np.int64(1), (32 - shift).astype(np.int64))
     boff = np.cumsum(nbucket) - nbucket
-    bucket = boff[qcode] + _buckets(dcode, shift[qcode]).astype(np.int64)
+    bucket = boff.astype(small)[qcode] + _buckets(dcode, shift[qcode]).astype(small)  # below the judgments' count
+    bstart = np.r_[0, np.cumsum(np.bincount(bucket, minlength=int(nbucket.sum())))].astype(small)
     # the keys are unique (one label per pair), so any sort gives this one order
-    order = np.argsort(bucket * ndoc + dcode)
-    bucket = bucket[order]
+    key = bucket.astype(np.int64) * ndoc
+    del bucket
+    key += dcode
+    order = np.argsort(key)
+    del key
     qrow = (order if keep is None else keep[order]).astype(small)
     qcode, dcode = qcode[order], dcode[order].astype(np.int32)
     label = (qrels.labels if keep is None else qrels.labels[keep])[order].astype(np.int32)
     del order
-    bstart = np.r_[0, np.cumsum(np.bincount(bucket, minlength=int(nbucket.sum())))].astype(small)
-    del bucket
     starts = np.searchsorted(qcode, np.arange(nq + 1)).astype(np.int64)
     above = _labels_above(qcode, label, nq).astype(small)
     return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts, shift, boff,
@@ -943,7 +949,6 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .._io import read_concurrently
     from ..data.trec import read_run
     from .ties.policy import tie_free, tied_user_share
 
@@ -966,9 +971,10 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
 
     shares: dict[str, float] = {}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recjudge-read") as reader:
-        ahead = reader.submit(load, names[0]) if names else None  # the first run is read meanwhile
-        # the label sets' judgments side by side (their sorts and gathers run without the GIL)
-        scorers = dict(zip(label_sets, read_concurrently(scorer, list(label_sets.values()))))
+        # the label sets' judgments one after the other (side by side, their sorts would add up to the
+        # peak memory), then the first run
+        scorers = {label: scorer(value) for label, value in label_sets.items()}
+        ahead = reader.submit(load, names[0]) if names else None
         vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
         shared = _SharedJoin([sc.jd for sc in scorers.values()])
         clock.lap("judgments")

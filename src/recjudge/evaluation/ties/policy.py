@@ -245,7 +245,8 @@ def _resolve(run: Run, policy: str, seed: int, depth: int | None, so: ScoreOrder
         n = np.minimum(n[keep], depth)
         starts = np.flatnonzero(pos == 0)
     c = t.codes
-    dcode, docids, tcode, tags, ids = c.dcode[order], c.docids, t.tcode[order], t.tags, t.ids
+    tcode = t.tcode[order] if len(t.tags) > 1 else np.broadcast_to(np.int32(0), (len(order),))  # one tag: no copy
+    dcode, docids, tags, ids = c.dcode[order], c.docids, t.tags, t.ids
     if depth is not None:  # rows were dropped: keep only the ids still used
         dcode, docids = _compact(dcode, docids)
         tcode, tags = _compact(tcode, tags)
