@@ -64,7 +64,7 @@ def _expand_run_paths(paths: Iterable[str | os.PathLike]) -> tuple[list[Path], l
     given: dict[str, Path] = {}
     for p in paths:
         path = Path(p)
-        key = os.path.realpath(path)
+        key = os.path.abspath(path)  # the same argument twice; aliases of one file meet in run_paths
         if key in given:
             what = "runs folder" if path.is_dir() else "run file"
             also = "" if str(given[key]) == str(path) else f" (as {given[key]} and {path})"
