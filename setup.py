@@ -1,15 +1,13 @@
-"""recjudge's build step beyond pyproject.toml: the compiled inner loops and the shipped prompts.
+"""recjudge's build step beyond pyproject.toml: the shipped prompt templates.
 
-``recjudge._native`` (src/recjudge/_native.c: the TREC tokenizer and the judgments join) is
-optional: where no C compiler is found the install goes on, and recjudge reads with pyarrow or
-pandas and joins with numpy (same results, slower; ``recjudge compare`` says which reader it used).
+The templates live in the repository's top-level ``prompts/`` (an editable install reads them
+there, see ``recjudge.judge.prompts.prompts_dir``); a wheel carries them as ``recjudge/prompts``.
 """
 
 import shutil
-import sys
 from pathlib import Path
 
-from setuptools import Extension, setup
+from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
@@ -29,11 +27,4 @@ class BuildPy(build_py):
                 shutil.copy2(f, dest / f.name)
 
 
-native = Extension(
-    "recjudge._native",
-    sources=["src/recjudge/_native.c"],
-    extra_compile_args=[] if sys.platform == "win32" else ["-O2", "-std=c99"],
-    optional=True,
-)
-
-setup(ext_modules=[native], cmdclass={"build_py": BuildPy})
+setup(cmdclass={"build_py": BuildPy})

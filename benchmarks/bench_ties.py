@@ -4,7 +4,9 @@
 
 Prints one table: median seconds per step, ours next to ir-measures (resolve_ties, then
 recjudge.evaluation.measures.per_query_matrix with backend="ir_measures") where both compute the same thing,
-with the ratio and the largest difference of the values. ``--users 10000`` is the 10k users × top-100 size of one system
+with the ratio and the largest difference of the values. The first rows are the per-run tie stages
+of ``recjudge compare`` (score order and tie share; the hash policy), each a linear pass plus one
+sort of the tied rows. ``--users 10000`` is the 10k users × top-100 size of one system
 in a 52-system audit.
 """
 
@@ -22,6 +24,7 @@ from recjudge.evaluation import ties
 from recjudge.evaluation.ties import ranked, treatments
 from recjudge.data.trec import Qrels, Run, resolve_ties
 from recjudge.evaluation.measures import per_query_matrix
+from recjudge.evaluation.ties.policy import score_order, tie_free, tied_user_share
 
 MEASURES = ("Hit@10", "nDCG@10", "nDCG@100")
 
@@ -65,6 +68,16 @@ def main() -> None:
     run, qrels = synthetic(args.users, args.depth, args.judged)
     specs = ties.parse_tie_measures(MEASURES)
     rows = []
+
+    def share():
+        so = score_order(run)
+        return so, tied_user_share(run, 100, order=so)
+
+    t_share, (so, tied) = median_time(share, args.repeats)
+    rows.append((f"compare per run: score order + tie share ({tied:.0%} of users tie in the top 100)", t_share,
+                 None, None, None))
+    t_policy, _ = median_time(lambda: tie_free(run, "hash", 0, so), args.repeats)
+    rows.append(("compare per run: the hash tie policy (one sort of the tied rows)", t_policy, None, None, None))
 
     t_rank, r = median_time(lambda: ranked._Ranked(run, qrels), args.repeats)
     rows.append(("sort, split into tie blocks, join qrels (once per run)", t_rank, None, None, None))

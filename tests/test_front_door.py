@@ -14,7 +14,7 @@ import pytest
 
 from recjudge._io import atomic_write, check_output_dir, check_outputs, read_text, sweep_stale_temps, write_json
 from recjudge.cli import main
-from recjudge.data.trec import iter_run_files, read_qrels, read_runs, run_name
+from recjudge.data.trec import iter_run_files, read_qrels, read_run, read_runs, run_name
 from recjudge.errors import ConfigError, InputError, OutputError
 from recjudge.evaluation.measures import parse_measures
 
@@ -323,30 +323,24 @@ def test_monte_carlo_interval_is_two_sided_student_t():
     assert mc_interval([0.3, 0.3, 0.3], 0.95) == (0.3, 0.3)
 
 
-def test_fast_and_careful_run_readers_agree():
-    from recjudge.data import trec
-
+def test_the_run_reader_keeps_ids_as_strings_and_names_faults():
     text = ("NA Q0 null 1 1e3 tag\n\n  u1\tQ0 nan 2 -0.5 tag  \n"
             "None Q0 007 1 2.50 t2\nu1 Q0 None 3 0 tag\n")
-    fast = trec._fast_run_frame(text)
-    assert fast is not None
-    raw, _ = trec._frame_from_text(text, 6, "<inline>", "run", "")
-    assert fast.qid.tolist() == raw[0].tolist() == ["NA", "u1", "None", "u1"]
-    assert fast.docid.tolist() == ["null", "nan", "007", "None"]  # ids stay strings: never missing values
-    assert fast.score.tolist() == [1000.0, -0.5, 2.5, 0.0] and fast["rank"].tolist() == [1, 2, 1, 3]
+    f = read_run(text).frame
+    assert f.qid.tolist() == ["NA", "u1", "None", "u1"]
+    assert f.docid.tolist() == ["null", "nan", "007", "None"]  # ids stay strings: never missing values
+    assert f.score.tolist() == [1000.0, -0.5, 2.5, 0.0] and f["rank"].tolist() == [1, 2, 1, 3]
     for bad in ("u Q0 d 1 nan t\n", "u Q0 d 1 1 t\nu Q0 d 2 1 t\n", "u Q0 d 1.5 1 t\n", "u Q0 d 1 1\n"):
-        assert trec._fast_run_frame(bad) is None, bad  # left to the careful reader, which names the line
+        with pytest.raises(InputError, match=r"<inline>:\d"):
+            read_run(bad)
 
 
-def test_fast_qrels_reader_defers_every_fault_to_the_careful_one():
-    from recjudge.data import trec
-
-    fast = trec._fast_qrels_frame("NA 0 null 2\n\nu1 Q0 nan -1\nu1 0 007 +3\n")
-    assert fast.qid.tolist() == ["NA", "u1", "u1"] and fast.docid.tolist() == ["null", "nan", "007"]
-    assert fast.label.tolist() == [2, -1, 3] and fast.iteration.tolist() == ["0", "Q0", "0"]
+def test_the_qrels_reader_names_every_fault_by_line():
+    f = read_qrels("NA 0 null 2\n\nu1 Q0 nan -1\nu1 0 007 +3\n").frame
+    assert f.qid.tolist() == ["NA", "u1", "u1"] and f.docid.tolist() == ["null", "nan", "007"]
+    assert f.label.tolist() == [2, -1, 3] and f.iteration.tolist() == ["0", "Q0", "0"]
     for bad in ("u 0 d 1.5\n", "u 0 d 1\nu 0 d 2\n", "u 0 d\n", "u 0 d 1 x\n", "u 0 d 1000000000\n",
                 "u 0 d 99999999999999999999\n"):
-        assert trec._fast_qrels_frame(bad) is None, bad
         with pytest.raises(InputError, match=r"<inline>:\d"):
             read_qrels(bad)
 

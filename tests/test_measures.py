@@ -251,14 +251,35 @@ def test_parse_measures():
         per_query_matrix({"r": RUN}, QRELS, ["P@1"], backend="fast")
 
 
-def test_the_numpy_join_gives_the_compiled_joins_matrix(monkeypatch):
-    import recjudge.evaluation.measures as measures_module
+def test_the_bucket_join_finds_exactly_the_judged_rows():
+    # Judgments.join against a dict of every (query, document) pair, over queries whose judgment
+    # counts span one bucket to many (buckets of up to several documents, empty ones, absent codes)
+    from recjudge.evaluation.measures import judgments
 
-    qrels, runs = _random_case(21, n_runs=3)
-    whole = per_query_matrix(runs, qrels, FAST, backend="numpy")
-    monkeypatch.setattr(measures_module, "_native", lambda: None)  # as where recjudge._native was not built
-    _assert_equal(per_query_matrix(runs, qrels, FAST, backend="numpy"), whole, tol=0.0)
-    _assert_equal(whole, per_query_matrix(runs, qrels, FAST, backend="ir_measures"))
+    rng = np.random.default_rng(5)
+    rows = []
+    for q, n in enumerate([1, 2, 3, 7, 64, 300, 1000]):
+        docs = rng.choice(5000, n, replace=False)
+        rows += [(f"q{q}", f"d{d}", int(rng.integers(0, 3))) for d in docs]
+    rng.shuffle(rows)
+    qrels = Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "label"]))
+    jd = judgments(qrels, qrels.qids)
+    where = {(jd.queries[int(q)], jd.dlookup.keys[int(d)]): i for i, (q, d) in enumerate(zip(jd.qcode, jd.dcode))}
+    assert len(where) == len(rows)
+    # a run's rows: its own query and document indices, mapped to the judgments' codes (-1: absent)
+    qids = np.array(jd.queries + ["unjudged"], dtype=object)
+    docids = np.array([f"d{d}" for d in range(5100)], dtype=object)
+    qmap, dmap = jd.qlookup(qids), jd.dlookup(docids)
+    every = [(jd.queries.index(q), int(d[1:])) for q, d, _ in rows]  # each judged pair once, and random ones
+    qidx = np.r_[rng.integers(-1, len(qids), 20000), [q for q, _ in every]]
+    didx = np.r_[rng.integers(-1, len(docids), 20000), [d for _, d in every]]
+    order = rng.permutation(len(qidx))
+    qidx, didx = qidx[order], didx[order]
+    got = jd.join(qmap, dmap, qidx, didx)
+    want = [(r, where[(qids[q], docids[d])], int(qmap[q])) for r, (q, d) in enumerate(zip(qidx, didx))
+            if q >= 0 and d >= 0 and (qids[q], docids[d]) in where]
+    assert len(want) >= len(rows)
+    assert list(zip(*(a.tolist() for a in got))) == want
 
 
 @pytest.mark.parametrize("nq", [3, 10**8])  # counting, and the sort used for very wide label ranges
@@ -551,6 +572,30 @@ def test_score_runs_equals_per_query_matrix_and_reads_files_one_at_a_time(tmp_pa
             pd.testing.assert_frame_equal(scored.matrices[label][key], frame, check_exact=True)
     assert scored.tied_user_share == {"plain": tied_user_share(RUN, 10), "tied": 0.5}
     assert scored.users_ranked == {"ref": {"plain": 2, "tied": 2}, "other": {"plain": 1, "tied": 1}}
+
+
+def test_label_sets_sharing_judged_pairs_share_one_join_with_the_same_scores(tmp_path):
+    # the candidate labels part of the reference's pool (its rows come from the reference's join),
+    # a third label set judges other pairs (joined alone); each equals per_query_matrix on its own
+    from recjudge.data.trec import ensure_tie_free, run_paths, write_run
+    from recjudge.evaluation.measures import _SharedJoin, judgments, score_runs
+
+    qrels, runs = _random_case(4, n_runs=3)
+    f = qrels.frame
+    rng = np.random.default_rng(2)
+    part = f[rng.random(len(f)) < 0.7].assign(label=lambda x: rng.integers(-1, 4, len(x)))
+    sub = Qrels.from_frame(part.sample(frac=1.0, random_state=1), "sub")   # other row order, other codes
+    other = Qrels.from_frame(f.assign(docid=f.docid + "x"), "other")       # no pair in common
+    for name, run in runs.items():
+        write_run(run, tmp_path / f"{name}.run")
+    sets = {"ref": qrels, "sub": sub, "other": other}
+    shared = _SharedJoin([judgments(q, q.qids) for q in sets.values()])
+    assert shared.of_first[1] is not None and shared.of_first[2] is None
+    scored = score_runs(run_paths(tmp_path), sets, FAST)
+    for label, q in sets.items():
+        want = per_query_matrix({n: ensure_tie_free(r) for n, r in runs.items()}, q, FAST)
+        for key, frame in want.items():
+            pd.testing.assert_frame_equal(scored.matrices[label][key], frame, check_exact=True)
 
 
 def test_score_runs_adds_seconds_per_stage_without_changing_the_scores(tmp_path):

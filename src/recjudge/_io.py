@@ -7,6 +7,7 @@ import gzip
 import io
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TypeVar, Union
@@ -33,21 +34,31 @@ def is_inline(text: str) -> bool:
 
 
 def read_text(source: Source, what: str = "file") -> tuple[str, str]:
-    """Return (name, full text) of a source. Errors name the file and say how to fix it."""
+    """Return (name, full text) of a source. Errors name the file and say how to fix it.
+
+    The rules the TREC reader follows too: a path named .gz must hold gzip data, a file object is
+    judged by its content (``gzip.open`` hands over decompressed data under a .gz name), and a
+    leading byte-order mark is dropped from every form.
+    """
     name = source_name(source)
     if isinstance(source, str) and is_inline(source):
-        return name, source
+        return name, source.removeprefix("\ufeff")
     if isinstance(source, (str, os.PathLike)):
         path = existing_file(source, what)
         try:
             raw = path.read_bytes()
         except OSError as exc:
             raise InputError(name, f"cannot read {what}: {exc.strerror}", "check permissions") from None
+        if raw[:2] != b"\x1f\x8b" and name.endswith(".gz"):
+            raise gzip_error(name, what)
         return name, _decode(raw, name, what)
-    data = source.read()
-    if isinstance(data, bytes):
-        return name, _decode(data, name, what)
-    return name, data
+    try:
+        data = source.read()
+    except (OSError, EOFError, zlib.error) as exc:  # a gzip stream that does not decompress
+        raise gzip_error(name, what, exc) from None
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return name, _decode(bytes(data), name, what)
+    return name, data.removeprefix("\ufeff")
 
 
 def existing_file(source: str | os.PathLike, what: str) -> Path:
@@ -72,10 +83,8 @@ def _decode(raw: bytes, name: str, what: str) -> str:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise gzip_error(name, what, exc) from None
-    elif name.endswith(".gz"):
-        raise gzip_error(name, what)
     try:
         # utf-8-sig: a byte-order mark would otherwise stick to the first id
         return raw.decode("utf-8-sig")
@@ -87,7 +96,7 @@ def _decode(raw: bytes, name: str, what: str) -> str:
 
 
 def read_concurrently(read: Callable[[T], R], sources: Sequence[T], workers: int = 2) -> list[R]:
-    """``[read(s) for s in sources]``, ``workers`` at a time: recjudge's compiled reader parses without
+    """``[read(s) for s in sources]``, ``workers`` at a time: recjudge's reader (polars) parses without
     the GIL, so files read side by side on two cores. Results keep the sources' order, and the error
     raised is the one the first failing source (in that order) gives, as in the sequential loop."""
     if len(sources) < 2 or workers < 2:

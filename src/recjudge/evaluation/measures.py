@@ -9,12 +9,12 @@ RR, AP; its Python providers for Judged and Compat) to 1e-9 (observed: 0 for all
 ~1e-14 for Compat). ``auto`` uses numpy for the measures it covers (:func:`fast_supported`) and
 ir-measures for the rest.
 
-How the numpy path is fast: query and document ids become integer codes once per run (pandas'
-factorize, then one lookup per distinct id); each run is ranked once (runs from
-:func:`~recjudge.data.trec.resolve_ties` are already in order, so only checked); then blocks of
-queries are processed for all runs together, query-major, joined with the qrels by a binary
-search in the block's sorted (query, document) keys, and every measure is a few vectorised passes
-over that block (bincount per (query, run) cell). Compat uses a closed form: a document in both
+How the numpy path is fast: the reader gives ids as integer codes (one lookup per distinct id
+maps a run's documents to each label set's); each run is put in score order once
+(:func:`~recjudge.evaluation.ties.policy.score_order`: a linear pass for runs written grouped by
+user, best first); its rows are joined with the judgments of their query only, by a hash bucket
+of a few documents (:meth:`Judgments.join`); and every measure is a few vectorised passes over the
+judged rows (bincount per query). Compat uses a closed form: a document in both
 the ranking and the ideal list adds ``sum_{i >= max(rank, ideal rank)} p^i / (i + 1)`` to the
 RBO numerator, so no per-depth set intersection is needed.
 
@@ -34,7 +34,6 @@ Two names are recjudge's own (:func:`describe_measure` states each measure's def
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import threading
 import time
@@ -46,7 +45,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import IdDictionary, Qrels, Run, ensure_tie_free, is_tie_free, native_module, score_order
+from ..data.trec import IdDictionary, Qrels, Run
+from .ties.policy import ScoreOrder, ensure_tie_free, is_tie_free, score_order
 from ..errors import ConfigError
 
 __all__ = [
@@ -287,19 +287,33 @@ def _within_group_position(codes: np.ndarray, *more: np.ndarray) -> np.ndarray:
     return np.arange(len(codes), dtype=np.int64) - np.repeat(starts, lengths)
 
 
-def _native():
-    """The compiled join (``recjudge._native``), or None (numpy joins then): see
-    :func:`recjudge.data.trec.native_module`."""
-    return native_module()
+_MULT = np.uint32(0x9E3779B1)  # Knuth's multiplicative hash: a document's bucket inside its query
+
+
+def _bucket_shift(counts: np.ndarray) -> np.ndarray:
+    """Per query, the right shift that maps a 32-bit hash to one of 2^b buckets, 2^b about half its
+    judgments (at most a few documents per bucket)."""
+    bits = np.maximum(np.ceil(np.log2(np.maximum(counts, 1))).astype(np.int64) - 1, 0)
+    return (32 - bits).astype(np.uint32)
+
+
+def _buckets(dcode: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Each document's bucket inside its query (uint32: the product wraps modulo 2^32, as the hash wants)."""
+    h = dcode.astype(np.uint32) * _MULT
+    # a shift by 32 (a query of one or two documents: one bucket) is not defined on uint32
+    return np.where(shift < 32, h >> np.minimum(shift, np.uint32(31)), np.uint32(0)) if (shift >= 32).any() \
+        else h >> shift
 
 
 @dataclass(frozen=True, eq=False)
 class Judgments:
-    """The qrels of the evaluated queries as integer codes, sorted by query, then document code.
+    """The qrels of the evaluated queries as integer codes, grouped by query.
 
-    ``qrow`` is the original qrels row (Compat's ideal list breaks full ties by qrels order);
-    ``above`` is, for a label > 0, the number of documents of the query with a higher label;
-    ``starts[q]:starts[q + 1]`` are the rows of query ``q``.
+    Inside a query, documents are ordered by a hash bucket (then code): a document is looked up
+    among the few of its bucket (``bstart[boff[q] + bucket]`` to the next), the join of a ranked
+    row being a few vectorised gathers. ``qrow`` is the original qrels row (Compat's ideal list
+    breaks full ties by qrels order); ``above`` is, for a label > 0, the number of documents of the
+    query with a higher label; ``starts[q]:starts[q + 1]`` are the rows of query ``q``.
     """
 
     queries: list[str]
@@ -307,20 +321,18 @@ class Judgments:
     dlookup: _Lookup
     ndoc: int
     qcode: np.ndarray   # int32
-    dcode: np.ndarray   # int32, ascending inside each query
+    dcode: np.ndarray   # int32, by bucket inside each query
     label: np.ndarray   # int32
     qrow: np.ndarray    # int32
     above: np.ndarray   # int32
     starts: np.ndarray  # int64, nq + 1
+    shift: np.ndarray   # uint32 per query: see _bucket_shift
+    boff: np.ndarray    # int64 per query: its first bucket
+    bstart: np.ndarray  # per bucket + 1: its first judgment
 
     @property
     def nq(self) -> int:
         return len(self.queries)
-
-    @functools.cached_property
-    def keys(self) -> np.ndarray:
-        """(query, document) as one sorted int64 key: the numpy join's search array."""
-        return self.qcode.astype(np.int64) * self.ndoc + self.dcode
 
     def join(self, qmap: np.ndarray, dmap: np.ndarray, qidx: np.ndarray, didx: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -328,28 +340,34 @@ class Judgments:
 
         Row r names the query ``qmap[qidx[r]]`` and the document ``dmap[didx[r]]`` (codes of these
         judgments; a negative index or code is absent). Returns ``(rows, j, q)``, int64, in row
-        order. Compiled: a binary search inside the query's rows (in cache while its ranked rows
-        are looked up); numpy: one over every judgment's (query, document) key.
+        order: each row is compared with the judgments of its query's bucket only.
         """
-        native = _native()
-        if native is not None:
-            n = len(qidx)
-            rows, j, q = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-            found = native.join(self.starts, self.dcode, np.ascontiguousarray(qmap, dtype=np.int64),
-                                np.ascontiguousarray(dmap, dtype=np.int32), np.ascontiguousarray(qidx, dtype=np.int32),
-                                np.ascontiguousarray(didx, dtype=np.int32), rows, j, q)
-            if found < n // 2:  # a slice would keep the whole row-length buffers alive
-                return rows[:found].copy(), j[:found].copy(), q[:found].copy()
-            return rows[:found], j[:found], q[:found]
-        qmap, dmap = np.r_[np.asarray(qmap, dtype=np.int64), -1], np.r_[np.asarray(dmap, dtype=np.int64), -1]
-        q, d = qmap[np.where(qidx < 0, -1, qidx)], dmap[np.where(didx < 0, -1, didx)]
-        keys = self.keys
-        key = np.where((q >= 0) & (d >= 0), q * self.ndoc + d, -1)
-        at = np.searchsorted(keys, key)  # keys are sorted and unique
-        ok = at < len(keys)
-        ok[ok] = keys[at[ok]] == key[ok]
-        rows = np.flatnonzero(ok)
-        return rows, at[rows].astype(np.int64, copy=False), q[rows]
+        qmap = np.r_[np.asarray(qmap, dtype=np.int32), -1]
+        dmap = np.r_[np.asarray(dmap, dtype=np.int32), -1]
+        q = qmap[qidx if qidx.min(initial=0) >= 0 else np.where(qidx < 0, -1, qidx)]
+        d = dmap[didx if didx.min(initial=0) >= 0 else np.where(didx < 0, -1, didx)]
+        valid = (q >= 0) & (d >= 0)
+        live = None if valid.all() else np.flatnonzero(valid)
+        if live is not None:
+            q, d = q[live], d[live]
+        f = self.boff[q] + _buckets(d, self.shift[q])
+        at, end = self.bstart[f], self.bstart[f + 1]
+        del f
+        # the first document of each row's bucket, for every row at once; then the rows whose bucket
+        # holds more, a few rounds on fewer and fewer rows
+        first = self.dcode[np.minimum(at, len(self.dcode) - 1)]
+        j = np.where((at < end) & (first == d), at, -1).astype(np.int64)
+        todo = np.flatnonzero((j < 0) & (at + 1 < end))
+        step = 1
+        while len(todo):
+            a = at[todo] + step
+            hit = self.dcode[a] == d[todo]
+            j[todo[hit]] = a[hit]
+            todo = todo[~hit & (a + 1 < end[todo])]
+            step += 1
+        found = np.flatnonzero(j >= 0)
+        rows = found if live is None else live[found]
+        return rows, j[found], q[found].astype(np.int64)
 
     def find(self, qcode: np.ndarray, dcode: np.ndarray) -> np.ndarray:
         """Row of each (query code, document code) in the judgments arrays, -1 when not judged
@@ -427,15 +445,26 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     dcode = codes.dcode if keep is None else codes.dcode[keep]
     docs = codes.docids
     ndoc = max(len(docs), 1)
+    nq = len(queries)
+    shift = _bucket_shift(np.bincount(qcode, minlength=nq))
+    nbucket = np.left_shift(np.int64(1), (32 - shift).astype(np.int64))
+    boff = np.cumsum(nbucket) - nbucket
+    bucket = boff.astype(small)[qcode] + _buckets(dcode, shift[qcode]).astype(small)  # below the judgments' count
+    bstart = np.r_[0, np.cumsum(np.bincount(bucket, minlength=int(nbucket.sum())))].astype(small)
     # the keys are unique (one label per pair), so any sort gives this one order
-    order = np.argsort(qcode.astype(np.int64) * ndoc + dcode)
+    key = bucket.astype(np.int64) * ndoc
+    del bucket
+    key += dcode
+    order = np.argsort(key)
+    del key
     qrow = (order if keep is None else keep[order]).astype(small)
     qcode, dcode = qcode[order], dcode[order].astype(np.int32)
     label = (qrels.labels if keep is None else qrels.labels[keep])[order].astype(np.int32)
     del order
-    starts = np.searchsorted(qcode, np.arange(len(queries) + 1)).astype(np.int64)
-    above = _labels_above(qcode, label, len(queries)).astype(small)
-    return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts)
+    starts = np.searchsorted(qcode, np.arange(nq + 1)).astype(np.int64)
+    above = _labels_above(qcode, label, nq).astype(small)
+    return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts, shift, boff,
+                     bstart)
 
 
 class RankedRun(NamedTuple):
@@ -451,10 +480,11 @@ class RankedRun(NamedTuple):
     counts: np.ndarray  # int64 per query (index into qids): its ranked rows
 
 
-def ranked_run(run: Run) -> RankedRun:
-    """``run`` (tie-free: :func:`~recjudge.data.trec.ensure_tie_free`) in its one score order
-    (:func:`~recjudge.data.trec.score_order`: no sort when the file is written in that order)."""
-    so = score_order(run)
+def ranked_run(run: Run, order: ScoreOrder | None = None) -> RankedRun:
+    """``run`` (tie-free: :func:`~recjudge.evaluation.ties.policy.ensure_tie_free`) in its one score
+    order (``order``, or :func:`~recjudge.evaluation.ties.policy.score_order`: no sort when the file
+    is written in that order)."""
+    so = order if order is not None else score_order(run)
     c = run.codes
     dcode = c.dcode if so.in_place else c.dcode[so.order]
     return RankedRun(so.qids, so.qrank, dcode, c.docids, so.score, so.pos, so.lengths)
@@ -488,19 +518,53 @@ class Rows(NamedTuple):
 _UNJUDGED = np.int64(np.iinfo(np.int64).min)  # a NumPy scalar: it makes an int32 label array int64
 
 
-def _judged_rows(ranked: RankedRun, qmap: np.ndarray, doc_of_unique: np.ndarray, jd: Judgments) -> Rows:
+def _judged_rows(ranked: RankedRun, qmap: np.ndarray, doc_of_unique: np.ndarray, jd: Judgments,
+                 joined: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Rows:
     """The judged rows of a ranked run, one group per query of ``jd`` (group = query code).
 
     ``qmap`` is the judgments' code of each of the run's queries (-1: not evaluated),
-    ``doc_of_unique`` of each of its distinct docids.
+    ``doc_of_unique`` of each of its distinct docids; ``joined``: :meth:`Judgments.join`'s result,
+    when the caller has it (:class:`_SharedJoin`).
     """
-    at, j, group = jd.join(qmap, doc_of_unique, ranked.qrank, ranked.dcode)
+    at, j, group = joined if joined is not None else jd.join(qmap, doc_of_unique, ranked.qrank, ranked.dcode)
     nrows = np.bincount(group, minlength=jd.nq)
     length = np.zeros(jd.nq, dtype=np.int64)
     evaluated = qmap >= 0
     length[qmap[evaluated]] = ranked.counts[evaluated]
     return Rows(group, ranked.pos[at], ranked.score[at], j, np.ones(len(j), dtype=bool), jd.label[j],
                 np.arange(jd.nq, dtype=np.int64), length, np.cumsum(nrows) - nrows, nrows)
+
+
+class _SharedJoin:
+    """One join of a run's rows for several label sets, when their judged pairs allow it.
+
+    A label set whose every (query, document) pair is also judged by the first one (the same pool
+    labelled twice, or part of it) takes its judged rows from the first one's join: ``of_first``
+    maps each judgment of the first label set to its own (-1: not judged here). Others join alone.
+    """
+
+    def __init__(self, judgments: list[Judgments]):
+        self.of_first: list[np.ndarray | None] = [None] * len(judgments)
+        if len(judgments) < 2:
+            return
+        a = judgments[0]
+        for i, b in enumerate(judgments[1:], start=1):
+            rows, ja, _ = a.join(a.qlookup(np.asarray(b.queries, dtype=object)), a.dlookup(b.dlookup.keys),
+                                 b.qcode, b.dcode)
+            if len(rows) == len(b.qcode):  # every pair of b is one of a's
+                of_first = np.full(len(a.qcode), -1, dtype=np.int64)
+                of_first[ja] = rows
+                self.of_first[i] = of_first
+
+    def rows(self, i: int, first: tuple[np.ndarray, np.ndarray, np.ndarray] | None, jd: Judgments):
+        """The join of label set ``i`` from the first one's (None: join alone)."""
+        if first is None or self.of_first[i] is None:
+            return None
+        at, ja, _ = first
+        j = self.of_first[i][ja]
+        keep = np.flatnonzero(j >= 0)
+        j = j[keep]
+        return at[keep], j, jd.qcode[j].astype(np.int64)
 
 
 class _Vocabulary:
@@ -871,7 +935,7 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     ``runs`` maps a name to a :class:`~recjudge.data.trec.Run` or to a run file, read when its turn
     comes and dropped after (:func:`recjudge.data.trec.run_paths` names the files of a folder), so
     the peak memory does not grow with the number of runs: the next file is read in a second thread
-    while the current run is scored (the compiled reader parses without the GIL), so at most two
+    while the current run is scored (polars parses without the GIL), so at most two
     runs are in memory. Each run is put in score order once (:func:`~recjudge.data.trec.score_order`,
     no sort when the file is written that way); its tied-user share at ``k`` is taken from that
     order before :func:`~recjudge.data.trec.ensure_tie_free` applies ``tie_policy`` / ``seed``, and
@@ -885,14 +949,12 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..data.trec import read_run, tied_user_share
-
-    from .._io import read_concurrently
+    from ..data.trec import read_run
+    from .ties.policy import tie_free, tied_user_share
 
     clock = _StageClock(timings)
     parsed = _checked(measures, backend)
     names = list(runs)
-    _say_once_without_native()
     dictionary = IdDictionary()
     vocabulary: _Vocabulary | None = None  # set once the judgments are built
 
@@ -909,43 +971,37 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
 
     shares: dict[str, float] = {}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recjudge-read") as reader:
-        ahead = reader.submit(load, names[0]) if names else None  # the first run is read meanwhile
-        # the label sets' judgments side by side (their sorts and gathers run without the GIL)
-        scorers = dict(zip(label_sets, read_concurrently(scorer, list(label_sets.values()))))
+        # the label sets' judgments one after the other (side by side, their sorts would add up to the
+        # peak memory), then the first run
+        scorers = {label: scorer(value) for label, value in label_sets.items()}
+        ahead = reader.submit(load, names[0]) if names else None
         vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
+        shared = _SharedJoin([sc.jd for sc in scorers.values()])
         clock.lap("judgments")
         for col, name in enumerate(names):
             run, doc_codes = ahead.result()
             ahead = reader.submit(load, names[col + 1]) if col + 1 < len(names) else None
             clock.lap("read runs")
-            shares[name] = tied_user_share(run, k)
+            so = score_order(run)  # once: the tie share, the tie policy and the measures share it
+            shares[name] = tied_user_share(run, k, order=so)
             clock.lap("tie share")
             docids = run.codes.docids
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
-                run = ensure_tie_free(run, tie_policy, seed)
-            ranked = ranked_run(run)
+                run, so = tie_free(run, tie_policy, seed, so)
+            ranked = ranked_run(run, so)
             clock.lap("ensure_tie_free")
             if doc_codes is None or ranked.docids is not docids:  # read before the judgments were ready
                 doc_codes = vocabulary.doc_codes(ranked.docids)
             clock.lap("docid lookup")
-            for (label, scorer), doc_of_unique in zip(scorers.items(), doc_codes):
-                scorer.add(run, col, doc_of_unique, ranked)
+            first = None
+            for i, ((label, scorer), doc_of_unique) in enumerate(zip(scorers.items(), doc_codes)):
+                joined = scorer.add(run, col, doc_of_unique, ranked, shared.rows(i, first, scorer.jd))
+                first = joined if i == 0 else first
                 clock.lap(f"matrices, {label}")
-            del run, ranked
+            del run, ranked, so
     return Scored({label: sc.frames(names) for label, sc in scorers.items()}, shares,
                   {label: dict(zip(names, sc.users_ranked.tolist())) for label, sc in scorers.items()})
-
-
-@functools.cache
-def _say_once_without_native() -> None:
-    from ..data.trec import _reader
-
-    if native_module() is None:
-        logging.getLogger(__name__).info(
-            "recjudge._native is not available (not built, or RECJUDGE_NATIVE=0): runs are read by %s and "
-            "joined by numpy, with the same results, several times slower; reinstall recjudge where a C "
-            "compiler is found (pip install -e .) for the compiled path", _reader())
 
 
 class _StageClock:
@@ -999,9 +1055,11 @@ class Scorer:
         self.values = {k: np.full((len(self.index), n_runs), start) for k, start in self._start.items()}
         self.users_ranked = np.zeros(n_runs, dtype=np.int64)  # per run: judged users it ranks
 
-    def add(self, run: Run, col: int, doc_of_unique: np.ndarray | None = None, ranked: RankedRun | None = None) -> None:
+    def add(self, run: Run, col: int, doc_of_unique: np.ndarray | None = None, ranked: RankedRun | None = None,
+            joined: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
         """Fill column ``col`` with the scores of ``run`` (tie-free; ``ranked`` is its :func:`ranked_run`,
-        ``doc_of_unique`` the judgments' code of each of its distinct docids, when the caller has them)."""
+        ``doc_of_unique`` the judgments' code of each of its distinct docids, ``joined`` its judged rows,
+        when the caller has them). Returns the judged rows (:meth:`Judgments.join`), or None."""
         jd = self.jd
         if ranked is None:
             ranked = ranked_run(run)
@@ -1010,11 +1068,14 @@ class Scorer:
         qmap = jd.qlookup(ranked.qids)
         self.users_ranked[col] = int((qmap >= 0).sum())
         if self.fast and len(ranked.qrank):
-            rows = _judged_rows(ranked, qmap, doc_of_unique, jd)
+            if joined is None:
+                joined = jd.join(qmap, doc_of_unique, ranked.qrank, ranked.dcode)
+            rows = _judged_rows(ranked, qmap, doc_of_unique, jd, joined)
             for m in self.fast:
                 self.values[measure_key(m)][:, col] = MEASURE_FUNCTIONS[m.NAME](m, rows, self.ctx)
         if self.reference is not None:
             self.reference.fill(run, col, self.values)
+        return joined
 
     def frames(self, names: list[str]) -> dict[str, pd.DataFrame]:
         return {k: pd.DataFrame(v, index=pd.Index(self.index, name="qid"), columns=pd.Index(names, name="run"))

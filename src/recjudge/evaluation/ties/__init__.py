@@ -4,6 +4,8 @@ When several candidates share a score, the tie-breaking rule becomes part of the
 candidate list written relevant-first and sorted stably hands the relevant item every tie. This
 package makes that measurable, one module per job:
 
+- :mod:`.policy`: the tie policy every evaluation applies (:func:`resolve_ties`, :func:`ensure_tie_free`),
+  a run's score order and tie blocks (:func:`score_order`, :func:`tied_user_share`).
 - :mod:`.specs`: the measures to audit and which closed form serves each.
 - :mod:`.ranked`: a run sorted once into tie blocks, joined to qrels by the measure engine; every
   tie treatment (input order, the disclosed hash of :func:`recjudge.data.trec.hash_keys`,
@@ -28,18 +30,27 @@ and a user only the run has is ignored. Prevalence shares are over the run's own
 
 from __future__ import annotations
 
-from .audit import MeasureTies, RunTies, TieAudit, TieSettings, audit_run, audit_ties
-from .formatting import format_audit
-from .permutation import PermutationResult, permutation_test, shuffle_rows
-from .prevalence import DEFAULT_CUTOFFS, TiePrevalence, tie_prevalence
-from .ranked import TREATMENTS
-from .specs import DEFAULT_TIE_MEASURES, MeasureSpec, parse_tie_measures
-from .treatments import expected_metrics, mc_interval, policy_metrics
+import importlib
+
+# name -> submodule. Loaded on first use: the measure engine imports .policy, and .audit imports the
+# measure engine, so an eager package import would be circular.
+_EXPORTS = {
+    "MeasureTies": "audit", "RunTies": "audit", "TieAudit": "audit", "TieSettings": "audit", "audit_run": "audit",
+    "audit_ties": "audit", "format_audit": "formatting", "PermutationResult": "permutation",
+    "permutation_test": "permutation", "shuffle_rows": "permutation", "DEFAULT_CUTOFFS": "prevalence",
+    "TiePrevalence": "prevalence", "tie_prevalence": "prevalence", "TREATMENTS": "ranked",
+    "DEFAULT_TIE_MEASURES": "specs", "MeasureSpec": "specs", "parse_tie_measures": "specs",
+    "expected_metrics": "treatments", "mc_interval": "treatments", "policy_metrics": "treatments",
+    "TIE_POLICIES": "policy", "ScoreOrder": "policy", "score_order": "policy", "resolve_ties": "policy",
+    "ensure_tie_free": "policy", "is_tie_free": "policy", "top_k": "policy", "tied_user_share": "policy",
+    "order_rows": "policy",
+}
 
 __all__ = [
     "DEFAULT_TIE_MEASURES",
     "DEFAULT_CUTOFFS",
     "TREATMENTS",
+    "TIE_POLICIES",
     "MeasureSpec",
     "parse_tie_measures",
     "TiePrevalence",
@@ -48,6 +59,14 @@ __all__ = [
     "TieSettings",
     "TieAudit",
     "PermutationResult",
+    "ScoreOrder",
+    "score_order",
+    "resolve_ties",
+    "ensure_tie_free",
+    "is_tie_free",
+    "top_k",
+    "tied_user_share",
+    "order_rows",
     "tie_prevalence",
     "policy_metrics",
     "expected_metrics",
@@ -63,6 +82,8 @@ _MOVED = {"sampled_candidate_run", "popularity_scorer", "attribute_overlap_score
 
 
 def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
     # the sampled-candidate protocol moved to recjudge.systems.sampled; old imports keep working
     if name in _MOVED:
         from ...systems import sampled

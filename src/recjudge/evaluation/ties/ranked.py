@@ -2,7 +2,7 @@
 
 The join to qrels, the ideal DCG and the relevant counts come from the measure engine
 (:class:`recjudge.evaluation.measures.Judgments`), and the hash key from
-:func:`recjudge.data.trec.seeded_hash_keys`: each is defined once.
+:func:`recjudge.data.trec.hashing.seeded_hash_keys`: each is defined once.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...data.trec import (FrameCodes, Qrels, Run, RunTable, _block_starts, _sorted_codes, score_order,
-                          seeded_hash_keys, string_hashes)
+from ...data.trec import FrameCodes, Qrels, Run, RunTable, _sorted_codes, seeded_hash_keys, string_hashes
 from ...errors import ConfigError
 from ..measures import Context, judgments
+from .policy import _block_starts, score_order
 
 TREATMENTS = ("input", "hash", "random")
 
@@ -29,7 +29,7 @@ class _Ranked:
     """
 
     def __init__(self, run: Run, qrels: Qrels | None = None):
-        # the run's one score order (recjudge.data.trec.score_order: stable, so ties keep file order)
+        # the run's one score order (policy.score_order: stable, so ties keep file order)
         so = score_order(run)
         c = run.codes
         self.name = run.name
