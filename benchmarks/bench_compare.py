@@ -168,6 +168,7 @@ def generate(folder: Path, shape: Shape) -> dict:
         "tied_user_share": shares, "run_lines": lines, "qrels_lines": U * J,
         "bytes": {d.name: sum(f.stat().st_size for f in d.iterdir()) for d in (runs, tie_free)},
         "qrels_bytes": sum((folder / f"{n}.qrels").stat().st_size for n in ("reference", "candidate")),
+        "writer": "pyarrow" if _pyarrow_csv() else "pandas",
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
@@ -226,29 +227,41 @@ def write_table(path: Path, columns: dict) -> None:
     than pandas', which writes the same values where pyarrow is not installed (floats in another
     spelling: 0.0 for 0, 1e-06 for 0.000001)."""
     n = next(len(v) for v in columns.values() if not isinstance(v, str))
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-    except ImportError:
+    pacsv = _pyarrow_csv()
+    if pacsv is None:
         import pandas as pd
 
         pd.DataFrame(columns, index=range(n)).to_csv(path, sep=" ", header=False, index=False, mode="a")
         return
+    import pyarrow as pa
+
     table = pa.table({k: pa.repeat(v, n) if isinstance(v, str) else v for k, v in columns.items()})
     with open(path, "ab") as fh:
         pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
 
 
+def _pyarrow_csv():
+    try:
+        import pyarrow.csv as pacsv
+    except Exception:  # absent, or built for another NumPy
+        return None
+    return pacsv
+
+
 def write_tie_free(path: Path, name: str, user_ids, item_ids, items, scores, lex, rng) -> None:
     """The same run with every tie resolved as trec_eval resolves it, scores made strictly decreasing.
 
-    The peers read this copy: a tool that breaks ties its own way (ranx and ir-measures' Compat by
-    sort order, trec_eval by docid descending) would otherwise rank tied items differently from
-    the others, and the values could not be compared. The order chosen is trec_eval's (score
-    descending, docid as a string descending), so pytrec_eval gives the same values on either copy.
-    recjudge reads the runs as written and pays for its tie share and hash resolution; its values
-    are checked on this copy too (every policy agrees on tie-free input). The new scores are
-    (depth - 1 - position + a random fraction) / depth, six decimals: as many bytes as the originals."""
+    The peers read this copy, recjudge and the floor the runs as written. Why not let the peers
+    see the ties too: each tool orders equal scores its own way (trec_eval, and so pytrec_eval
+    and most of ir-measures, by docid descending; ranx and ir-measures' Compat by their own sorts;
+    recjudge by its hash policy), so on tied input their values differ for reasons that say
+    nothing about correctness and cannot be checked against one another. On this copy every tool
+    ranks one order, recjudge's values are checked against each peer's (recjudge run once more on
+    the copy, untimed: every tie policy agrees on tie-free input), and the cost of ties (the tie
+    share, the hash resolution) is borne by recjudge alone: the timing does not favour it. The
+    order is trec_eval's (score descending, then docid as a string descending), so pytrec_eval
+    gives the same values on either copy. The new scores are (depth - 1 - position + a random
+    fraction) / depth with six decimals: within a few per cent of the originals' bytes."""
     import numpy as np
 
     U, D = scores.shape
@@ -349,7 +362,7 @@ t = time.perf_counter()
 try:
     import polars as pl
     libs["polars"] = pl
-except ImportError:
+except Exception:  # absent, or built for another NumPy
     pass
 times["import polars"] = time.perf_counter() - t
 t = time.perf_counter()
@@ -358,7 +371,7 @@ try:
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
     libs["pyarrow"] = pa
-except ImportError:
+except Exception:
     pass
 times["import pyarrow"] = time.perf_counter() - t
 if not libs:
@@ -552,17 +565,18 @@ def missing(tool: str) -> str | None:
     if tool == "recjudge":
         exe = Path(sys.executable).with_name("recjudge")
         return None if exe.exists() else f"no {exe} (pip install -e .)"
-    modules = [IMPORTS[tool]] if tool in IMPORTS else []
     if tool == "floor":
-        probe = "import importlib.util as u, sys; sys.exit(not (u.find_spec('polars') or u.find_spec('pyarrow')))"
+        # the floor runs with whichever of the two imports
+        probe = "try:\n import polars\nexcept Exception:\n import pyarrow.csv"
         what = "polars or pyarrow"
     else:
-        probe = f"import {modules[0]}"
-        what = modules[0]
+        probe = f"import {IMPORTS[tool]}"
+        what = IMPORTS[tool]
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     if done.returncode == 0:
         return None
-    return f"not installed: {what} does not import (pip install -e '.[bench]')"
+    last = (done.stderr.strip().splitlines() or ["?"])[-1][:160]
+    return f"not installed: {what} does not import here ({last}; pip install -e '.[bench]')"
 
 
 def versions() -> str:
@@ -680,7 +694,7 @@ def main() -> None:
     for tool in active:
         w = folder / "warmup"
         try:
-            warmup[tool] = run_child(command(tool, w / ("runs" if tool == "recjudge" else "runs-tie-free"),
+            warmup[tool] = run_child(command(tool, w / ("runs-tie-free" if tool in PEERS else "runs"),
                                              w / "reference.qrels", w / "candidate.qrels",
                                              outdir / f"warmup-{tool}.json", 10))
         except ChildFailed as exc:
@@ -693,7 +707,7 @@ def main() -> None:
             if tool in status or r >= rounds[tool]:
                 continue
             out = outdir / (f"floor-{r + 1}.json" if tool == "floor" else f"{tool}.json")
-            cmd = command(tool, runs if tool == "recjudge" else tie_free, ref, cand, out, args.bootstrap)
+            cmd = command(tool, tie_free if tool in PEERS else runs, ref, cand, out, args.bootstrap)
             try:
                 s = run_child(cmd)
             except ChildFailed as exc:
@@ -757,6 +771,7 @@ def describe(m: dict, folder: Path) -> None:
     fam = m["families"]
     overall = statistics.fmean(shares.values())
     how = "reused" if m.get("reused") else f"written in {m['written_s']:.0f} s"
+    how += f" by {m['writer']}"
     print(f"data ({how}, {folder}): {s['systems']} runs × {s['users']:,} users × top-{s['depth']} = "
           f"{m['run_lines']:,} run lines ({size(m['bytes']['runs'])} as written, "
           f"{size(m['bytes']['runs-tie-free'])} tie-free copy); items Zipf(a={ZIPF_A}) over {s['items']:,}; "
@@ -776,9 +791,10 @@ def report(manifest, status, samples, warmup, outdir, diffs, tie_effect, load_en
     rj_wall = statistics.median(s.wall for s in rj) if rj else None
     rj_cpu = statistics.median(s.cpu for s in rj) if rj else None
     print(f"load average (1/5/15 min) at end: {' '.join(f'{x:.2f}' for x in load_end)}")
-    print("\nrecjudge reads the runs as written and resolves their ties by its hash policy; the peers read a copy "
-          "with every tie resolved beforehand (trec_eval's order: score, then docid descending; scores strictly "
-          "decreasing), so all of them rank the same order. Each tool: its own process, its own file reading.")
+    print("\nrecjudge (and the floor) read the runs as written; recjudge resolves their ties by its hash policy. The "
+          "peers read a copy with every tie resolved beforehand (trec_eval's order: score, then docid descending; "
+          "scores strictly decreasing), so all of them rank one order and their values can be checked; the cost of "
+          "ties falls on recjudge alone. Each tool: its own process, its own file reading.")
     print("\n| tool | computes | input | rounds | wall s, median (min–max) | CPU s, median (min–max) | peak RSS GB "
           "| wall ÷ recjudge | CPU ÷ recjudge | tiny input, wall s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -843,7 +859,7 @@ def floor_report(got: list[Sample], why: str | None, outdir: Path, rj_wall) -> N
     best = min(libs, key=lambda lib: med(lambda d: total(d, lib)))
     floor = [total(d, best) for d in split]
     rows, n_bytes = split[0]["rows"], split[0]["bytes"]
-    print(f"\nfloor, {best} (fresh process, {len(got)} rounds, medians; the process itself took "
+    print(f"\nfloor, {best} (fresh process, {len(got)} round{'s' if len(got) > 1 else ''}, medians; the process itself took "
           f"{fmt_range([s.wall for s in got])} s with both libraries): "
           f"import numpy + {best} {med(lambda d: d['times']['import numpy'] + d['times'][f'import {best}']):.2f} s "
           f"+ read {size(n_bytes)} {med(lambda d: d['read']):.2f} s "
