@@ -7,7 +7,9 @@
 Data (written by a child process, one run at a time, so 100,000 users fit): ``--systems`` runs of
 the top ``--depth`` items per user over a catalogue of ``--items`` items with Zipf popularity, and
 two qrels files labelling the same ``--judged`` items per user (drawn by popularity): the
-reference on 0-7, the candidate on 0-4. Runs are tie-heavy as recommenders write them: two
+reference on 0-7 (mean 1.4, as the human labels of Penha et al. 2025), the candidate on 0-4 (the
+reference rescaled, with noise). The systems' Judged@100 spans about 0.1-0.9 (0.07-0.87 in the
+paper). Runs are tie-heavy as recommenders write them: two
 popularity systems score items by interaction counts (every list ties), neighbourhood systems
 pad the lists of cold users with zero scores, factor models saturate for a share of users; scores
 are written with six decimals, so unrelated scores collide now and then. The tie share the
@@ -38,6 +40,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,9 +62,10 @@ COMPUTES = {
     "floor": "read + parse + numpy nDCG@100, Judged@100 × 2 qrels",
 }
 IMPORTS = {"ir-measures": "ir_measures", "ranx": "ranx", "pytrec_eval": "pytrec_eval"}
-GENERATOR_VERSION = 1  # bump when the data a seed gives changes: --keep folders are regenerated
+GENERATOR_VERSION = 2  # bump when the data a seed gives changes: --keep folders are regenerated
 ZIPF_A = 0.9
-REFERENCE_P = (0.40, 0.12, 0.10, 0.09, 0.08, 0.08, 0.07, 0.06)  # 0-7 interest scale
+# the 0-7 interest scale, mean 1.39: Penha et al. 2025 (§5.3) report a human mean of 1.4
+REFERENCE_P = (0.55, 0.12, 0.09, 0.07, 0.06, 0.05, 0.035, 0.025)
 COLD_SHARE = 0.35  # users whose neighbourhood runs out before the cut-off
 BLOCK = 20_000  # users generated at a time
 
@@ -145,7 +149,7 @@ def generate(folder: Path, shape: Shape) -> dict:
     shares, lines = {}, 0
     for name, family in families(shape.systems):
         # drawn once per system: its quality, popularity bias, taste for unjudged items, saturation
-        params = (rng.uniform(0.1, 0.8), rng.uniform(0.0, 0.3), rng.uniform(-1.0, 2.0), rng.uniform(0.0, 0.45))
+        params = (rng.uniform(0.1, 0.8), rng.uniform(0.0, 0.3), rng.uniform(-1.0, 3.0), rng.uniform(0.0, 0.45))
         tied = 0
         for lo in range(0, U, BLOCK):  # a block of users at a time bounds the memory at any size
             users = slice(lo, min(U, lo + BLOCK))
@@ -662,8 +666,7 @@ def main() -> None:
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-compare-"))
     shape = Shape(args.users, args.systems, args.depth, args.judged, args.items, args.seed)
     manifest = ensure_data(folder, shape)
-    warm = ensure_data(folder / "warmup", Shape(30, 4, args.depth, args.judged, args.items, args.seed))
-    del warm
+    ensure_data(folder / "warmup", Shape(30, 4, args.depth, args.judged, args.items, args.seed))
     runs, tie_free = folder / "runs", folder / "runs-tie-free"
     ref, cand = folder / "reference.qrels", folder / "candidate.qrels"
     outdir = folder / "out"
@@ -742,7 +745,7 @@ def main() -> None:
     if args.profile and samples.get("recjudge"):
         profile(command("recjudge", runs, ref, cand, outdir / "recjudge-profile.json", args.bootstrap), outdir)
     if not args.keep:
-        print(f"(data in {folder}; pass --keep DIR to keep and reuse it)")
+        shutil.rmtree(folder)  # gigabytes at 10,000 users; --keep DIR keeps them
 
 
 def ensure_data(folder: Path, shape: Shape) -> dict:
