@@ -351,33 +351,42 @@ Path(out).write_text(json.dumps(result))
 
 FLOOR_SCRIPT = r"""
 import json, sys, time
+from contextlib import contextmanager
 from pathlib import Path
 
-t = time.perf_counter()
-import numpy as np
-times = {"import numpy": time.perf_counter() - t}
+wall, cpu = {}, {}  # seconds per stage, by the clock and by the CPU (every thread of the process)
+
+
+@contextmanager
+def clock(stage):
+    t, c = time.perf_counter(), time.process_time()
+    yield
+    wall[stage] = wall.get(stage, 0.0) + time.perf_counter() - t
+    cpu[stage] = cpu.get(stage, 0.0) + time.process_time() - c
+
+
+with clock("import numpy"):
+    import numpy as np
 runs_dir, ref_path, cand_path, out = sys.argv[1:5]
 CUT = 100
 RUN = {"q": 0, "d": 2, "v": 4}  # column positions: qid Q0 docid rank score tag
 QREL = {"q": 0, "d": 2, "v": 3}  # qid iteration docid label
 
 libs = {}
-t = time.perf_counter()
-try:
-    import polars as pl
-    libs["polars"] = pl
-except Exception:  # absent, or built for another NumPy
-    pass
-times["import polars"] = time.perf_counter() - t
-t = time.perf_counter()
-try:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
-    libs["pyarrow"] = pa
-except Exception:
-    pass
-times["import pyarrow"] = time.perf_counter() - t
+with clock("import polars"):
+    try:
+        import polars as pl
+        libs["polars"] = pl
+    except Exception:  # absent, or built for another NumPy
+        pass
+with clock("import pyarrow"):
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+        libs["pyarrow"] = pa
+    except Exception:
+        pass
 if not libs:
     raise SystemExit("neither polars nor pyarrow is installed: pip install -e '.[bench]'")
 
@@ -476,45 +485,36 @@ def measure(q, d, s, qrels):
             "Judged@100": float(judged[known].sum() / len(users))}
 
 
-read = 0.0
-parse = dict.fromkeys(libs, 0.0)
-score = dict.fromkeys(libs, 0.0)
 n_bytes = rows = 0
 qrels = {lib: [] for lib in libs}
 for path in (ref_path, cand_path):
-    t = time.perf_counter()
-    data = Path(path).read_bytes()
-    read += time.perf_counter() - t
+    with clock("read"):
+        data = Path(path).read_bytes()
     n_bytes += len(data)
     rows += data.count(b"\n")
     for lib in libs:
-        t = time.perf_counter()
-        qrels[lib].append((parse_polars if lib == "polars" else parse_pyarrow)(data, QREL))
-        parse[lib] += time.perf_counter() - t
+        with clock(f"parse {lib}"):
+            qrels[lib].append((parse_polars if lib == "polars" else parse_pyarrow)(data, QREL))
 spaces, prepared = {}, {}
 for lib in libs:
-    t = time.perf_counter()
-    spaces[lib] = Space(lib, qrels[lib])
-    prepared[lib] = [prepare(*spaces[lib].codes(p)) for p in qrels[lib]]
-    score[lib] += time.perf_counter() - t
+    with clock(f"score {lib}"):
+        spaces[lib] = Space(lib, qrels[lib])
+        prepared[lib] = [prepare(*spaces[lib].codes(p)) for p in qrels[lib]]
 means = {lib: {"reference": {}, "candidate": {}} for lib in libs}
 for f in sorted(Path(runs_dir).iterdir()):
-    t = time.perf_counter()
-    data = f.read_bytes()
-    read += time.perf_counter() - t
+    with clock("read"):
+        data = f.read_bytes()
     n_bytes += len(data)
     rows += data.count(b"\n")
     for lib in libs:
-        t = time.perf_counter()
-        parsed = (parse_polars if lib == "polars" else parse_pyarrow)(data, RUN)
-        parse[lib] += time.perf_counter() - t
-        t = time.perf_counter()
-        q, d, s = spaces[lib].codes(parsed)
-        for label, prep in zip(("reference", "candidate"), prepared[lib]):
-            means[lib][label][f.stem] = measure(q, d, s, prep)
-        score[lib] += time.perf_counter() - t
-Path(out).write_text(json.dumps({"times": times, "read": read, "parse": parse, "score": score,
-                                 "bytes": n_bytes, "rows": rows, "means": means}))
+        with clock(f"parse {lib}"):
+            parsed = (parse_polars if lib == "polars" else parse_pyarrow)(data, RUN)
+        with clock(f"score {lib}"):
+            q, d, s = spaces[lib].codes(parsed)
+            for label, prep in zip(("reference", "candidate"), prepared[lib]):
+                means[lib][label][f.stem] = measure(q, d, s, prep)
+Path(out).write_text(json.dumps({"libs": list(libs), "wall": wall, "cpu": cpu, "bytes": n_bytes, "rows": rows,
+                                 "means": means}))
 """
 
 SCRIPTS = {"ir-measures": IR_MEASURES_SCRIPT, "ranx": RANX_SCRIPT, "pytrec_eval": PYTREC_EVAL_SCRIPT,
@@ -818,7 +818,7 @@ def report(manifest, status, samples, warmup, outdir, diffs, tie_effect, load_en
               f"{max(s.rss_gb for s in got):.2f} | {ratio_w} | {ratio_c} | {tiny} |")
     print("(tiny input: the untimed warm-up on 30 users × 4 runs, i.e. each tool's start-up: imports, ranx's "
           "numba kernels from its cache)")
-    floor_report(samples.get("floor") or [], status.get("floor"), outdir, rj_wall)
+    floor_report(samples.get("floor") or [], status.get("floor"), outdir, rj)
     if rj and (outdir / "recjudge.json").exists():
         try:
             data = json.loads((outdir / "recjudge.json").read_text())
@@ -846,36 +846,43 @@ def report(manifest, status, samples, warmup, outdir, diffs, tie_effect, load_en
               "the copy's trec_eval order): " + ", ".join(f"{m} {v:.1e}" for m, v in tie_effect.items()))
 
 
-def floor_report(got: list[Sample], why: str | None, outdir: Path, rj_wall) -> None:
+def floor_report(got: list[Sample], why: str | None, outdir: Path, rj: list[Sample]) -> None:
     if not got:
         print(f"\nfloor: {why or 'not run'}")
         return
     split = [json.loads((outdir / f"floor-{r + 1}.json").read_text()) for r in range(len(got))]
-    libs = list(split[0]["parse"])
+    libs = split[0]["libs"]
+    stages = ("import numpy", "import {lib}", "read", "parse {lib}", "score {lib}")
 
-    def total(d: dict, lib: str) -> float:
-        return d["times"]["import numpy"] + d["times"][f"import {lib}"] + d["read"] + d["parse"][lib] + d["score"][lib]
+    def med(clock: str, stage: str, lib: str) -> float:
+        return statistics.median(d[clock][stage.format(lib=lib)] for d in split)
 
-    def med(f) -> float:
-        return statistics.median(f(d) for d in split)
+    def totals(clock: str, lib: str) -> list[float]:
+        return [sum(d[clock][st.format(lib=lib)] for st in stages) for d in split]
 
-    best = min(libs, key=lambda lib: med(lambda d: total(d, lib)))
-    floor = [total(d, best) for d in split]
-    rows, n_bytes = split[0]["rows"], split[0]["bytes"]
-    print(f"\nfloor, {best} (fresh process, {len(got)} round{'s' if len(got) > 1 else ''}, medians; the process itself took "
-          f"{fmt_range([s.wall for s in got])} s with both libraries): "
-          f"import numpy + {best} {med(lambda d: d['times']['import numpy'] + d['times'][f'import {best}']):.2f} s "
-          f"+ read {size(n_bytes)} {med(lambda d: d['read']):.2f} s "
-          f"+ parse {rows:,} lines {med(lambda d: d['parse'][best]):.2f} s "
-          f"+ numpy nDCG@100 and Judged@100 under both qrels (ids to the qrels' codes, order check, join) "
-          f"{med(lambda d: d['score'][best]):.2f} s = {fmt_range(floor, 2)} s")
-    rates = ", ".join(f"{lib} {rows / med(lambda d: d['parse'][lib]) / 1e6:.1f} M lines/s "
-                      f"(parse {med(lambda d: d['parse'][lib]):.2f} s + the rest {med(lambda d: d['score'][lib]):.2f} s)"
+    best = min(libs, key=lambda lib: statistics.median(totals("wall", lib)))
+    parts = (("import numpy + {lib}", ("import numpy", "import {lib}")), ("read {size}", ("read",)),
+             ("parse {rows:,} lines with {lib}", ("parse {lib}",)),
+             ("numpy nDCG@100 and Judged@100 under both qrels (ids to the qrels' codes, order check, join)",
+              ("score {lib}",)))
+    rows, size_ = split[0]["rows"], size(split[0]["bytes"])
+    print(f"\nfloor (fresh process, {len(got)} round{'s' if len(got) > 1 else ''}, medians; the process itself, "
+          f"parsing with both libraries, took {fmt_range([s.wall for s in got])} s wall, "
+          f"{fmt_range([s.cpu for s in got])} s CPU), wall / CPU seconds:")
+    for label, stage_names in parts:
+        w = sum(med("wall", st, best) for st in stage_names)
+        c = sum(med("cpu", st, best) for st in stage_names)
+        print(f"  {label.format(lib=best, size=size_, rows=rows)}: {w:.2f} / {c:.2f}")
+    floor_wall, floor_cpu = totals("wall", best), totals("cpu", best)
+    print(f"  = {fmt_range(floor_wall, 2)} s wall, {fmt_range(floor_cpu, 2)} s CPU")
+    rates = ", ".join(f"{lib} {rows / med('wall', 'parse {lib}', lib) / 1e6:.1f} M lines/s "
+                      f"(parse {med('wall', 'parse {lib}', lib):.2f} s + the rest {med('wall', 'score {lib}', lib):.2f} s)"
                       for lib in libs)
-    print(f"  per library (ids to integer codes, default threads): {rates}")
+    print(f"  per library (ids to integer codes, default threads; wall): {rates}")
     print("  the floor keeps the file order among equal scores: no tie share, no tie policy, no Compat or Bpref")
-    if rj_wall:
-        print(f"  recjudge compare: {rj_wall / statistics.median(floor):.1f}× the floor by wall time")
+    if rj:
+        print(f"  recjudge compare: {statistics.median(s.wall for s in rj) / statistics.median(floor_wall):.1f}× the "
+              f"floor by wall time, {statistics.median(s.cpu for s in rj) / statistics.median(floor_cpu):.1f}× by CPU")
 
 
 def profile(cmd: list[str], outdir: Path) -> None:
