@@ -459,8 +459,7 @@ def prepare(q, d, label):
     return key, lab, qs[new], np.bincount(blk, weights=gain)
 
 
-def measure(q, d, s, qrels):
-    qkey, qlab, users, idcg = qrels
+def measure(q, d, s, all_qrels):
     new = np.r_[True, q[1:] != q[:-1]]
     same = ~new[1:]
     if not (np.all(s[1:][same] <= s[:-1][same]) and np.unique(q[new]).size == new.sum()):
@@ -469,20 +468,28 @@ def measure(q, d, s, qrels):
         new = np.r_[True, q[1:] != q[:-1]]
     blk = np.cumsum(new) - 1
     pos = np.arange(len(q)) - np.flatnonzero(new)[blk]
+    top = (pos < CUT) & (d >= 0) & (q >= 0)
+    discount = 1.0 / np.log2(pos + 2)
     key = key_of(q, d)
-    i = np.minimum(np.searchsorted(qkey, key), len(qkey) - 1)
-    hit = (qkey[i] == key) & (pos < CUT) & (d >= 0) & (q >= 0)
-    gain = np.where(hit, np.maximum(qlab[i], 0) / np.log2(pos + 2), 0.0)
+    by_key = np.argsort(key)  # sorted needles make the binary searches cache-friendly: half the time
+    sorted_key = key[by_key]
     nb = int(new.sum())
-    judged = np.bincount(blk, weights=hit, minlength=nb) / CUT
-    dcg = np.bincount(blk, weights=gain, minlength=nb)
     bu = q[new]
-    j = np.minimum(np.searchsorted(users, bu), len(users) - 1)
-    known = users[j] == bu
-    ideal = np.where(known, idcg[j], 0.0)
-    ndcg = np.divide(dcg, ideal, out=np.zeros(nb), where=ideal > 0)
-    return {"nDCG@100": float(ndcg[known].sum() / len(users)),
-            "Judged@100": float(judged[known].sum() / len(users))}
+    out = []
+    for qkey, qlab, users, idcg in all_qrels:
+        i = np.empty(len(key), np.int64)
+        i[by_key] = np.minimum(np.searchsorted(qkey, sorted_key), len(qkey) - 1)
+        hit = (qkey[i] == key) & top
+        gain = np.where(hit, np.maximum(qlab[i], 0) * discount, 0.0)
+        judged = np.bincount(blk, weights=hit, minlength=nb) / CUT
+        dcg = np.bincount(blk, weights=gain, minlength=nb)
+        j = np.minimum(np.searchsorted(users, bu), len(users) - 1)
+        known = users[j] == bu
+        ideal = np.where(known, idcg[j], 0.0)
+        ndcg = np.divide(dcg, ideal, out=np.zeros(nb), where=ideal > 0)
+        out.append({"nDCG@100": float(ndcg[known].sum() / len(users)),
+                    "Judged@100": float(judged[known].sum() / len(users))})
+    return out
 
 
 n_bytes = rows = 0
@@ -511,8 +518,8 @@ for f in sorted(Path(runs_dir).iterdir()):
             parsed = (parse_polars if lib == "polars" else parse_pyarrow)(data, RUN)
         with clock(f"score {lib}"):
             q, d, s = spaces[lib].codes(parsed)
-            for label, prep in zip(("reference", "candidate"), prepared[lib]):
-                means[lib][label][f.stem] = measure(q, d, s, prep)
+            for label, m in zip(("reference", "candidate"), measure(q, d, s, prepared[lib])):
+                means[lib][label][f.stem] = m
 Path(out).write_text(json.dumps({"libs": list(libs), "wall": wall, "cpu": cpu, "bytes": n_bytes, "rows": rows,
                                  "means": means}))
 """
