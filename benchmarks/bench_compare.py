@@ -107,7 +107,8 @@ def generate(folder: Path, shape: Shape) -> dict:
     rng = np.random.default_rng(shape.seed)
     U, D, J, N = shape.users, shape.depth, shape.judged, shape.items
     if J + 3 * D > N // 2 or D < 10:
-        raise SystemExit(f"--items {N}, --judged {J}, --depth {D}: need --depth ≥ 10 and --items ≥ 2 × (judged + 3 × depth)")
+        raise SystemExit(f"--items {N}, --judged {J}, --depth {D}: "
+                         "need --depth ≥ 10 and --items ≥ 2 × (judged + 3 × depth)")
     item_ids = rng.choice(np.arange(1, 8 * N), N, replace=False)  # index = popularity rank
     # trec_eval orders equal scores by docid as strings, descending: the rank of each id as a string
     lex = np.empty(N, np.int64)
@@ -314,7 +315,8 @@ from ranx import Qrels, Run, evaluate
 
 runs_dir, ref_path, cand_path, out = sys.argv[1:5]
 metrics = {"ndcg@100": "nDCG@100", "bpref": "Bpref"}
-qrels = {label: Qrels.from_file(path, kind="trec") for label, path in (("reference", ref_path), ("candidate", cand_path))}
+qrels = {label: Qrels.from_file(path, kind="trec")
+         for label, path in (("reference", ref_path), ("candidate", cand_path))}
 result = {label: {} for label in qrels}
 for f in sorted(Path(runs_dir).iterdir()):
     run = Run.from_file(str(f), kind="trec")
@@ -781,7 +783,7 @@ def describe(m: dict, folder: Path) -> None:
     fam = m["families"]
     overall = statistics.fmean(shares.values())
     how = "reused" if m.get("reused") else f"written in {m['written_s']:.0f} s"
-    how += f" by {m['writer']}"
+    how += f", lines written by {m['writer']}"
     print(f"data ({how}, {folder}): {s['systems']} runs × {s['users']:,} users × top-{s['depth']} = "
           f"{m['run_lines']:,} run lines ({size(m['bytes']['runs'])} as written, "
           f"{size(m['bytes']['runs-tie-free'])} tie-free copy); items Zipf(a={ZIPF_A}) over {s['items']:,}; "
@@ -883,7 +885,8 @@ def floor_report(got: list[Sample], why: str | None, outdir: Path, rj: list[Samp
     floor_wall, floor_cpu = totals("wall", best), totals("cpu", best)
     print(f"  = {fmt_range(floor_wall, 2)} s wall, {fmt_range(floor_cpu, 2)} s CPU")
     rates = ", ".join(f"{lib} {rows / med('wall', 'parse {lib}', lib) / 1e6:.1f} M lines/s "
-                      f"(parse {med('wall', 'parse {lib}', lib):.2f} s + the rest {med('wall', 'score {lib}', lib):.2f} s)"
+                      f"(parse {med('wall', 'parse {lib}', lib):.2f} s "
+                      f"+ the rest {med('wall', 'score {lib}', lib):.2f} s)"
                       for lib in libs)
     print(f"  per library (ids to integer codes, default threads; wall): {rates}")
     print("  the floor keeps the file order among equal scores: no tie share, no tie policy, no Compat or Bpref")
