@@ -673,88 +673,90 @@ def main() -> None:
         ap.error("rounds cannot be negative")
 
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-compare-"))
-    shape = Shape(args.users, args.systems, args.depth, args.judged, args.items, args.seed)
-    manifest = ensure_data(folder, shape)
-    ensure_data(folder / "warmup", Shape(30, 4, args.depth, args.judged, args.items, args.seed))
-    runs, tie_free = folder / "runs", folder / "runs-tie-free"
-    ref, cand = folder / "reference.qrels", folder / "candidate.qrels"
-    outdir = folder / "out"
-    outdir.mkdir(exist_ok=True)
+    try:
+        shape = Shape(args.users, args.systems, args.depth, args.judged, args.items, args.seed)
+        manifest = ensure_data(folder, shape)
+        ensure_data(folder / "warmup", Shape(30, 4, args.depth, args.judged, args.items, args.seed))
+        runs, tie_free = folder / "runs", folder / "runs-tie-free"
+        ref, cand = folder / "reference.qrels", folder / "candidate.qrels"
+        outdir = folder / "out"
+        outdir.mkdir(exist_ok=True)
 
-    status: dict[str, str] = {}
-    for tool in TOOLS:
-        if tool in skipped:
-            status[tool] = "not run (--skip)"
-        elif rounds[tool] == 0:
-            status[tool] = "not run (0 rounds)"
-        elif why := missing(tool):
-            status[tool] = why
-    active = [t for t in TOOLS if t not in status]
+        status: dict[str, str] = {}
+        for tool in TOOLS:
+            if tool in skipped:
+                status[tool] = "not run (--skip)"
+            elif rounds[tool] == 0:
+                status[tool] = "not run (0 rounds)"
+            elif why := missing(tool):
+                status[tool] = why
+        active = [t for t in TOOLS if t not in status]
 
-    load_start = os.getloadavg()
-    print(f"# bench_compare: {shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])}", flush=True)
-    describe(manifest, folder)
-    print(f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; {versions()}")
-    blas = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}
-    if blas:
-        print("environment: " + " ".join(f"{k}={v}" for k, v in sorted(blas.items())))
-    print(f"load average (1/5/15 min) at start: {' '.join(f'{x:.2f}' for x in load_start)}", flush=True)
+        load_start = os.getloadavg()
+        print(f"# bench_compare: {shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])}", flush=True)
+        describe(manifest, folder)
+        print(f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; {versions()}")
+        blas = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}
+        if blas:
+            print("environment: " + " ".join(f"{k}={v}" for k, v in sorted(blas.items())))
+        print(f"load average (1/5/15 min) at start: {' '.join(f'{x:.2f}' for x in load_start)}", flush=True)
 
-    # one untimed call of each tool on a tiny data set: ranx compiles its numba kernels into a cache
-    # on first use, and every tool's modules come into the page cache
-    warmup: dict[str, Sample] = {}
-    for tool in active:
-        w = folder / "warmup"
-        try:
-            warmup[tool] = run_child(command(tool, w / ("runs-tie-free" if tool in PEERS else "runs"),
-                                             w / "reference.qrels", w / "candidate.qrels",
-                                             outdir / f"warmup-{tool}.json", 10))
-        except ChildFailed as exc:
-            status[tool] = f"failed on the warm-up: {exc}"
-    active = [t for t in active if t not in status]
-
-    samples: dict[str, list[Sample]] = {t: [] for t in active}
-    for r in range(max((rounds[t] for t in active), default=0)):
+        # one untimed call of each tool on a tiny data set: ranx compiles its numba kernels into a cache
+        # on first use, and every tool's modules come into the page cache
+        warmup: dict[str, Sample] = {}
         for tool in active:
-            if tool in status or r >= rounds[tool]:
-                continue
-            out = outdir / (f"floor-{r + 1}.json" if tool == "floor" else f"{tool}.json")
-            cmd = command(tool, tie_free if tool in PEERS else runs, ref, cand, out, args.bootstrap)
+            w = folder / "warmup"
             try:
-                s = run_child(cmd)
+                warmup[tool] = run_child(command(tool, w / ("runs-tie-free" if tool in PEERS else "runs"),
+                                                 w / "reference.qrels", w / "candidate.qrels",
+                                                 outdir / f"warmup-{tool}.json", 10))
             except ChildFailed as exc:
-                status[tool] = f"failed in round {r + 1}: {exc}"
-                continue
-            samples[tool].append(s)
-            print(f"  round {r + 1}: {tool:<12} {s.wall:8.2f} s wall {s.cpu:8.2f} s CPU {s.rss_gb:6.2f} GB "
-                  f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr, flush=True)
-    load_end = os.getloadavg()
+                status[tool] = f"failed on the warm-up: {exc}"
+        active = [t for t in active if t not in status]
 
-    # values, untimed: recjudge on the tie-free copy against each peer and the floor
-    diffs: dict[str, dict[str, float] | str] = {}
-    tie_effect = None
-    check = outdir / "recjudge-tie-free.json"
-    if samples.get("recjudge"):
-        try:
-            run_child(command("recjudge", tie_free, ref, cand, check, args.bootstrap))
-            mine = recjudge_means(check)
-            tie_effect = max_diff(mine, recjudge_means(outdir / "recjudge.json"))
-            for tool in PEERS:
-                if samples.get(tool):
-                    diffs[tool] = max_diff(mine, json.loads((outdir / f"{tool}.json").read_text()))
-            if samples.get("floor"):
-                run_child(command("floor", tie_free, ref, cand, outdir / "floor-tie-free.json", 0))
-                floor_means = json.loads((outdir / "floor-tie-free.json").read_text())["means"]
-                for lib, means in floor_means.items():
-                    diffs[f"floor ({lib})"] = max_diff(mine, means)
-        except (ChildFailed, KeyError, ValueError) as exc:
-            diffs = {"all": f"not compared: {exc}"}
+        samples: dict[str, list[Sample]] = {t: [] for t in active}
+        for r in range(max((rounds[t] for t in active), default=0)):
+            for tool in active:
+                if tool in status or r >= rounds[tool]:
+                    continue
+                out = outdir / (f"floor-{r + 1}.json" if tool == "floor" else f"{tool}.json")
+                cmd = command(tool, tie_free if tool in PEERS else runs, ref, cand, out, args.bootstrap)
+                try:
+                    s = run_child(cmd)
+                except ChildFailed as exc:
+                    status[tool] = f"failed in round {r + 1}: {exc}"
+                    continue
+                samples[tool].append(s)
+                print(f"  round {r + 1}: {tool:<12} {s.wall:8.2f} s wall {s.cpu:8.2f} s CPU {s.rss_gb:6.2f} GB "
+                      f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr, flush=True)
+        load_end = os.getloadavg()
 
-    report(manifest, status, samples, warmup, outdir, diffs, tie_effect, load_end, args.bootstrap)
-    if args.profile and samples.get("recjudge"):
-        profile(command("recjudge", runs, ref, cand, outdir / "recjudge-profile.json", args.bootstrap), outdir)
-    if not args.keep:
-        shutil.rmtree(folder)  # gigabytes at 10,000 users; --keep DIR keeps them
+        # values, untimed: recjudge on the tie-free copy against each peer and the floor
+        diffs: dict[str, dict[str, float] | str] = {}
+        tie_effect = None
+        check = outdir / "recjudge-tie-free.json"
+        if samples.get("recjudge"):
+            try:
+                run_child(command("recjudge", tie_free, ref, cand, check, args.bootstrap))
+                mine = recjudge_means(check)
+                tie_effect = max_diff(mine, recjudge_means(outdir / "recjudge.json"))
+                for tool in PEERS:
+                    if samples.get(tool):
+                        diffs[tool] = max_diff(mine, json.loads((outdir / f"{tool}.json").read_text()))
+                if samples.get("floor"):
+                    run_child(command("floor", tie_free, ref, cand, outdir / "floor-tie-free.json", 0))
+                    floor_means = json.loads((outdir / "floor-tie-free.json").read_text())["means"]
+                    for lib, means in floor_means.items():
+                        diffs[f"floor ({lib})"] = max_diff(mine, means)
+            except (ChildFailed, KeyError, ValueError) as exc:
+                diffs = {"all": f"not compared: {exc}"}
+
+        report(manifest, status, samples, warmup, outdir, diffs, tie_effect, load_end, args.bootstrap)
+        if args.profile and samples.get("recjudge"):
+            profile(command("recjudge", runs, ref, cand, outdir / "recjudge-profile.json", args.bootstrap), outdir)
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)  # gigabytes at 10,000 users; --keep DIR keeps them
 
 
 def ensure_data(folder: Path, shape: Shape) -> dict:
