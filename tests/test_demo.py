@@ -80,7 +80,7 @@ def test_demo_report_figures_and_card(demo_dir):
     taus = summary["kendall_tau"]
     assert set(taus) == {"overlap", "filled"}
     assert all(-1 <= v <= 1 for v in taus["filled"].values())
-    assert re.search(r"bootstrap \(100 resamples, 95% CI \((BCa|percentile)\)\)", card["seeds"])
+    assert re.search(r"bootstrap \(100 resamples, 95% CI \((normal|BCa|percentile)\)\)", card["seeds"])
     page = (out / "report.html").read_text()
     assert "<strong>Read this first.</strong>" in page and "<em>historical</em>" in page
     assert "**" not in page and "<pre><code" in page  # the command block and the tie audit

@@ -20,7 +20,7 @@ from .._io import atomic_write
 from ..evaluation.metaeval import CompareResult, EvaluationResult
 
 __all__ = ["write_compare_report", "write_evaluation_report", "write_report", "render_html", "markdown_table",
-           "md_text", "md_code", "md_fence", "slug", "unique_slugs", "ci_method",
+           "md_text", "md_code", "md_fence", "slug", "unique_slugs", "ci_method", "ci_cell", "ci_notes",
            "ci_label"]
 
 
@@ -84,6 +84,20 @@ def ci_label(settings: Mapping[str, object]) -> str:
     """Column header of a τ interval: its level and method, e.g. ``95% CI (BCa)``."""
     level = settings.get("ci_level", 0.95)
     return f"{float(level):.0%} CI ({ci_method(settings)})"
+
+
+CI_FLAG = "*"  # beside an interval whose measured coverage is below nominal; the note follows the table
+
+
+def ci_cell(ra, digits: int = 3) -> str:
+    """A τ interval as printed, flagged when its note says the measured coverage is below nominal."""
+    lo, hi = ra.kendall_tau_ci
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]" + (CI_FLAG if getattr(ra, "ci_note", "") else "")
+
+
+def ci_notes(by_measure: Mapping[str, object]) -> list[str]:
+    """One line per flagged interval: ``* measure: note``."""
+    return [f"{CI_FLAG} {m}: {ra.ci_note}" for m, ra in by_measure.items() if getattr(ra, "ci_note", "")]
 
 
 def _fmt(x) -> str:
@@ -278,7 +292,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
             rows.append({
                 "measure": m,
                 "Kendall τ-b": ra.kendall_tau,
-                ci_label(s): f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                ci_label(s): ci_cell(ra),
                 "p (τ-b)": _p_value(ra),
                 "weighted τ_h": ra.weighted_tau,
                 "τ_AP": ra.tau_ap,
@@ -286,6 +300,9 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
                 "max abs Δrank": ra.max_abs_rank_displacement,
             })
         md += [markdown_table(pd.DataFrame(rows).set_index("measure")), ""]
+        notes = ci_notes(by_measure)
+        if notes:
+            md += [md_text(n) for n in notes] + [""]
         table = result.candidates[cand]
         ref_table = result.reference_table(cand)
         for m, ra in by_measure.items():
