@@ -34,6 +34,7 @@ users and bootstrap bias that ``recjudge.evaluation.intervals.TAU_COVERAGE`` hol
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import time
 from collections import defaultdict
@@ -94,7 +95,8 @@ class Population:
         lo, hi = 0.0, 3.0  # bisection on the deviation's scale for the target τ (on a fifth of the users)
         for _ in range(30):
             mid = (lo + hi) / 2
-            t = _tau(ref_means, _measure(effects + mid * deviation + cand_latent[: size // 5]).mean(0, dtype=np.float64))
+            cand_means = _measure(effects + mid * deviation + cand_latent[: size // 5]).mean(0, dtype=np.float64)
+            t = _tau(ref_means, cand_means)
             lo, hi = (mid, hi) if t > target else (lo, mid)
         self.cand = _measure(effects + (lo + hi) / 2 * deviation + cand_latent)
         self.tau = _tau(ref_means, self.cand.mean(axis=0, dtype=np.float64))
@@ -124,7 +126,8 @@ def run_tau(reps: int, resamples: int, seed: int, layouts, targets, users, setti
                 for n in users:
                     t0 = time.perf_counter()
                     rng = np.random.default_rng([seed, li, ti, si, n])
-                    covered, contains, width, est, bias = defaultdict(list), defaultdict(list), defaultdict(list), [], []
+                    covered, contains, width = defaultdict(list), defaultdict(list), defaultdict(list)
+                    est, bias = [], []
                     for r in range(reps):
                         ref, cand = pop.sample(n, setting, rng)
                         weights = BootstrapWeights(int(rng.integers(2 ** 32)), len(ref), resamples)
@@ -182,7 +185,8 @@ def print_tau(cells, by_band, worst, reps: int, resamples: int) -> None:
               + " | ".join(_pct(c["coverage"][m]) for m in methods) + " |")
     print("\nSummary over the grid: mean |coverage − 95| (points), cells within 93–97%, lowest cell, "
           "share of intervals containing the sample τ, mean width\n")
-    print("| method | mean abs. deviation | within 93–97 | lowest | n ≥ 200: mean abs. deviation | n ≥ 200: lowest "
+    print("| method | mean abs. deviation | within 93–97 | lowest | n ≥ 200: mean abs. deviation "
+          "| n ≥ 200: lowest "
           "| contains the estimate | mean width |")
     print("|---|---|---|---|---|---|---|---|")
     for m in methods:
@@ -237,14 +241,16 @@ def _band_names(edges, unit: str) -> list[str]:
 
 
 def constants(by_band, worst) -> str:
-    """TAU_COVERAGE as Python: method → {(user band, bias band): (pooled coverage, lowest population's)}."""
+    """TAU_COVERAGE as Python: method → {(user band, bias band): (pooled coverage, lowest population's)},
+    one line per method and user band."""
     lines = ["TAU_COVERAGE: dict[str, dict[tuple[int, int], tuple[float, float]]] = {"]
     for m in TAU_METHODS:
         lines.append(f'    "{m}": {{')
-        for (u, b), v in sorted(by_band.items()):
-            if len(v[m]) >= 50:
-                low = worst.get((u, b), {}).get(m, float(np.mean(v[m])))
-                lines.append(f"        ({u}, {b}): ({np.mean(v[m]):.3f}, {low:.3f}),")
+        for u in sorted({u for u, _ in by_band}):
+            cells = [f"({u}, {b}): ({np.mean(v[m]):.3f}, {worst.get((u, b), {}).get(m, float(np.mean(v[m]))):.3f})"
+                     for (uu, b), v in sorted(by_band.items()) if uu == u and len(v[m]) >= 50]
+            if cells:
+                lines.append("        " + ", ".join(cells) + ",")
         lines.append("    },")
     lines.append("}")
     return "\n".join(lines)
@@ -275,7 +281,8 @@ def run_experiments(cells, reps: int, seed: int):
         sources.append((f"sample τ ({c['layout']}, pop. {c['target']:g}, {c['setting']}, n={c['n']})",
                         c["estimates"], (-1.0, 1.0)))
     for mean, sd in ((0.84, 0.11), (0.9, 0.08), (0.5, 0.2)):  # Beta-shaped τ in [−1, 1], the ablate example first
-        sources.append((f"Beta τ mean {mean} sd {sd}", _beta(rng, (mean + 1) / 2, sd / 2, 20_000) * 2 - 1, (-1.0, 1.0)))
+        values = _beta(rng, (mean + 1) / 2, sd / 2, 20_000) * 2 - 1
+        sources.append((f"Beta τ mean {mean} sd {sd}", values, (-1.0, 1.0)))
     for mean, sd in ((0.5, 0.1), (0.9, 0.05), (0.97, 0.02), (0.05, 0.03)):
         sources.append((f"Beta share mean {mean} sd {sd}", _beta(rng, mean, sd, 20_000), (0.0, 1.0)))
     rows = []
@@ -357,11 +364,13 @@ def print_shares(rows) -> None:
     table = {(round(t, 6), n, m): (c, k) for t, n, m, c, k in rows}
     for t, n in dict.fromkeys((round(r[0], 6), r[1]) for r in rows):
         print(f"| {t:.3f} | {n} | " + " | ".join(
-            f"{_pct(table[(t, n, m)][0])}" + ("" if table[(t, n, m)][1] == 1 else f" (contains {_pct(table[(t, n, m)][1])})")
+            _pct(table[(t, n, m)][0])
+            + ("" if table[(t, n, m)][1] == 1 else f" (contains {_pct(table[(t, n, m)][1])})")
             for m in methods) + " |")
     for m in methods:
         cov = np.array([r[3] for r in rows if r[2] == m])
-        print(f"- {m}: mean |coverage − 95| {np.mean(np.abs(cov - NOMINAL)) * 100:.1f} points, lowest {_pct(cov.min())}")
+        print(f"- {m}: mean |coverage − 95| {np.mean(np.abs(cov - NOMINAL)) * 100:.1f} points, "
+              f"lowest {_pct(cov.min())}")
 
 
 # ------------------------------------------------------------------------------ D: speed
@@ -381,15 +390,15 @@ def speed(resamples: int, seed: int) -> None:
     reps = kendall_tau_replicates(ref, cand, BootstrapWeights(seed, len(ref), resamples), jackknife=True)
     ours = time.perf_counter() - t0
     t0 = time.perf_counter()
+    seed_kw = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"  # scipy < 1.15
     res = stats.bootstrap((np.arange(len(ref)),), tau, vectorized=False, n_resamples=resamples, method="BCa",
-                          rng=np.random.default_rng(seed)) if "rng" in stats.bootstrap.__code__.co_varnames else \
-        stats.bootstrap((np.arange(len(ref)),), tau, vectorized=False, n_resamples=resamples, method="BCa",
-                        random_state=np.random.default_rng(seed))
+                          **{seed_kw: np.random.default_rng(seed)})
     theirs = time.perf_counter() - t0
+    ours_bca = bias_corrected(reps.bootstrap, reps.estimate, 0.95, reps.jackknife)
     print(f"\nD. Speed, 200 users × {pop.n_systems} systems, {resamples} resamples + jackknife: recjudge "
           f"(kendall_tau_replicates) {ours:.2f} s; scipy.stats.bootstrap resampling user indices (BCa, "
           f"statistic called per resample) {theirs:.2f} s ({theirs / ours:.0f}×). Same kind of interval "
-          f"from both: BCa {tuple(round(v, 3) for v in bias_corrected(reps.bootstrap, reps.estimate, 0.95, reps.jackknife))} "
+          f"from both: BCa {tuple(round(v, 3) for v in ours_bca)} "
           f"vs scipy {tuple(round(float(v), 3) for v in res.confidence_interval)}.")
 
 

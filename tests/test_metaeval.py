@@ -189,13 +189,19 @@ def test_compare_rejects_bad_options():
         compare(runs, human, [llm], tie_policy="alphabetical")
 
 
-def test_compare_cli_json_report_and_no_heavy_imports(tmp_path, capsys):
-    runs, human, llm = _fixture(seed=6, users=20, systems=5)
+def _write_fixture(tmp_path, **kw):
+    """The fixture's runs in tmp_path/runs and its qrels as tmp_path/human.qrels, llm.qrels."""
+    runs, human, llm = _fixture(**kw)
     run_dir = tmp_path / "runs"
     for name, run in runs.items():
         write_run(run, run_dir / f"{name}.run")
     write_qrels(human, tmp_path / "human.qrels")
     write_qrels(llm, tmp_path / "llm.qrels")
+    return run_dir
+
+
+def test_compare_cli_json_report_and_no_heavy_imports(tmp_path, capsys):
+    run_dir = _write_fixture(tmp_path, seed=6, users=20, systems=5)
     write_qrels(read_qrels(tmp_path / "llm.qrels"), tmp_path / "llm2.qrels")
     out_json = tmp_path / "out.json"
     code = main(["compare", "--runs", str(run_dir), "--reference", str(tmp_path / "human.qrels"),
@@ -672,12 +678,7 @@ def test_shared_bootstrap_weights_give_each_measures_own_interval():
 def test_an_interval_whose_measured_coverage_is_unknown_or_low_says_so_where_it_is_printed(tmp_path, capsys):
     # 12 users per label set: fewer than any simulated case, so the table flags the interval and
     # says why under it; the JSON and the report carry the same note
-    runs, human, llm = _fixture(seed=6, users=12, systems=5)
-    run_dir = tmp_path / "runs"
-    for name, run in runs.items():
-        write_run(run, run_dir / f"{name}.run")
-    write_qrels(human, tmp_path / "human.qrels")
-    write_qrels(llm, tmp_path / "llm.qrels")
+    run_dir = _write_fixture(tmp_path, seed=6, users=12, systems=5)
     out_json = tmp_path / "out.json"
     assert main(["compare", "--runs", str(run_dir), "--reference", str(tmp_path / "human.qrels"),
                  "--candidate", str(tmp_path / "llm.qrels"), "--measures", "nDCG@10", "--bootstrap", "100",
