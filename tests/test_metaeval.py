@@ -692,3 +692,16 @@ def test_an_interval_whose_measured_coverage_is_unknown_or_low_says_so_where_it_
     assert f"* nDCG@10: {m['kendall_tau_ci_note']}" in printed
     report = (tmp_path / "report" / "report.md").read_text()
     assert "fewer than 25 users per label set" in report
+
+
+def test_ci_notes_say_each_distinct_note_once():
+    from types import SimpleNamespace
+
+    from recjudge.report.evaluation import ci_cell, ci_notes
+
+    low = SimpleNamespace(kendall_tau_ci=(0.1, 0.9), ci_note="few users")
+    fine = SimpleNamespace(kendall_tau_ci=(0.5, 0.7), ci_note="")
+    other = SimpleNamespace(kendall_tau_ci=(0.2, 0.4), ci_note="biased")
+    by = {"nDCG@10": low, "Bpref": fine, "Compat": low, "P@10": other}
+    assert ci_notes(by) == ["* nDCG@10, Compat: few users", "* P@10: biased"]
+    assert (ci_cell(low), ci_cell(fine)) == ("[0.100, 0.900]*", "[0.500, 0.700]")

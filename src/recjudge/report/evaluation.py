@@ -96,8 +96,12 @@ def ci_cell(ra, digits: int = 3) -> str:
 
 
 def ci_notes(by_measure: Mapping[str, object]) -> list[str]:
-    """One line per flagged interval: ``* measure: note``."""
-    return [f"{CI_FLAG} {m}: {ra.ci_note}" for m, ra in by_measure.items() if getattr(ra, "ci_note", "")]
+    """One line per distinct note of the flagged intervals: ``* measure, measure: note``."""
+    measures: dict[str, list[str]] = {}
+    for m, ra in by_measure.items():
+        if getattr(ra, "ci_note", ""):
+            measures.setdefault(ra.ci_note, []).append(m)
+    return [f"{CI_FLAG} {', '.join(ms)}: {note}" for note, ms in measures.items()]
 
 
 def _fmt(x) -> str:
