@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import atomic_write
+from ..evaluation.intervals import TAU_METHODS
 from ..evaluation.metaeval import CompareResult, EvaluationResult
 
 __all__ = ["write_compare_report", "write_evaluation_report", "write_report", "render_html", "markdown_table",
@@ -282,8 +283,9 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
            else "only users judged by both label sets") + "); a user a run does not rank scores 0"
         + "".join(f" ({md_text(m)}: {md_text(why)})" for m, why in
                   dict(s.get("missing_user_exceptions") or {}).items()) + ".",
-        f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b, "
-        f"seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
+        f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b"
+        + (f" ({md_text(TAU_METHODS[ci_method(s)].description)})" if ci_method(s) in TAU_METHODS else "")
+        + f", seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
         *[f"- {md_code(name)} read from {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
         *_tie_note(s, result.tie_share),
         "",
