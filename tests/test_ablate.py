@@ -276,16 +276,38 @@ judge = "test-oracle"
 def test_across_experiments_mean_and_t_interval_by_hand():
     e = across_experiments([0.5, 0.6, 0.7])
     # mean 0.6; s = sqrt(((-0.1)² + 0² + 0.1²) / 2) = 0.1; with 2 degrees of freedom the t quantile
-    # has a closed form, t(p) = (2p - 1) / sqrt(2p(1 - p)): t(0.975) = 0.95 / sqrt(0.04875) ≈ 4.3027
-    half = 0.95 / 0.04875 ** 0.5 * 0.1 / 3 ** 0.5
+    # has a closed form, t(p) = (2p - 1) / sqrt(2p(1 - p)): t(0.975) = 0.95 / sqrt(0.04875) ≈ 4.3027.
+    # On the Fisher-z scale: atanh(0.6) = ½·ln(1.6 / 0.4) = ln 2, and the delta-method SE is
+    # s/√3 · 1/(1 − 0.6²) = s/√3 / 0.64; back with tanh(ln 2 ± h) = (4e^{±2h} − 1) / (4e^{±2h} + 1)
+    h = 0.95 / 0.04875 ** 0.5 * 0.1 / 3 ** 0.5 / 0.64
+    back = [(4 * math.exp(2 * x) - 1) / (4 * math.exp(2 * x) + 1) for x in (-h, h)]
     assert e.mean == pytest.approx(0.6) and e.n == 3
-    assert e.ci == pytest.approx((0.6 - half, 0.6 + half), abs=1e-12)
+    assert e.ci == pytest.approx(tuple(back), abs=1e-12)
     one = across_experiments([0.4])
     assert one.mean == 0.4 and all(math.isnan(x) for x in one.ci)  # one experiment: no interval
     same = across_experiments([0.25, 0.25, 0.25])
     assert same.ci == (0.25, 0.25)  # identical experiments: ±0.0000, as the paper reports
     gap = across_experiments([0.5, float("nan"), 0.7])  # an undefined value is left out, not taken as 0
     assert gap.n == 2 and gap.mean == pytest.approx(0.6) and len(gap.values) == 3
+
+
+def test_across_experiments_interval_stays_in_the_metrics_range():
+    # three τ like the ablation that printed 0.837 [0.559, 1.115] with a plain t-interval
+    taus = [0.72, 0.83, 0.961]
+    plain_half = 0.95 / 0.04875 ** 0.5 * float(np.std(taus, ddof=1)) / 3 ** 0.5
+    assert float(np.mean(taus)) + plain_half > 1  # the construction this replaces left [−1, 1]
+    e = across_experiments(taus)
+    assert -1 <= e.ci[0] <= e.mean <= e.ci[1] <= 1
+    assert e.ci[1] < 1  # bent away from the bound, not clipped onto it
+    # shares in [0, 1]: the same on the half-logit scale
+    shares = across_experiments([0.02, 0.15, 0.01], bounds=(0.0, 1.0))
+    assert 0 < shares.ci[0] <= shares.mean <= shares.ci[1] < 1
+    # a value outside the declared range gets no interval rather than a wrong one
+    assert all(math.isnan(x) for x in across_experiments([0.5, 1.2], bounds=(0.0, 1.0)).ci)
+    for seed in range(200):  # any three values in range: inside the range, around the mean
+        x = np.random.default_rng(seed).uniform(-1, 1, 3) ** 3
+        lo, hi = across_experiments(x).ci
+        assert -1 <= lo <= x.mean() <= hi <= 1
 
 
 def test_experiment_seeds_are_derived_not_drawn():
@@ -330,7 +352,10 @@ seed = 11
     assert len(set(taus)) > 1
     est = row.tau["nDCG@10"]
     assert est.values == tuple(taus) and est.mean == pytest.approx(np.mean(taus))
-    assert est.ci == pytest.approx(stats.t.interval(0.95, 2, loc=np.mean(taus), scale=stats.sem(taus)), abs=1e-12)
+    # Student t on the Fisher-z scale, delta-method SE, back through tanh
+    m = np.mean(taus)
+    z_ci = stats.t.interval(0.95, 2, loc=np.arctanh(m), scale=stats.sem(taus) / (1 - m * m))
+    assert est.ci == pytest.approx(tuple(np.tanh(z_ci)), abs=1e-12)
     assert row.pairs == sum(o.pairs for o in row.outcomes) == 3 * 8 * 3
     data = json.loads((out / "ablation.json").read_text())
     assert data["experiment"]["experiments"] == 3 and data["experiment"]["pairs_seeds"] == pair_seeds

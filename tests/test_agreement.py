@@ -8,6 +8,7 @@ from pathlib import Path
 import krippendorff
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from recjudge.cli import main
@@ -188,10 +189,11 @@ def test_byte_order_mark_does_not_stick_to_the_first_id(tmp_path):
     assert read_qrels(path).frame.qid.tolist() == ["q1"]
 
 
-def test_pairwise_ci_is_the_95_percent_user_bootstrap():
+def test_pairwise_ci_is_wilson_at_the_effective_pairs_of_the_user_bootstrap():
     # Recompute the overall CI from the same resamples: per-user (agree, tie, disagree) counts by
-    # brute force, the multinomial draws the first resampling step makes with the same seed, and
-    # the empirical 2.5 % and 97.5 % quantiles. Any other level gives other bounds.
+    # brute force, the multinomial draws the first resampling step makes with the same seed, their
+    # shares' standard deviation SE, n_eff = p(1 − p)/SE², and Wilson's interval at n_eff with the
+    # t quantile of users − 1 degrees of freedom.
     rng = np.random.default_rng(8)
     n_users = 25
     qids = np.repeat([f"u{i:02d}" for i in range(n_users)], 8)
@@ -212,10 +214,14 @@ def test_pairwise_ci_is_the_95_percent_user_bootstrap():
     keep = sums.sum(1) > 0
     shares = sums[keep] / sums[keep].sum(1, keepdims=True)
     pw = res.pairwise
+    c = stats.t.ppf(0.975, n_users - 1)
     for j, ci in enumerate((pw.agree_ci, pw.tie_ci, pw.disagree_ci)):
-        want = np.quantile(shares[:, j], [0.025, 0.975])
-        assert ci == pytest.approx(tuple(want), abs=1e-12)
-        assert ci != pytest.approx(tuple(np.quantile(shares[:, j], [0.05, 0.95])), abs=1e-6)
+        p = counts[:, j].sum() / counts.sum()
+        n_eff = min(counts.sum(), p * (1 - p) / shares[:, j].std(ddof=1) ** 2)
+        centre = (p + c * c / (2 * n_eff)) / (1 + c * c / n_eff)
+        half = c * np.sqrt(p * (1 - p) / n_eff + c * c / (4 * n_eff ** 2)) / (1 + c * c / n_eff)
+        assert ci == pytest.approx((centre - half, centre + half), abs=1e-12)
+        assert ci[0] <= p <= ci[1]
 
 
 def test_candidate_sharing_no_pair_is_an_error_under_both_missing_rules():

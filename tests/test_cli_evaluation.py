@@ -99,7 +99,7 @@ def test_compare_names_candidates_like_the_reference_in_table_json_and_figures(d
 def test_compare_table_names_the_ci_method_and_reports_the_p_value(data, capsys):
     out = data / "out.json"
     assert main(_compare(data, "--candidate", str(data / "llm.qrels"), "--bootstrap", "30", "--seed", "2",
-                         "--bootstrap-seed", "9", "--json", str(out))) == 0
+                         "--bootstrap-seed", "9", "--ci-method", "BCa", "--json", str(out))) == 0
     printed = capsys.readouterr().out
     header = next(line for line in printed.splitlines() if line.lstrip().startswith("measure"))
     assert "95% CI (BCa)" in header and " p " in f"{header} "

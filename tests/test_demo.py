@@ -75,7 +75,7 @@ def test_demo_report_figures_and_card(demo_dir):
     summary = json.loads((out / "summary.json").read_text())["summary"]
     taus = summary["kendall_tau"]
     assert set(taus) == {"overlap"}  # not filled: see the calibration test below
-    assert re.search(r"bootstrap \(100 resamples, 95% CI \((BCa|percentile)\)\)", card["seeds"])
+    assert re.search(r"bootstrap \(100 resamples, 95% CI \((normal|BCa|percentile)\)\)", card["seeds"])
     page = (out / "report.html").read_text()
     assert "<strong>Read this first.</strong>" in page and "<em>historical</em>" in page
     assert "**" not in page and "<pre><code" in page  # the command block and the tie audit

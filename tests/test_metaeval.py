@@ -189,13 +189,19 @@ def test_compare_rejects_bad_options():
         compare(runs, human, [llm], tie_policy="alphabetical")
 
 
-def test_compare_cli_json_report_and_no_heavy_imports(tmp_path, capsys):
-    runs, human, llm = _fixture(seed=6, users=20, systems=5)
+def _write_fixture(tmp_path, **kw):
+    """The fixture's runs in tmp_path/runs and its qrels as tmp_path/human.qrels, llm.qrels."""
+    runs, human, llm = _fixture(**kw)
     run_dir = tmp_path / "runs"
     for name, run in runs.items():
         write_run(run, run_dir / f"{name}.run")
     write_qrels(human, tmp_path / "human.qrels")
     write_qrels(llm, tmp_path / "llm.qrels")
+    return run_dir
+
+
+def test_compare_cli_json_report_and_no_heavy_imports(tmp_path, capsys):
+    run_dir = _write_fixture(tmp_path, seed=6, users=20, systems=5)
     write_qrels(read_qrels(tmp_path / "llm.qrels"), tmp_path / "llm2.qrels")
     out_json = tmp_path / "out.json"
     code = main(["compare", "--runs", str(run_dir), "--reference", str(tmp_path / "human.qrels"),
@@ -453,20 +459,26 @@ def test_unknown_ci_method_is_refused():
         bootstrap_kendall_tau(ref, ref, 10, method="studentized")
 
 
-def test_compare_reports_bca_method_and_kendall_p_value():
+def test_compare_reports_the_ci_method_and_kendall_p_value():
     runs, human, llm = _fixture(seed=13)
     res = compare(runs, human, [llm], measures="nDCG@10", bootstrap=200, seed=2)
     ra = res.agreement["llm"]["nDCG@10"]
     want = stats.kendalltau(res.reference.means("nDCG@10"), res.candidates["llm"].means("nDCG@10"))
     assert ra.kendall_tau_p == pytest.approx(want.pvalue, rel=1e-12)
-    assert res.settings["ci_method"] == "BCa" and ra.ci_method == "BCa"
+    assert res.settings["ci_method"] == "normal" and ra.ci_method == "normal"  # the default
     direct = bootstrap_kendall_tau(res.reference.matrices["nDCG@10"], res.candidates["llm"].matrices["nDCG@10"],
-                                   200, seed=2, method="BCa")
+                                   200, seed=2)
     assert ra.kendall_tau_ci == direct
     js = res.to_json()
-    assert js["settings"]["ci_method"] == "BCa"
-    assert js["measures"]["nDCG@10"]["kendall_tau_ci_method"] == "BCa"
-    assert js["measures"]["nDCG@10"]["kendall_tau_p"] == ra.kendall_tau_p
+    m = js["measures"]["nDCG@10"]
+    assert js["settings"]["ci_method"] == "normal" and m["kendall_tau_ci_method"] == "normal"
+    assert m["kendall_tau_ci_description"].startswith("τ ± z·max(jackknife SE, bootstrap SE)")
+    assert m["kendall_tau_p"] == ra.kendall_tau_p
+    assert {"kendall_tau_ci_note", "kendall_tau_ci_coverage", "kendall_tau_bootstrap_bias_sd"} <= set(m)
+    bca = compare(runs, human, [llm], measures="nDCG@10", bootstrap=200, seed=2, ci_method="BCa")
+    assert bca.settings["ci_method"] == "BCa" and bca.agreement["llm"]["nDCG@10"].ci_method == "BCa"
+    assert bca.agreement["llm"]["nDCG@10"].kendall_tau_ci == bootstrap_kendall_tau(
+        res.reference.matrices["nDCG@10"], res.candidates["llm"].matrices["nDCG@10"], 200, seed=2, method="BCa")
 
 
 def test_jackknife_at_ten_thousand_users_stays_vectorised():
@@ -490,9 +502,12 @@ def test_jackknife_at_ten_thousand_users_stays_vectorised():
 
 def test_bootstrap_seed_varies_the_ci_but_never_the_rankings():
     runs, human, llm = _fixture(seed=14, systems=8)
-    base = compare(runs, human, [llm], measures="nDCG@10", bootstrap=100, seed=3)
-    same = compare(runs, human, [llm], measures="nDCG@10", bootstrap=100, seed=3, bootstrap_seed=3)
-    other = compare(runs, human, [llm], measures="nDCG@10", bootstrap=100, seed=3, bootstrap_seed=4)
+    # percentile: an interval from the resamples alone (the default may take the jackknife's SE,
+    # which no seed changes)
+    kw = dict(measures="nDCG@10", bootstrap=100, seed=3, ci_method="percentile")
+    base = compare(runs, human, [llm], **kw)
+    same = compare(runs, human, [llm], **kw, bootstrap_seed=3)
+    other = compare(runs, human, [llm], **kw, bootstrap_seed=4)
     a, b, c = (r.agreement["llm"]["nDCG@10"] for r in (base, same, other))
     assert a.kendall_tau_ci == b.kendall_tau_ci  # default: the bootstrap follows --seed
     assert c.kendall_tau_ci != a.kendall_tau_ci
@@ -658,3 +673,35 @@ def test_shared_bootstrap_weights_give_each_measures_own_interval():
     assert shared._chunks[0].dtype == np.uint8  # counts stored compactly
     with pytest.raises(ConfigError, match="another seed"):
         bootstrap_kendall_tau(ref, cand, 300, 8, weights=shared)
+
+
+def test_an_interval_whose_measured_coverage_is_unknown_or_low_says_so_where_it_is_printed(tmp_path, capsys):
+    # 12 users per label set: fewer than any simulated case, so the table flags the interval and
+    # says why under it; the JSON and the report carry the same note
+    run_dir = _write_fixture(tmp_path, seed=6, users=12, systems=5)
+    out_json = tmp_path / "out.json"
+    assert main(["compare", "--runs", str(run_dir), "--reference", str(tmp_path / "human.qrels"),
+                 "--candidate", str(tmp_path / "llm.qrels"), "--measures", "nDCG@10", "--bootstrap", "100",
+                 "--json", str(out_json), "--report", str(tmp_path / "report")]) == 0
+    printed = capsys.readouterr().out
+    m = json.loads(out_json.read_text())["measures"]["nDCG@10"]
+    assert m["kendall_tau_ci_method"] == "normal" and m["kendall_tau_ci_coverage"] is None
+    assert m["kendall_tau_ci_note"].startswith("coverage unknown: fewer than 25 users per label set")
+    lo, hi = m["kendall_tau_ci"]
+    assert f"[{lo:.3f}, {hi:.3f}]*" in printed
+    assert f"* nDCG@10: {m['kendall_tau_ci_note']}" in printed
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "fewer than 25 users per label set" in report
+
+
+def test_ci_notes_say_each_distinct_note_once():
+    from types import SimpleNamespace
+
+    from recjudge.report.evaluation import ci_cell, ci_notes
+
+    low = SimpleNamespace(kendall_tau_ci=(0.1, 0.9), ci_note="few users")
+    fine = SimpleNamespace(kendall_tau_ci=(0.5, 0.7), ci_note="")
+    other = SimpleNamespace(kendall_tau_ci=(0.2, 0.4), ci_note="biased")
+    by = {"nDCG@10": low, "Bpref": fine, "Compat": low, "P@10": other}
+    assert ci_notes(by) == ["* nDCG@10, Compat: few users", "* P@10: biased"]
+    assert (ci_cell(low), ci_cell(fine)) == ("[0.100, 0.900]*", "[0.500, 0.700]")

@@ -112,3 +112,47 @@ def test_top_overlap_and_tau_ap_of_identical_rankings():
     assert top_overlap(ref, swapped) == pytest.approx(4 / 5)
     same = significance_agreement(_tests({("a", "b"): 1}), _tests({("a", "b"): 1}), ref, ref)
     assert same.tau_ap == pytest.approx(1.0) and same.top5_overlap == 1.0
+
+
+def test_needed_permutations_and_smallest_holm_p_by_hand():
+    from recjudge.evaluation.significance import needed_permutations, smallest_holm_p
+
+    # 1,326 pairs (52 systems) at alpha 0.05: Holm's first threshold 0.05/1326; 10 steps below it
+    # needs 10 · 1326 / 0.05 = 265,200 draws
+    assert needed_permutations(1326, 0.05) == 265_200
+    # sampled: the floor is 1/(draws + 1), times m
+    assert smallest_holm_p(51, 1326, 10_000) == pytest.approx(1326 / 10_001)
+    # exact (2^10 ≤ 5000 is false, 2^10 = 1024 ≤ 2000 true): floor 2/1024, times 3 pairs
+    assert smallest_holm_p(10, 3, 2000) == pytest.approx(3 * 2 / 1024)
+
+
+def test_many_systems_can_be_significant_despite_few_requested_permutations():
+    # 40 systems 0.1 apart, 50 users, small noise: every pair differs clearly. With 10,000 sampled
+    # sign flips the p-value floor is 1/10,001 and Holm's first threshold 0.05/780 = 6.4e-5 lies
+    # below it, so a test that took the requested number literally could call no pair significant
+    rng = np.random.default_rng(0)
+    systems = [f"s{i:02d}" for i in range(40)]
+    m = pd.DataFrame(np.arange(40) * 0.1 + rng.normal(0, 0.05, (50, 40)), columns=systems)
+    res = pairwise_tests(m, permutations=10_000, seed=1)
+    assert res.requested_permutations == 10_000 and res.permutations == 156_000  # 10 · 780 / 0.05
+    assert not res.exact and "156,000 sign flips" in res.note
+    assert res.smallest_holm_p < 0.05
+    significant = [t for t in res.tests if t.decision != 0]
+    assert len(significant) == 780  # every pair: each user's differences all share one sign
+    assert all(t.decision == -1 for t in significant)  # a = lower-numbered system, which is worse
+    js = res.to_json()
+    assert js["permutations"] == 156_000 and js["requested_permutations"] == 10_000
+
+
+def test_too_few_users_for_any_significance_is_said():
+    # 5 users: the exact floor is 2/32 = 0.0625 ≥ 0.05 even for one pair; 'not significant' then
+    # means 'not testable', and the agreement of two such label sets is no evidence of anything
+    m = pd.DataFrame({"A": np.ones(5), "B": np.zeros(5)})
+    res = pairwise_tests(m, "human", permutations=10_000)
+    assert res.exact and res.tests[0].p == pytest.approx(2 / 32) and res.tests[0].decision == 0
+    assert res.smallest_holm_p == pytest.approx(0.0625) and "no pair can be significant" in res.note
+    agree = significance_agreement(res, pairwise_tests(m, "llm", permutations=10_000))
+    assert agree.agreement == 1.0 and "human and llm cannot call any pair significant" in agree.note
+    six = pd.DataFrame({"A": np.ones(6), "B": np.zeros(6)})  # 2/64 < 0.05: testable, and significant
+    ok = pairwise_tests(six, permutations=10_000)
+    assert ok.note == "" and ok.tests[0].decision == 1

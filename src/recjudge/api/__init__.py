@@ -318,7 +318,8 @@ def compare(config: CompareConfig | None = None, /, **options) -> CompareReport:
     reference, named, sources = _named(cfg.reference, candidates)
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=cfg.measures,
                             queries=cfg.queries, tie_policy=cfg.tie_policy, seed=cfg.seed, bootstrap=cfg.bootstrap,
-                            export_ties=ties, bootstrap_seed=cfg.bootstrap_seed, sources=sources)
+                            export_ties=ties, bootstrap_seed=cfg.bootstrap_seed, ci_method=cfg.ci_method,
+                            sources=sources)
     by_group = None
     if groups:
         import pandas as pd

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from ..cli import _args
 from ..data.trec import TIE_POLICIES
 from ..errors import ConfigError
+from ..evaluation.intervals import DEFAULT_TAU_METHOD, TAU_METHODS
 from ..evaluation.measures import DEFAULT_MEASURES
 
 __all__ = ["opt", "resolve_config", "CommandConfig", "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig",
@@ -164,9 +165,14 @@ class CompareConfig(CommandConfig):
     tie_policy: str = opt("hash", _TIE_HELP, choices=TIE_POLICIES)
     seed: int = opt(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)",
                     check=_args.seed)
-    bootstrap: int = opt(1000, "bootstrap resamples of users for τ CIs (0: no CI)", check=_args.count)
+    bootstrap: int = opt(1000, "bootstrap resamples of users for the τ CIs (default 1000; 0: no CI)",
+                         check=_args.count)
     bootstrap_seed: int | None = opt(None, "seed for the bootstrap alone (default: --seed); varies the CIs, "
                                      "never the rankings", check=_args.seed)
+    ci_method: str = opt(DEFAULT_TAU_METHOD, f"τ confidence interval (default {DEFAULT_TAU_METHOD}: "
+                         f"{TAU_METHODS[DEFAULT_TAU_METHOD].description}; the closest to 95%% coverage of the "
+                         "population τ in benchmarks/bench_tau_ci.py; the others are there for comparison)",
+                         choices=tuple(TAU_METHODS))
     groups: PathOrObject | None = opt(None, _GROUPS_HELP, metavar="FILE")
     json: str | None = opt(None, "write the result as JSON (default: none)", metavar="PATH")
     report: str | None = opt(None, "write report.md, report.html and the figures into DIR (default: none)",

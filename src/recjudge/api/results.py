@@ -110,6 +110,8 @@ class CompareReport(Result):
             seeds += f"; bootstrap seed {s['bootstrap_seed']}"
         lines = [f"{len(result.reference.scores_frame())} systems; reference {s['reference']}; "
                  f"users: {s['queries']}; tie policy: {s['tie_policy']} ({seeds})"]
+        from ..report.evaluation import ci_cell, ci_notes
+
         ci_header = f"95% CI ({s.get('ci_method', 'percentile')})"
         for cand, by_measure in result.agreement.items():
             rows = []
@@ -122,13 +124,13 @@ class CompareReport(Result):
                     "measure": m,
                     "tau_b": f"{ra.kendall_tau:.3f}",
                     "p": f"{ra.kendall_tau_p:.2g}",
-                    ci_header: f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                    ci_header: ci_cell(ra),
                     "weighted_tau": f"{ra.weighted_tau:.3f}",
                     "tau_ap": f"{ra.tau_ap:.3f}",
                     "med|Δrank|": f"{ra.median_abs_rank_displacement:g}",
                     "max|Δrank|": f"{ra.max_abs_rank_displacement:g}",
                 })
-            lines += ["", f"candidate: {cand}", pd.DataFrame(rows).to_string(index=False)]
+            lines += ["", f"candidate: {cand}", pd.DataFrame(rows).to_string(index=False), *ci_notes(by_measure)]
             lines += [f"{m}: {ra.undefined}" for m, ra in by_measure.items() if ra.undefined]
         scores = result.reference.scores_frame()
         lines += ["", "system scores under the reference:", scores.round(4).to_string()]

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..data.trec import TIE_POLICIES, Qrels, Run
 from ..errors import ConfigError
+from .intervals import DEFAULT_TAU_METHOD, TAU_METHODS, Replicates, bias_corrected, coverage_note, tau_interval
 
 if TYPE_CHECKING:
     from .measures import Scored
@@ -55,10 +56,14 @@ __all__ = [
     "tau_ap",
     "system_ranks",
     "bootstrap_kendall_tau",
+    "kendall_tau_interval",
+    "kendall_tau_replicates",
+    "TauInterval",
     "bias_corrected_interval",
     "jackknife_kendall_tau",
     "label_set_names",
     "CI_METHODS",
+    "DEFAULT_CI_METHOD",
     "export_tie_info",
     "system_means",
     "ranking_measure",
@@ -205,8 +210,9 @@ def _weighted_means(weights: np.ndarray, matrix: np.ndarray, present: np.ndarray
         return np.round(num / den, MEAN_DECIMALS)
 
 
-CI_METHODS = ("BCa", "BC", "percentile")
-DEFAULT_CI_METHOD = "BCa"
+CI_METHODS = tuple(TAU_METHODS)
+DEFAULT_CI_METHOD = DEFAULT_TAU_METHOD
+bias_corrected_interval = bias_corrected  # the BC/BCa construction, kept under its former name
 
 
 def _jackknife_means(matrix: np.ndarray) -> np.ndarray:
@@ -228,64 +234,70 @@ def jackknife_kendall_tau(reference: np.ndarray, candidate: np.ndarray, chunk: i
     return np.concatenate(out) if out else np.empty(0)
 
 
-def bias_corrected_interval(resampled: np.ndarray, estimate: float, level: float = 0.95,
-                            jackknife: np.ndarray | None = None) -> tuple[float, float]:
-    """BCa interval (Efron & Tibshirani 1993, §14.3) from bootstrap replicates of a statistic.
-
-    z0 = Φ⁻¹(share of replicates below ``estimate``, ties counted half, as scipy.stats.bootstrap
-    does: τ takes few distinct values, so many replicates equal the estimate). The acceleration
-    a = Σd³ / (6 (Σd²)^1.5) with d = mean(jackknife) − jackknife; without ``jackknife`` a = 0, the
-    bias-corrected percentile (BC) interval. The interval is the empirical quantiles (linear, as
-    numpy and scipy) at Φ(z0 + (z0 + z)/(1 − a(z0 + z))) for z = ±Φ⁻¹((1 − level)/2). NaN when the
-    estimate lies outside every replicate (z0 infinite): no correction can place it then.
-    """
-    t = np.asarray(resampled, float)
-    t = t[~np.isnan(t)]
-    if len(t) == 0 or not math.isfinite(estimate):
-        return (math.nan, math.nan)
-    share = (np.count_nonzero(t < estimate) + np.count_nonzero(t <= estimate)) / (2.0 * len(t))
-    if share <= 0.0 or share >= 1.0:
-        return (math.nan, math.nan)
-    from scipy import stats
-
-    z0 = stats.norm.ppf(share)
-    a = 0.0
-    if jackknife is not None:
-        jk = np.asarray(jackknife, float)
-        jk = jk[~np.isnan(jk)]
-        d = jk.mean() - jk if len(jk) else jk
-        den = 6.0 * float(np.sum(d ** 2)) ** 1.5
-        # all leave-one-out values equal (or one user): no skew to correct for
-        a = float(np.sum(d ** 3)) / den if den > 0 else 0.0
-    z = stats.norm.ppf((1 - level) / 2)
-    probs = [stats.norm.cdf(z0 + (z0 + zz) / (1 - a * (z0 + zz))) for zz in (z, -z)]
-    lo, hi = np.quantile(t, probs)
-    return (float(lo), float(hi))
+def _check_ci_method(method: str) -> None:
+    if method not in CI_METHODS:
+        raise ConfigError(f"CI method must be one of {', '.join(CI_METHODS)}, not {method!r}")
 
 
-def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_resamples: int = 1000,
-                          seed: int = 0, level: float = 0.95, chunk: int = 200,
-                          method: str = DEFAULT_CI_METHOD, weights: BootstrapWeights | None = None
-                          ) -> tuple[float, float]:
-    """Bootstrap CI of τ-b between system means, resampling users with replacement.
+def kendall_tau_replicates(reference: np.ndarray, candidate: np.ndarray, weights: BootstrapWeights,
+                           jackknife: bool = True) -> Replicates:
+    """τ-b of the system means of two (U, S) user × system arrays over the same users (NaN: user not
+    judged by that label set), its bootstrap replicates over ``weights`` (resamples of those users)
+    and, with ``jackknife``, its leave-one-user-out values. Vectorised over the matrices: no measure
+    is recomputed. The estimate goes through the replicates' own arithmetic, so "equal" means equal."""
+    if weights.n_users != len(reference):
+        raise ConfigError("bootstrap weights drawn for another seed, user set or number of resamples")
+    ref_present, cand_present = ~np.isnan(reference), ~np.isnan(candidate)
+    taus = [_tau_b_rows(_weighted_means(w, reference, ref_present), _weighted_means(w, candidate, cand_present))
+            for w in weights.chunks()]
+    t = np.concatenate(taus) if taus else np.empty(0)
+    ones = np.ones((1, len(reference)))
+    estimate = float(_tau_b_rows(_weighted_means(ones, reference), _weighted_means(ones, candidate))[0])
+    n_pairs = reference.shape[1] * (reference.shape[1] - 1) // 2
+    return Replicates(estimate, t[~np.isnan(t)], jackknife_kendall_tau(reference, candidate) if jackknife else None,
+                      2.0 / n_pairs if n_pairs else 0.0)
+
+
+class TauInterval(NamedTuple):
+    """A confidence interval of τ-b over users, with what a reader needs to judge it."""
+
+    low: float
+    high: float
+    method: str
+    level: float
+    bootstrap_bias_sd: float  # (τ − mean resampled τ) / SD of resampled τ; large: near-tied system pairs
+    n_users: int              # the fewer users of the two label sets (what the coverage note is read at)
+    coverage: float           # measured coverage of such intervals in simulation (NaN: not measured)
+    note: str                 # "" when the measured coverage is near nominal, else what to make of it
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return (self.low, self.high)
+
+
+def kendall_tau_interval(reference: pd.DataFrame, candidate: pd.DataFrame, n_resamples: int = 1000,
+                         seed: int = 0, level: float = 0.95, chunk: int = 200,
+                         method: str = DEFAULT_CI_METHOD, weights: BootstrapWeights | None = None) -> TauInterval:
+    """Confidence interval of τ-b between system means, resampling users with replacement.
 
     ``reference`` and ``candidate`` are user × system matrices (same columns). Users are the union
-    of both indexes; a user missing from one matrix counts for the other only. Vectorised over the
-    matrices: no measure is recomputed.
-
-    ``method``: ``"BCa"`` (default; acceleration from the jackknife over users), ``"BC"`` (bias
-    correction only) or ``"percentile"``. τ of resampled means is biased downward — resampling adds
-    noise to both rankings independently — so the percentile interval can exclude the estimate
-    itself (τ-b 0.897 with [0.810, 0.890] on 63 TREC runs); the bias correction shifts it back.
+    of both indexes; a user missing from one matrix counts for the other only. ``method`` is a key
+    of :data:`recjudge.evaluation.intervals.TAU_METHODS`; the default, ``"normal"``, is the one whose
+    coverage of the population τ came closest to nominal in ``benchmarks/bench_tau_ci.py`` among
+    those that always contain the estimate. τ of resampled means is biased downward — resampling
+    adds noise to both rankings — and so is the sample τ against the population's; when the bias is
+    large the percentile interval can exclude the estimate and BCa collapses above it (on 63 TREC
+    runs τ 0.897 gave BCa [0.905, 0.913]). ``note`` says when the measured coverage at this many
+    users and this bootstrap bias is below nominal.
 
     ``weights``: the resamples of this seed over these users, when the caller compares several
     measures over them (:class:`BootstrapWeights`; the same numbers, drawn once).
     """
-    if method not in CI_METHODS:
-        raise ConfigError(f"CI method must be one of {', '.join(CI_METHODS)}, not {method!r}")
-    if n_resamples <= 0:
-        return (math.nan, math.nan)
+    _check_ci_method(method)
     users = reference.index.union(candidate.index)
+    n_users = min(len(reference.index), len(candidate.index))
+    if n_resamples <= 0:
+        return TauInterval(math.nan, math.nan, method, level, math.nan, n_users, math.nan, "")
     cols = list(reference.columns)
     ref = reference.reindex(index=users, columns=cols).to_numpy(np.float64)
     cand = candidate.reindex(index=users, columns=cols).to_numpy(np.float64)
@@ -293,22 +305,21 @@ def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_re
         weights = BootstrapWeights(seed, len(users), n_resamples, chunk)
     elif (weights.seed, weights.n_users, weights.n_resamples, weights.chunk) != (seed, len(users), n_resamples, chunk):
         raise ConfigError("bootstrap weights drawn for another seed, user set or number of resamples")
-    ref_present, cand_present = ~np.isnan(ref), ~np.isnan(cand)
-    taus = [_tau_b_rows(_weighted_means(w, ref, ref_present), _weighted_means(w, cand, cand_present))
-            for w in weights.chunks()]
-    t = np.concatenate(taus)
-    t = t[~np.isnan(t)]
-    if len(t) == 0:
-        return (math.nan, math.nan)
-    if method == "percentile":
-        alpha = (1 - level) / 2
-        lo, hi = np.quantile(t, [alpha, 1 - alpha])
-        return (float(lo), float(hi))
-    # the estimate through the same arithmetic as the replicates, so "equal" means equal
-    ones = np.ones((1, len(users)))
-    estimate = float(_tau_b_rows(_weighted_means(ones, ref), _weighted_means(ones, cand))[0])
-    jackknife = jackknife_kendall_tau(ref, cand) if method == "BCa" else None
-    return bias_corrected_interval(t, estimate, level, jackknife)
+    reps = kendall_tau_replicates(ref, cand, weights, jackknife=TAU_METHODS[method].jackknife)
+    if len(reps.bootstrap) == 0:
+        return TauInterval(math.nan, math.nan, method, level, math.nan, n_users, math.nan, "")
+    lo, hi = tau_interval(method, reps, level)
+    bias = reps.bootstrap_bias_sd
+    coverage, note = coverage_note(method, n_users, bias, level)
+    return TauInterval(lo, hi, method, level, bias, n_users, coverage, note)
+
+
+def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_resamples: int = 1000,
+                          seed: int = 0, level: float = 0.95, chunk: int = 200,
+                          method: str = DEFAULT_CI_METHOD, weights: BootstrapWeights | None = None
+                          ) -> tuple[float, float]:
+    """(low, high) of :func:`kendall_tau_interval`."""
+    return kendall_tau_interval(reference, candidate, n_resamples, seed, level, chunk, method, weights).bounds
 
 
 # ----------------------------------------------------------------------------------- records
@@ -329,6 +340,9 @@ class RankAgreement(NamedTuple):
     most_displaced: tuple[tuple[str, float], ...]  # (system, candidate rank − reference rank)
     kendall_tau_p: float = math.nan  # scipy.stats.kendalltau's two-sided p-value (H0: no association)
     ci_method: str = DEFAULT_CI_METHOD
+    ci_note: str = ""                         # said beside the CI when its measured coverage is below nominal
+    ci_coverage: float = math.nan             # coverage such intervals achieved in simulation (NaN: not measured)
+    bootstrap_bias_sd: float = math.nan       # (τ − mean resampled τ) / SD of resampled τ
     undefined: str = ""  # why τ and the displacements are undefined (every system ties under a label set)
 
     def to_json(self) -> dict:
@@ -338,6 +352,10 @@ class RankAgreement(NamedTuple):
             "kendall_tau_p": self.kendall_tau_p,
             "kendall_tau_ci": list(self.kendall_tau_ci),
             "kendall_tau_ci_method": self.ci_method,
+            "kendall_tau_ci_description": TAU_METHODS[self.ci_method].description,
+            "kendall_tau_ci_coverage": None if math.isnan(self.ci_coverage) else self.ci_coverage,
+            "kendall_tau_ci_note": self.ci_note,
+            "kendall_tau_bootstrap_bias_sd": None if math.isnan(self.bootstrap_bias_sd) else self.bootstrap_bias_sd,
             "weighted_tau": self.weighted_tau,
             "tau_ap": self.tau_ap,
             "median_abs_rank_displacement": self.median_abs_rank_displacement,
@@ -612,14 +630,15 @@ def tied_ranking(means: pd.Series, label_set: str, measure: str) -> str:
     return ""
 
 
-def _undefined(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, reference: str, label: str) -> RankAgreement:
+def _undefined(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, reference: str, label: str,
+               ci_method: str = DEFAULT_CI_METHOD) -> RankAgreement:
     """The record of a measure on which a label set ties every system: no τ, no CI, no displacement."""
     why = tied_ranking(system_means(ref), reference, measure) or tied_ranking(system_means(cand), label, measure)
     nan = math.nan
     return RankAgreement(measure=measure, n_systems=ref.shape[1], n_users_reference=len(ref.index),
                          n_users_candidate=len(cand.index), kendall_tau=nan, kendall_tau_ci=(nan, nan),
                          weighted_tau=nan, tau_ap=nan, median_abs_rank_displacement=nan,
-                         max_abs_rank_displacement=nan, most_displaced=(), undefined=why)
+                         max_abs_rank_displacement=nan, most_displaced=(), ci_method=ci_method, undefined=why)
 
 
 def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
@@ -630,14 +649,16 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
     names = list(ref.columns)
     ref_means, cand_means = system_means(ref), system_means(cand)
     if tied_ranking(ref_means, reference, measure) or tied_ranking(cand_means, label, measure):
-        return _undefined(measure, ref, cand, reference, label)
+        return _undefined(measure, ref, cand, reference, label, ci_method)
     r, c = ref_means.to_numpy(), cand_means.to_numpy()
     tau = stats.kendalltau(r, c, variant="b")
-    ci = bootstrap_kendall_tau(ref, cand, n_boot, seed, method=ci_method, weights=weights)
-    if n_boot > 0 and math.isfinite(tau.statistic) and not math.isfinite(ci[0]):
-        warnings.warn(f"{label}, {measure}: every bootstrap τ-b falls on one side of the estimate "
-                      f"{tau.statistic:.3f}, so the {ci_method} interval is undefined (reported as NaN); "
-                      "the systems' differences are small against the users' spread", stacklevel=3)
+    ci = kendall_tau_interval(ref, cand, n_boot, seed, method=ci_method, weights=weights)
+    if n_boot > 0 and math.isfinite(tau.statistic) and not math.isfinite(ci.low):
+        why = (f"every bootstrap τ-b falls on one side of the estimate {tau.statistic:.3f}, so the {ci_method} "
+               "interval is undefined (reported as NaN); the systems' differences are small against the users' "
+               "spread" if ci_method in ("BC", "BCa") else
+               f"no resample gave a defined τ-b, so the {ci_method} interval is undefined (reported as NaN)")
+        warnings.warn(f"{label}, {measure}: {why}", stacklevel=3)
     displacement = system_ranks(cand_means) - system_ranks(ref_means)
     abs_disp = displacement.abs()
     movers = abs_disp.sort_values(ascending=False, kind="stable")
@@ -648,7 +669,7 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
         n_users_reference=len(ref.index),
         n_users_candidate=len(cand.index),
         kendall_tau=float(tau.statistic),
-        kendall_tau_ci=ci,
+        kendall_tau_ci=ci.bounds,
         weighted_tau=weighted_tau(r, c),
         tau_ap=tau_ap(r, c, names),
         median_abs_rank_displacement=float(abs_disp.median()),
@@ -656,6 +677,9 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
         most_displaced=most,
         kendall_tau_p=float(tau.pvalue),
         ci_method=ci_method,
+        ci_note=ci.note,
+        ci_coverage=ci.coverage,
+        bootstrap_bias_sd=ci.bootstrap_bias_sd,
     )
 
 
@@ -688,8 +712,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
         raise ConfigError(f"comparing system rankings needs at least 2 runs, got {len(runs)}")
     if bootstrap < 0:
         raise ConfigError(f"--bootstrap must be 0 (no CI) or a positive number of resamples, not {bootstrap}")
-    if ci_method not in CI_METHODS:
-        raise ConfigError(f"CI method must be one of {', '.join(CI_METHODS)}, not {ci_method!r}")
+    _check_ci_method(ci_method)
     boot_seed = seed if bootstrap_seed is None else bootstrap_seed
     names = _measure_names(measures)
     # every table's label set, so that one pass over the runs scores them all: ("reference",) over

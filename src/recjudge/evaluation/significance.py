@@ -10,6 +10,13 @@ vectors when that is at most ``permutations``, else ``permutations`` seeded draw
 one counted in). The two-sided p-value is P(|mean| ≥ |observed|); p-values of all pairs are
 Holm-corrected (step-down, family-wise error ≤ alpha).
 
+A sampled p-value is never below 1/(draws + 1), and Holm's first step needs p ≤ alpha/m for m
+pairs: 10,000 draws over the 1,326 pairs of 52 systems can never reach it, so no pair could ever
+be called significant whatever the data. :func:`pairwise_tests` therefore draws at least
+10·m/alpha sign vectors (the requested number when larger), and says so. An exact test on few users
+has the same floor, 2/2^n: when m·2/2^n ≥ alpha no pair can be significant, and the result says
+that rather than reporting "no difference".
+
 Against a reference (human labels), the candidate's (LLM's) decisions are counted per pair:
 significant in the same direction by both, a false positive (candidate significant, reference
 not), a false negative (reference significant, candidate not), or opposite directions.
@@ -32,6 +39,8 @@ __all__ = [
     "PairwiseTests",
     "SignificanceAgreement",
     "holm",
+    "needed_permutations",
+    "smallest_holm_p",
     "paired_permutation_test",
     "pairwise_tests",
     "significance_agreement",
@@ -40,6 +49,9 @@ __all__ = [
 
 # below this many users every sign vector is enumerated (2^n ≤ permutations), else drawn
 DEFAULT_PERMUTATIONS = 10_000
+# sampled p-values step by 1/(draws + 1): draw enough that Holm's strictest threshold alpha/m is
+# this many steps above the floor
+RESOLUTION = 10
 _CHUNK = 2048
 # means equal up to rounding count as equal (as metaeval's 12-decimal means): a flip that
 # reproduces |observed| must not fall just below it
@@ -76,6 +88,20 @@ def _p_values(diffs: np.ndarray, permutations: int, seed: int) -> np.ndarray:
     if exact:
         return count / len(signs)
     return (count + 1.0) / (len(signs) + 1.0)  # the observed signs are one of the draws
+
+
+def needed_permutations(n_pairs: int, alpha: float) -> int:
+    """Sign vectors to draw so that the smallest sampled p-value, 1/(draws + 1), lies
+    :data:`RESOLUTION` times below Holm's strictest threshold alpha/m over ``n_pairs`` tests."""
+    return math.ceil(RESOLUTION * max(n_pairs, 1) / alpha)
+
+
+def smallest_holm_p(n_users: int, n_pairs: int, permutations: int) -> float:
+    """The smallest Holm-adjusted p-value any data can give: m · (2/2^n exact, else 1/(draws + 1))."""
+    if n_users == 0 or n_pairs == 0:
+        return math.nan
+    floor = 2.0 / 2 ** n_users if _exact(n_users, permutations) else 1.0 / (permutations + 1)
+    return min(1.0, n_pairs * floor)
 
 
 def paired_permutation_test(a: Sequence[float], b: Sequence[float], permutations: int = DEFAULT_PERMUTATIONS,
@@ -118,10 +144,16 @@ class PairwiseTests(NamedTuple):
     label_set: str
     measure: str
     n_users: int
-    permutations: int
+    permutations: int           # sign vectors drawn (or 2^n enumerated) per pair
     exact: bool
     alpha: float
     tests: tuple[PairTest, ...]
+    requested_permutations: int = 0  # what the caller asked for (0: same as ``permutations``)
+    note: str = ""                   # when no pair can reach significance, or more draws were taken
+
+    @property
+    def smallest_holm_p(self) -> float:
+        return smallest_holm_p(self.n_users, len(self.tests), self.permutations)
 
     def decisions(self) -> dict[tuple[str, str], int]:
         return {(t.a, t.b): t.decision for t in self.tests}
@@ -131,8 +163,11 @@ class PairwiseTests(NamedTuple):
 
     def to_json(self) -> dict:
         return {"label_set": self.label_set, "measure": self.measure, "n_users": self.n_users,
-                "permutations": self.permutations, "exact": self.exact, "alpha": self.alpha,
-                "correction": "Holm", "significant": int(sum(t.decision != 0 for t in self.tests)),
+                "permutations": self.permutations,
+                "requested_permutations": self.requested_permutations or self.permutations,
+                "exact": self.exact, "alpha": self.alpha, "correction": "Holm",
+                "smallest_attainable_p_holm": self.smallest_holm_p, "note": self.note,
+                "significant": int(sum(t.decision != 0 for t in self.tests)),
                 "pairs": [t._asdict() for t in self.tests]}
 
 
@@ -140,7 +175,10 @@ def pairwise_tests(matrix: pd.DataFrame, label_set: str = "labels", measure: str
                    permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0) -> PairwiseTests:
     """Sign-flip tests for every pair of columns (systems) of a users × systems matrix, Holm-corrected.
 
-    Users with a missing value for either system of a pair are left out of that pair's test.
+    Users with a missing value for either system of a pair are left out of that pair's test. When
+    the users are too many to enumerate every sign vector, at least :func:`needed_permutations`
+    are drawn (more than ``permutations`` when that could not reach Holm's threshold; ``note`` says
+    so). When even so no pair could be significant (an exact test on few users), ``note`` says it.
     """
     if not 0 < alpha < 1:
         raise ConfigError(f"alpha must be between 0 and 1, got {alpha}")
@@ -149,6 +187,14 @@ def pairwise_tests(matrix: pd.DataFrame, label_set: str = "labels", measure: str
     systems = sorted(map(str, matrix.columns))
     values = matrix.rename(columns=str)[systems].to_numpy(dtype=float)
     pairs = list(itertools.combinations(range(len(systems)), 2))
+    requested = permutations
+    n = len(values)
+    note = ""
+    if pairs and not _exact(n, permutations):
+        permutations = max(permutations, needed_permutations(len(pairs), alpha))
+        if permutations > requested:
+            note = (f"{permutations:,} sign flips drawn per pair, not {requested:,}: a sampled p-value is at least "
+                    f"1/(draws + 1), and Holm over {len(pairs):,} pairs needs p ≤ {alpha:g}/{len(pairs):,}")
     complete = not np.isnan(values).any()
     means, ps = [], []
     if complete and pairs:
@@ -167,8 +213,13 @@ def pairwise_tests(matrix: pd.DataFrame, label_set: str = "labels", measure: str
     for (i, j), mean, p, ph in zip(pairs, means, ps, adjusted):
         decision = int(np.sign(mean)) if not math.isnan(ph) and ph < alpha and mean != 0 else 0
         tests.append(PairTest(systems[i], systems[j], float(mean), float(p), float(ph), decision))
-    n = len(values)
-    return PairwiseTests(label_set, measure, n, permutations, _exact(n, permutations), alpha, tuple(tests))
+    floor = smallest_holm_p(n, len(pairs), permutations)
+    if floor >= alpha:
+        note = (f"no pair can be significant: with {n} users the smallest Holm-adjusted p-value any data can give "
+                f"over {len(pairs):,} pairs is {floor:.3g} ≥ alpha {alpha:g}; 'not significant' here means "
+                "'not testable'")
+    return PairwiseTests(label_set, measure, n, permutations, _exact(n, permutations), alpha, tuple(tests),
+                         requested, note)
 
 
 def top_overlap(reference: pd.Series, candidate: pd.Series, k: int = 5) -> float:
@@ -203,6 +254,7 @@ class SignificanceAgreement(NamedTuple):
     false_negative_rate: float   # false negatives / pairs the reference calls significant
     tau_ap: float
     top5_overlap: float
+    note: str = ""           # when either side could not call any pair significant
 
     def to_json(self) -> dict:
         return dict(self._asdict())
@@ -230,8 +282,12 @@ def significance_agreement(reference: PairwiseTests, candidate: PairwiseTests,
         rm, cm = reference_means.rename(index=str)[names], candidate_means.rename(index=str)[names]
         tap = tau_ap(rm.to_numpy(float), cm.to_numpy(float), names)
         top5 = top_overlap(rm, cm, 5)
+    untestable = [t.label_set for t in (reference, candidate) if t.tests and t.smallest_holm_p >= t.alpha]
+    note = (f"{' and '.join(untestable)} cannot call any pair significant (too few users for Holm over "
+            f"{len(shared):,} pairs): the agreement counts decisions that could not have gone otherwise"
+            if untestable else "")
     return SignificanceAgreement(
         reference.measure, len(shared), n_ref_sig, int((c != 0).sum()), same, opposite, fp, fn,
         agree / len(shared) if shared else math.nan,
         fp / n_ref_not if n_ref_not else math.nan,
-        fn / n_ref_sig if n_ref_sig else math.nan, tap, top5)
+        fn / n_ref_sig if n_ref_sig else math.nan, tap, top5, note)

@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 
 from .._io import atomic_write
+from ..evaluation.intervals import TAU_METHODS
 from ..evaluation.metaeval import CompareResult, EvaluationResult
 
 __all__ = ["write_compare_report", "write_evaluation_report", "write_report", "render_html", "markdown_table",
-           "md_text", "md_code", "md_fence", "slug", "unique_slugs", "ci_method",
+           "md_text", "md_code", "md_fence", "slug", "unique_slugs", "ci_method", "ci_cell", "ci_notes",
            "ci_label"]
 
 
@@ -84,6 +85,27 @@ def ci_label(settings: Mapping[str, object]) -> str:
     """Column header of a τ interval: its level and method, e.g. ``95% CI (BCa)``."""
     level = settings.get("ci_level", 0.95)
     return f"{float(level):.0%} CI ({ci_method(settings)})"
+
+
+CI_FLAG = "*"  # beside an interval whose measured coverage is below nominal; the note follows the table
+
+
+def ci_cell(ra, digits: int = 3) -> str:
+    """A τ interval as printed, flagged when its note says the measured coverage is below nominal; "–" when
+    τ itself is undefined (its reason is said beside the table)."""
+    if getattr(ra, "undefined", ""):
+        return "–"
+    lo, hi = ra.kendall_tau_ci
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]" + (CI_FLAG if getattr(ra, "ci_note", "") else "")
+
+
+def ci_notes(by_measure: Mapping[str, object]) -> list[str]:
+    """One line per distinct note of the flagged intervals: ``* measure, measure: note``."""
+    measures: dict[str, list[str]] = {}
+    for m, ra in by_measure.items():
+        if getattr(ra, "ci_note", ""):
+            measures.setdefault(ra.ci_note, []).append(m)
+    return [f"{CI_FLAG} {', '.join(ms)}: {note}" for note, ms in measures.items()]
 
 
 def _fmt(x) -> str:
@@ -264,8 +286,9 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
            else "only users judged by both label sets") + "); a user a run does not rank scores 0"
         + "".join(f" ({md_text(m)}: {md_text(why)})" for m, why in
                   dict(s.get("missing_user_exceptions") or {}).items()) + ".",
-        f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b, "
-        f"seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
+        f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b"
+        + (f" ({md_text(TAU_METHODS[ci_method(s)].description)})" if ci_method(s) in TAU_METHODS else "")
+        + f", seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
         *[f"- {md_code(name)} read from {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
         *_tie_note(s, result.tie_share),
         "",
@@ -278,7 +301,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
             rows.append({
                 "measure": m,
                 "Kendall τ-b": ra.kendall_tau,
-                ci_label(s): "–" if ra.undefined else f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+                ci_label(s): ci_cell(ra),
                 "p (τ-b)": _p_value(ra),
                 "weighted τ_h": ra.weighted_tau,
                 "τ_AP": ra.tau_ap,
@@ -288,6 +311,9 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         md += [markdown_table(pd.DataFrame(rows).set_index("measure")), ""]
         md += [f"- {md_text(m)}: {md_text(ra.undefined)}." for m, ra in by_measure.items() if ra.undefined]
         md += [""] if any(ra.undefined for ra in by_measure.values()) else []
+        notes = ci_notes(by_measure)
+        if notes:
+            md += [md_text(n) for n in notes] + [""]
         table = result.candidates[cand]
         ref_table = result.reference_table(cand)
         for m, ra in by_measure.items():
