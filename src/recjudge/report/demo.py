@@ -11,6 +11,8 @@ import pandas as pd
 from .._io import write_json
 from .evaluation import (
     _p_value,
+    ci_cell,
+    ci_notes,
     _plain,
     _pyplot,
     _save,
@@ -260,14 +262,13 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         "",
     ]
     for cand, by in cmp.agreement.items():
-        rows = [{"measure": m, "τ-b": ra.kendall_tau, "p": _p_value(ra),
-                 ci_label(cmp.settings): "–" if ra.undefined else
-                 f"[{ra.kendall_tau_ci[0]:.3f}, {ra.kendall_tau_ci[1]:.3f}]",
+        rows = [{"measure": m, "τ-b": ra.kendall_tau, "p": _p_value(ra), ci_label(cmp.settings): ci_cell(ra),
                  "weighted τ_h": ra.weighted_tau, "τ_AP": ra.tau_ap,
                  "median abs Δrank": ra.median_abs_rank_displacement} for m, ra in by.items()]
         md += [f"Historical vs {md_code(cand)}:", "", markdown_table(pd.DataFrame(rows), index=False), ""]
         md += [f"- {md_text(m)}: {md_text(ra.undefined)}." for m, ra in by.items() if ra.undefined]
         md += [""] if any(ra.undefined for ra in by.values()) else []
+        md += [*(md_text(n) for n in ci_notes(by)), ""] if ci_notes(by) else []
     for m in cmp.settings["measures"]:
         md += [f"![System scores, {md_text(m)}]({figs[f'scores {m}']})", ""]
     md += ["### Scenarios", "",
