@@ -32,3 +32,14 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data not available at {path}")
     return path
+
+
+def exit_code(argv: list[str]) -> int:
+    """``recjudge argv``'s exit status, whether argparse refused a value (it exits) or the settings did
+    (main returns 2)."""
+    from recjudge.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code

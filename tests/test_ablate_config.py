@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from conftest import exit_code
 from recjudge.cli import main
 from recjudge.errors import InputError, OutputError
 from recjudge.experiments.ablate import JUDGE_KEYS, Experiment, _judge_type, load_experiment, run_experiment
@@ -194,7 +195,7 @@ def test_result_file_that_is_an_input_is_refused_before_work(tmp_path):
 
 
 def test_options_apply_to_the_experiment_in_python_as_on_the_command_line(tmp_path):
-    from recjudge.api import AblateConfig
+    from recjudge.api import AblateSettings
     from recjudge.errors import ConfigError
     from recjudge.experiments.ablate import with_options
 
@@ -203,22 +204,20 @@ def test_options_apply_to_the_experiment_in_python_as_on_the_command_line(tmp_pa
     exp = load_experiment(path)
     assert (exp.per_user, exp.experiments, dict(exp.origin)) == (20, 1, {"per_user": "default",
                                                                         "experiments": "default"})
-    cfg = AblateConfig(experiment=str(path), experiments=3, per_user=50)  # e.g. the penha2025 protocol
-    assert (cfg.experiment.per_user, cfg.experiment.experiments) == (50, 3)
-    assert dict(cfg.experiment.origin) == {"per_user": "--per-user", "experiments": "--experiments"}
-    assert with_options(cfg.experiment, 50, 3) == cfg.experiment  # applying twice changes nothing
+    applied = with_options(exp, 50, 3)  # e.g. the penha2025 protocol
+    assert (applied.per_user, applied.experiments) == (50, 3)
+    assert dict(applied.origin) == {"per_user": "--per-user", "experiments": "--experiments"}
+    assert with_options(applied, 50, 3) == applied  # applying twice changes nothing
     path.write_text('collection = "ml-100k"\nreference = "historical:rating"\nper_user = 10\nexperiments = 2\n')
-    cfg = AblateConfig(experiment=str(path), per_user=50)
-    assert (cfg.experiment.per_user, cfg.experiment.experiments) == (10, 2)  # the file's own K wins
-    assert AblateConfig(experiment=str(path)).experiment == str(path)  # no option: the verb loads the file
-    with pytest.raises(ConfigError, match="--experiments"):
-        AblateConfig(experiment=str(path), experiments=0)
+    own = with_options(load_experiment(path), 50, None)
+    assert (own.per_user, own.experiments) == (10, 2)  # the file's own K wins
+    assert AblateSettings(experiment=str(path)).experiment == str(path)  # the verb loads the file
+    with pytest.raises(ConfigError, match="experiments= must be at least 1, not 0"):
+        AblateSettings(experiment=str(path), experiments=0)
 
 
 @pytest.mark.parametrize("flag,value", [("--experiments", "0"), ("--experiments", "two"), ("--per-user", "-1")])
 def test_bad_experiments_or_per_user_flag_exits_2(tmp_path, capsys, flag, value):
     path = tmp_path / "exp.toml"
     path.write_text('collection = "ml-100k"\nreference = "historical:rating"\n')
-    with pytest.raises(SystemExit) as exit_:
-        main(["ablate", str(path), flag, value])
-    assert exit_.value.code == 2 and flag in capsys.readouterr().err
+    assert exit_code(["ablate", str(path), flag, value]) == 2 and flag in capsys.readouterr().err

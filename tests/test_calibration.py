@@ -271,14 +271,15 @@ def test_the_default_measure_set_is_unchanged():
 
 
 def test_an_unknown_measure_is_refused_before_anything_is_read():
-    from recjudge.api import FillConfig
+    from recjudge.api import FillSettings
     from recjudge.evaluation.calibration import scenario_measures
 
     with pytest.raises(ConfigError, match="Bogus@3"):
         scenario_measures("nDCG@10,Bogus@3", 100)
     with pytest.raises(ConfigError, match="Bogus@3"):
-        FillConfig(human="missing.qrels", llm="missing.qrels", runs=("missing",), out=None, measures="Bogus@3")
-    assert FillConfig(human="h", llm="l", runs=("r",), out=None, k=10).measure_list() == ("Compat(p=0.95)", "nDCG@10")
+        FillSettings(human="missing.qrels", llm="missing.qrels", runs=("missing",), out=None, measures="Bogus@3")
+    assert FillSettings(human="h", llm="l", runs=("r",), out=None, k=10).measure_list() == \
+        ("Compat(p=0.95)", "nDCG@10")
 
 
 # ------------------------------------------------------------------ a calibration that cannot calibrate

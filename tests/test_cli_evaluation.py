@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import exit_code
 from recjudge.cli import main
 from recjudge.data.trec import Run, write_run
 from recjudge.evaluation.metaeval import label_set_names
@@ -181,17 +182,15 @@ def test_bad_measure_is_refused_before_any_file_is_read(data, capsys):
     ["--bootstrap-seed", "-1"],
 ])
 def test_compare_numbers_are_range_checked(data, capsys, argv):
-    with pytest.raises(SystemExit) as exc:
-        main(_compare(data, "--candidate", str(data / "llm.qrels"), *argv))
-    assert exc.value.code == 2
+    assert exit_code(_compare(data, "--candidate", str(data / "llm.qrels"), *argv)) == 2
     assert argv[0] in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [["--seed", "-3"], ["--bootstrap", "-1"]])
 def test_agreement_numbers_are_range_checked(data, capsys, argv):
-    with pytest.raises(SystemExit) as exc:
-        main(["agreement", "--reference", str(data / "human.qrels"), "--candidate", str(data / "llm.qrels"), *argv])
-    assert exc.value.code == 2 and argv[0] in capsys.readouterr().err
+    code = exit_code(["agreement", "--reference", str(data / "human.qrels"), "--candidate", str(data / "llm.qrels"),
+                      *argv])
+    assert code == 2 and argv[0] in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------- results from nothing
@@ -259,8 +258,8 @@ def test_compare_and_evaluate_of_run_files_equal_the_python_verbs_on_runs_in_mem
                                                     for u in ("u1", "u2", "u3") for i in range(1, 6)))
     in_memory = read_runs(data / "runs")
     files = ["--runs", str(data / "runs"), "--measures", "nDCG@5,Bpref", "--seed", "3"]
-    qrels = {"reference": str(data / "human.qrels"), "candidate": [str(data / "llm.qrels")]}
-    assert main(["compare", *files, "--reference", qrels["reference"], "--candidate", *qrels["candidate"],
+    qrels = {"reference": str(data / "human.qrels"), "candidates": [str(data / "llm.qrels")]}
+    assert main(["compare", *files, "--reference", qrels["reference"], "--candidate", *qrels["candidates"],
                  "--queries", "shared", "--bootstrap", "40", "--json", str(data / "cli.json")]) == 0
     recjudge.compare(runs=in_memory, **qrels, measures="nDCG@5,Bpref", seed=3, queries="shared", bootstrap=40,
                      json=data / "api.json")

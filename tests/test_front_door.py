@@ -224,7 +224,7 @@ def test_bad_measure_exits_2_on_every_command_that_takes_measures(tmp_path, caps
                   "--measures", "Compat(p=1.5)"],
                  ["ties", str(runs), "--qrels", str(qrels), "--measures", "P(rel=0)@10"]):
         assert main(argv) == 2, argv
-        assert "error: measure" in capsys.readouterr().err
+        assert "error: --measures: measure" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------ runs as people have them

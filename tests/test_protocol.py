@@ -60,15 +60,17 @@ def test_the_report_names_the_protocol(tmp_path):
 
 @pytest.mark.parametrize("body, words", [
     ('[compare]\nmeasure = "P@5"\n', "[compare] sets measure, which `recjudge compare` does not have"),
-    ('[compare]\nbootstrap = "many"\n', "[compare] bootstrap = 'many'"),
-    ('[compare]\ntie_policy = "random"\n', "tie_policy = 'random' is not one of"),
+    ('[compare]\nbootstrap = "many"\n', "[compare]: key 'bootstrap' must be a whole number, not 'many'"),
+    ('[compare]\ntie_policy = "random"\n', "[compare]: key 'tie_policy' must be 'hash', 'trec_eval', 'docid' or "
+                                           "'input', not 'random'"),
     ('compare = 3\n', "top-level key 'compare' is not a command table"),
     ('[compare]\nmeasures = {a = 1}\n', "[compare] measures: a table is not an option value"),
 ])
 def test_a_bad_protocol_file_is_refused_naming_the_file(tmp_path, capsys, body, words):
     proto = _protocol(tmp_path, body)
     out = tmp_path / "c.json"
-    code = main(["compare", "--protocol", proto, "--runs", RUNS, "--reference", HUMAN, "--json", str(out)])
+    code = main(["compare", "--protocol", proto, "--runs", RUNS, "--reference", HUMAN, "--candidate", HUMAN,
+                 "--json", str(out)])
     err = capsys.readouterr().err
     assert code == 2
     assert proto in err and words in err
@@ -76,7 +78,7 @@ def test_a_bad_protocol_file_is_refused_naming_the_file(tmp_path, capsys, body, 
 
 
 def test_an_unknown_protocol_name_lists_the_shipped_ones(capsys):
-    assert main(["compare", "--protocol", "penha2052", "--runs", RUNS, "--reference", HUMAN]) == 2
+    assert main(["compare", "--protocol", "penha2052", "--runs", RUNS, "--reference", HUMAN, "--candidate", HUMAN]) == 2
     err = capsys.readouterr().err
     assert "no such protocol" in err and "penha2025" in err
 
@@ -84,7 +86,7 @@ def test_an_unknown_protocol_name_lists_the_shipped_ones(capsys):
 def test_a_protocol_without_name_or_title_is_refused(tmp_path, capsys):
     path = tmp_path / "p.toml"
     path.write_text('[compare]\nmeasures = "P@5"\n')
-    assert main(["compare", "--protocol", str(path), "--runs", RUNS, "--reference", HUMAN]) == 2
+    assert main(["compare", "--protocol", str(path), "--runs", RUNS, "--reference", HUMAN, "--candidate", HUMAN]) == 2
     assert "missing or empty top-level key 'name'" in capsys.readouterr().err
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import exit_code
 from recjudge.cli import main
 
 
@@ -79,9 +80,7 @@ def test_an_unknown_system_fails_before_loading(tmp_path, capsys, monkeypatch):
     ("--ratio", "1"), ("--cut", "soon"),
 ])
 def test_numbers_out_of_range_are_usage_errors(collection, tmp_path, capsys, option, value, no_training):
-    with pytest.raises(SystemExit) as stop:
-        main(["train", "--collection", str(collection), "--out", str(tmp_path / "r"), option, value])
-    assert stop.value.code == 2
+    assert exit_code(["train", "--collection", str(collection), "--out", str(tmp_path / "r"), option, value]) == 2
     assert option in capsys.readouterr().err
 
 

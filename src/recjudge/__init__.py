@@ -13,12 +13,12 @@ from .errors import ConfigError, InputError, MissingExtraError, RecjudgeError
 
 __version__ = "0.1.0"
 
-# the verbs and their configs, served by __getattr__ from recjudge.api on first use
+# the verbs and their settings, served by __getattr__ from recjudge.api on first use
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "audit_ties", "compare_settings",
-    "CompareConfig", "AgreementConfig", "EvaluateConfig", "FillConfig", "AblateConfig", "TrainConfig",
-    "TiesConfig", "CompareSettingsConfig",
+    "CompareSettings", "AgreementSettings", "EvaluateSettings", "FillSettings", "AblateSettings", "TrainSettings",
+    "TiesSettings", "CompareSettingsSettings",
 )
 
 # TREC I/O: the part of recjudge.data.trec a user needs at the top level

@@ -20,7 +20,7 @@ from typing import Any
 from .errors import ConfigError, InputError
 
 __all__ = ["Protocol", "ProtocolUse", "load_protocol", "protocol_names", "current", "using", "stamp",
-           "PROTOCOL_DIR"]
+           "PROTOCOL_DIR", "same_value"]
 
 PROTOCOL_DIR = Path(__file__).with_name("protocols")
 _HEADER_KEYS = ("name", "title", "source", "notes")
@@ -45,7 +45,7 @@ class Protocol:
         """Each protocol setting of ``command`` whose value in ``used`` is not the protocol's."""
         out = {}
         for key, want in self.settings(command).items():
-            if key in used and not _same(used[key], want):
+            if key in used and not same_value(used[key], want):
                 out[key] = {"protocol": want, "used": used[key]}
         return out
 
@@ -71,13 +71,14 @@ class ProtocolUse:
         return f"protocol {self.protocol.name}, except: " + "; ".join(parts)
 
 
-def _same(used: Any, want: Any) -> bool:
+def same_value(used: Any, want: Any) -> bool:
+    """Whether a setting's value is the protocol's (600 is 600.0; lists compared item by item)."""
     if isinstance(used, bool) or isinstance(want, bool):
         return used is want or used == want
     if isinstance(used, (int, float)) and isinstance(want, (int, float)):
         return float(used) == float(want)
     if isinstance(used, (list, tuple)) and isinstance(want, (list, tuple)):
-        return len(used) == len(want) and all(_same(u, w) for u, w in zip(used, want))
+        return len(used) == len(want) and all(same_value(u, w) for u, w in zip(used, want))
     return str(used) == str(want)
 
 
@@ -214,6 +215,6 @@ def use_from_args(protocol: Protocol, command: str, args: argparse.Namespace,
     differs = {}
     for key, want in defaults.items():
         used = getattr(args, key, None)
-        if not _same(used, want):
+        if not same_value(used, want):
             differs[key] = {"protocol": raw[key], "used": used}
     return ProtocolUse(protocol, command, differs)

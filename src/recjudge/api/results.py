@@ -20,9 +20,15 @@ __all__ = ["Result", "EvaluateReport", "CompareReport", "AgreementReport", "Fill
 
 
 class Result:
-    """What every verb returns."""
+    """What every verb returns. ``settings`` (the verb's settings model) stamps the JSON with the
+    protocol followed, when there is one."""
 
     def to_json(self) -> dict | list:
+        data = self._json()
+        settings = getattr(self, "settings", None)
+        return settings.stamp(data) if isinstance(data, dict) and hasattr(settings, "stamp") else data
+
+    def _json(self) -> dict | list:
         raise NotImplementedError
 
     def to_frame(self) -> pd.DataFrame:
@@ -39,14 +45,15 @@ class Result:
 class EvaluateReport(Result):
     result: Any  # metaeval.EvaluationResult
     source: str  # where the qrels came from (path, or their name)
-    report: Path | None = None  # report.md, when one was written
+    report_path: Path | None = None  # report.md, when one was written
     groups: pd.DataFrame | None = None  # per system group: number of systems and mean of each measure
+    settings: Any = None  # EvaluateSettings
 
     @property
     def table(self):
         return self.result.table
 
-    def to_json(self) -> dict:
+    def _json(self) -> dict:
         return _with_groups(self.result.to_json(), self.groups)
 
     def to_frame(self) -> pd.DataFrame:
@@ -80,14 +87,15 @@ def _groups_text(groups: pd.DataFrame | None) -> str:
 @dataclass(frozen=True, eq=False)
 class CompareReport(Result):
     result: Any  # metaeval.CompareResult
-    report: Path | None = None  # report.md, when one was written
+    report_path: Path | None = None  # report.md, when one was written
     groups: pd.DataFrame | None = None  # per label set and system group: systems and mean of each measure
+    settings: Any = None  # CompareSettings
 
     @property
     def agreement(self):
         return self.result.agreement
 
-    def to_json(self) -> dict:
+    def _json(self) -> dict:
         return _with_groups(self.result.to_json(), self.groups)
 
     def to_frame(self) -> pd.DataFrame:
@@ -144,17 +152,18 @@ class AgreementReport(Result):
     reference: str
     results: Mapping[str, Any]
     sources: Mapping[str, str]
-    settings: Mapping[str, Any]
+    options: Mapping[str, Any]
+    settings: Any = None  # AgreementSettings
 
     def __getitem__(self, candidate: str):
         return self.results[candidate]
 
-    def to_json(self) -> dict:
+    def _json(self) -> dict:
         out = {}
         for name, res in self.results.items():
             entry = res.to_json()
             entry["path"] = self.sources.get(name)
-            entry["settings"]["reference_path"] = self.settings.get("reference_path")
+            entry["settings"]["reference_path"] = self.options.get("reference_path")
             out[name] = entry
         return out
 
@@ -162,7 +171,7 @@ class AgreementReport(Result):
         return pd.concat([res.to_frame() for res in self.results.values()], ignore_index=True)
 
     def format(self) -> str:
-        s = self.settings
+        s = self.options
         rows = [res.summary_row() for res in self.results.values()]
         missing = s["missing"] or "zero up to 1% missing, else refused"
         notes = "".join(f"\n{name}: {res.missing_note}" for name, res in self.results.items())
@@ -176,21 +185,22 @@ class FillReport(Result):
     filled: Any           # calibration.FillResult
     scenarios: Any        # calibration.ScenarioReport
     validation: Any       # calibration.ValidationReport | None
-    settings: Mapping[str, Any]
+    options: Mapping[str, Any]
     paths: Mapping[str, Path] = field(default_factory=dict)  # qrels and sources, once written
     validate: float | None = None  # the share of human labels hidden for the validation, if any
+    settings: Any = None  # FillSettings
 
     @property
     def qrels(self):
         return self.filled.qrels
 
-    def to_json(self) -> dict:
+    def _json(self) -> dict:
         f = self.filled
         out = {"calibration": self.calibration.to_json(),
                "filled": {"path": _str(self.paths.get("qrels")), "sources": _str(self.paths.get("sources")),
                           "n_human": f.n_human, "n_filled": f.n_filled, "n_unfilled": f.n_unfilled,
                           "weak_calibration": list(f.problems)},
-               "scenarios": self.scenarios.to_json(), "settings": dict(self.settings)}
+               "scenarios": self.scenarios.to_json(), "settings": dict(self.options)}
         if self.validation is not None:
             out["validation"] = self.validation.to_json()
         return out
@@ -200,7 +210,7 @@ class FillReport(Result):
         return self.filled.sources
 
     def format(self) -> str:
-        k, f, rep, val = self.settings["k"], self.filled, self.scenarios, self.validation
+        k, f, rep, val = self.options["k"], self.filled, self.scenarios, self.validation
         written = f" → {self.paths['qrels']} (sources: {self.paths['sources']})" if self.paths else ""
         weak = ([f"WARNING: filled with a calibration that cannot calibrate (--allow-weak-calibration); the "
                  f"'LLM fills gaps' ranking is an artefact of the fill, not a result:"] +
@@ -236,7 +246,7 @@ class JudgeReport(Result):
     def write(self, qrels_path, **paths):
         return self.result.write(qrels_path, **paths)
 
-    def to_json(self) -> dict:
+    def _json(self) -> dict:
         return {"summary": self.result.summary.as_dict(), "provenance": dict(self.result.provenance)}
 
     def to_frame(self) -> pd.DataFrame:
@@ -252,6 +262,7 @@ class JudgeReport(Result):
 @dataclass(frozen=True, eq=False)
 class TrainReport(Result):
     results: Sequence[Any]  # systems.TrainResult, one per system
+    settings: Any = None  # TrainSettings
 
     @property
     def ok(self) -> bool:
@@ -263,7 +274,7 @@ class TrainReport(Result):
 
         return {r.system: read_run(r.run_path, r.system) for r in self.results if r.ok}
 
-    def to_json(self) -> list:
+    def _json(self) -> list:
         return [{**r.__dict__, "run_path": str(r.run_path) if r.run_path else None} for r in self.results]
 
     def to_frame(self) -> pd.DataFrame:
@@ -279,8 +290,9 @@ class TrainReport(Result):
 class TiesReport(Result):
     result: Any  # ties.TieAudit
     sampled_candidates: Mapping[str, Any] | None = None  # the protocol's record, when it was audited
+    settings: Any = None  # TiesSettings
 
-    def to_json(self) -> dict:
+    def _json(self) -> dict:
         data = self.result.as_dict()
         if self.sampled_candidates is not None:
             data["sampled_candidates"] = dict(self.sampled_candidates)
@@ -303,8 +315,9 @@ class AblateReport(Result):
     rows: Sequence[Any]         # ablate.VariantRow
     dry_run: bool = False
     paths: Mapping[str, Path] = field(default_factory=dict)
+    settings: Any = None  # AblateSettings
 
-    def to_json(self) -> dict:
+    def _json(self) -> dict:
         return {"rows": self.to_frame().to_dict(orient="records"), "dry_run": self.dry_run,
                 "paths": {k: str(v) for k, v in self.paths.items()}}
 

@@ -1,120 +1,374 @@
-"""The same systems under two evaluation settings (Penha et al. 2025, Figure 2): τ and rank shifts.
+"""Every evaluation command's settings: one frozen model each, the single declaration of its options.
 
-Setting A is, for example, runs trained on a historical split scored with historical qrels;
-setting B the Cranfield runs (trained on every rating) scored with human qrels. Systems are matched
-by name; their users differ, so no user bootstrap applies: τ-b comes with scipy's p-value only.
+The command line (``recjudge compare --help``), protocol files (``[compare]`` in a protocol) and the
+Python verbs (``recjudge.compare(runs, reference, candidates, measures=…)``) are built from these
+models; see :mod:`recjudge.settings` for how.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Any, Mapping
+import os
+from typing import Any, ClassVar, Literal
 
-import pandas as pd
+from pydantic import Field, field_validator, model_validator
+from typing_extensions import Annotated
 
-from ..errors import InputError
-from .results import Result
+from ..data.trec import TIE_POLICIES
+from ..evaluation.intervals import DEFAULT_TAU_METHOD, TAU_METHODS
+from ..evaluation.measures import DEFAULT_MEASURES
+from ..settings import Cli, Conflict, Settings, option
 
-__all__ = ["SettingsComparison", "compare_settings"]
+__all__ = ["CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings",
+           "TrainSettings", "AblateSettings", "CompareSettingsSettings", "DEFAULT_MEASURE_STRING",
+           "MAX_SEED", "MAX_COUNT", "MAX_THREADS", "MAX_EPOCHS", "Seed", "Count", "Positive"]
 
+DEFAULT_MEASURE_STRING = ",".join(DEFAULT_MEASURES)
+MAX_SEED = 2**63 - 1     # numpy's Generator and the tie hash both take it
+MAX_COUNT = 2**31 - 1    # cutoffs, depths and resample counts beyond this only fail later, deep inside
+# beyond these a typo, not a plan: torch would spawn the threads, training would never end
+MAX_THREADS = 1024
+MAX_EPOCHS = 100_000
 
-@dataclass(frozen=True, eq=False)
-class SettingsComparison(Result):
-    """Per measure: τ-b (p), weighted τ, τ_AP, median and largest |rank shift|; per system: both ranks."""
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Positive = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+TiePolicy = Literal[TIE_POLICIES]
+# a path (str or os.PathLike) or what was read from one: checked when the verb reads it
+Inputs = Any
+# a file or folder to write or read: text or a path object
+PathText = str | os.PathLike
 
-    measures: pd.DataFrame  # one row per measure
-    systems: pd.DataFrame  # system × (measure, setting) scores and ranks, and the rank shift B − A
-    settings: Mapping[str, Any]
-
-    def to_json(self) -> dict:
-        rows = []
-        for name in self.systems.index:
-            row = {"system": name}
-            for m in self.measures.index:
-                row[m] = {k: _num(self.systems.loc[name, (m, k)]) for k in ("score_a", "score_b", "rank_a",
-                                                                            "rank_b", "shift")}
-            rows.append(row)
-        return {"measures": {m: {k: (v or None) if k == "undefined" else _num(v) for k, v in r.items()}
-                             for m, r in self.measures.iterrows()},
-                "systems": rows, "settings": dict(self.settings)}
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.measures
-
-    def format(self) -> str:
-        s = self.settings
-        head = (f"{s['systems']} systems in both settings; A: {s['qrels_a']} on {s['runs_a']}; "
-                f"B: {s['qrels_b']} on {s['runs_b']}; shift = rank in B − rank in A (1 = best)")
-        shifts = self.systems.xs("shift", axis=1, level=1)
-        numbers = self.measures.drop(columns="undefined")
-        notes = [f"{m}: {why}" for m, why in self.measures["undefined"].items() if why]
-        ranked = [m for m in self.measures.index if not self.measures.loc[m, "undefined"]]
-        lines = [head, "", numbers.round(3).to_string(), *notes]
-        if ranked:
-            first = ranked[0]
-            biggest = shifts[first].abs().sort_values(ascending=False).head(10).index
-            table = self.systems.loc[biggest, first][["rank_a", "rank_b", "shift"]]
-            lines += ["", f"largest rank shifts on {first}:", table.to_string()]
-        return "\n".join(lines)
+_TIE_HELP = "order of equal scores before any measure runs: hash of seed+user+item (default hash)"
+_GROUPS_HELP = ("'system group' per line (e.g. pooled / non-pooled): every measure averaged per group "
+                "(default: the groups `recjudge train` recorded beside the runs, if any)")
+_JSON_HELP = "write the result as JSON (default: none)"
+_REPORT_HELP = "write report.md, report.html and the figures into DIR (default: none)"
 
 
-def _num(v):
-    v = float(v)
-    return v if math.isfinite(v) else None
+def _checked(check, value):
+    """``check(value)``'s refusal as the ValueError pydantic reports under the field's name."""
+    from ..errors import RecjudgeError
+
+    try:
+        check(value)
+    except RecjudgeError as exc:
+        raise ValueError(str(exc)) from None
+    return value
 
 
-def compare_settings(runs_a, qrels_a, runs_b, qrels_b, measures=None, tie_policy: str = "hash",
-                     seed: int = 0) -> SettingsComparison:
-    """Rank the systems of ``runs_a`` under ``qrels_a`` and those of ``runs_b`` under ``qrels_b``;
-    correlate the two rankings over the systems both hold (matched by run name)."""
-    from scipy import stats
+def _measures(value: str) -> str:
+    """ir-measures strings, checked before any file is read (an unknown measure is refused)."""
+    from ..evaluation.measures import parse_measures
 
-    from ..data.trec import Qrels, read_qrels, read_runs
-    from ..evaluation.metaeval import evaluate, kendall_tau, system_ranks, tau_ap, tied_ranking, weighted_tau
-
-    def load(runs, qrels):
-        r = dict(runs) if isinstance(runs, Mapping) else read_runs(runs)
-        q = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
-        return r, q
-
-    ra, qa = load(runs_a, qrels_a)
-    rb, qb = load(runs_b, qrels_b)
-    common = sorted(set(ra) & set(rb))
-    if len(common) < 3:
-        raise InputError("--runs-b", f"the two settings share {len(common)} system name(s) "
-                         f"({', '.join(common) or 'none'}); at least 3 are needed for a rank correlation",
-                         "name each system's run file the same in both settings")
-    ea = evaluate({n: ra[n] for n in common}, qa, measures, tie_policy=tie_policy, seed=seed).table
-    eb = evaluate({n: rb[n] for n in common}, qb, measures, tie_policy=tie_policy, seed=seed).table
-    rows, cols = {}, {}
-    for m in ea.measures:
-        a, b = ea.means(m).reindex(common), eb.means(m).reindex(common)
-        rank_a, rank_b = system_ranks(a), system_ranks(b)
-        undefined = tied_ranking(a, f"setting A ({qa.name})", m) or tied_ranking(b, f"setting B ({qb.name})", m)
-        if undefined:  # no ranking on one side: every shift would come from the average rank of a tie
-            nan = float("nan")
-            shift = pd.Series(nan, index=a.index)
-            rows[m] = {"kendall_tau": nan, "kendall_tau_p": nan, "weighted_tau": nan, "tau_ap": nan,
-                       "median_abs_rank_shift": nan, "max_abs_rank_shift": nan, "undefined": undefined}
-        else:
-            shift = rank_b - rank_a
-            test = stats.kendalltau(a.to_numpy(), b.to_numpy(), variant="b")
-            rows[m] = {"kendall_tau": kendall_tau(a, b), "kendall_tau_p": float(test.pvalue),
-                       "weighted_tau": weighted_tau(a, b), "tau_ap": tau_ap(a, b, common),
-                       "median_abs_rank_shift": float(shift.abs().median()),
-                       "max_abs_rank_shift": float(shift.abs().max()), "undefined": ""}
-        for key, values in (("score_a", a), ("score_b", b), ("rank_a", rank_a), ("rank_b", rank_b), ("shift", shift)):
-            cols[(m, key)] = values
-    only = sorted(set(ra) ^ set(rb))
-    settings = {"runs_a": _label(runs_a), "qrels_a": qa.name, "runs_b": _label(runs_b), "qrels_b": qb.name,
-                "systems": len(common), "systems_in_one_setting_only": only, "measures": list(ea.measures),
-                "tie_policy": tie_policy, "seed": seed}
-    return SettingsComparison(pd.DataFrame.from_dict(rows, orient="index"), pd.DataFrame(cols), settings)
+    return _checked(parse_measures, value)
 
 
-def _label(runs) -> str:
-    if isinstance(runs, Mapping):
-        return f"{len(runs)} runs in memory"
-    return ", ".join(str(r) for r in ([runs] if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__")
-                                      else runs))
+class _Measured(Settings):
+    """A command whose ``measures`` are ir-measures strings."""
+
+    @field_validator("measures", check_fields=False)
+    @classmethod
+    def _check_measures(cls, value):
+        return value if value is None else _measures(value)
+
+
+class CompareSettings(_Measured):
+    command: ClassVar[str] = "compare"
+    runs: Inputs = option(help="run files or folders, Runs, a {name: run} mapping or DataFrames",
+                          cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    reference: Inputs = option(help="reference labels (e.g. human): a qrels path, Qrels or DataFrame",
+                               cli=Cli(metavar="QRELS"))
+    candidates: Inputs = option(help="candidate labels (e.g. LLM); repeat for several",
+                                cli=Cli(flag="--candidate", action="append", metavar="QRELS"))
+    measures: str = option(DEFAULT_MEASURE_STRING, "ir-measures strings, comma-separated")
+    queries: Literal["own", "shared"] = option(
+        "own", "own: each label set over the users it judges; shared: only users judged by both")
+    tie_policy: TiePolicy = option("hash", _TIE_HELP)
+    seed: Seed = option(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)")
+    bootstrap: Count = option(1000, "bootstrap resamples of users for the τ CIs (0: no CI)")
+    bootstrap_seed: Seed | None = option(None, "seed for the bootstrap alone (default: --seed); varies the CIs, "
+                                               "never the rankings")
+    ci_method: Literal[tuple(TAU_METHODS)] = option(
+        DEFAULT_TAU_METHOD, f"τ confidence interval ({DEFAULT_TAU_METHOD}: "
+        f"{TAU_METHODS[DEFAULT_TAU_METHOD].description}; the closest to 95% coverage of the population τ in "
+        "benchmarks/bench_tau_ci.py; the others are there for comparison)")
+    groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
+    json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
+    report: PathText | None = option(None, _REPORT_HELP, cli=Cli(metavar="DIR"))
+
+
+
+class EvaluateSettings(_Measured):
+    command: ClassVar[str] = "evaluate"
+    runs: Inputs = option(help="run files or folders, Runs, a {name: run} mapping or DataFrames",
+                          cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    qrels: Inputs = option(help="the labels to score the runs with: a qrels path, Qrels or DataFrame",
+                           cli=Cli(metavar="QRELS"))
+    measures: str = option(DEFAULT_MEASURE_STRING, "ir-measures strings; systems are ranked by the first "
+                                                   "that is not a coverage measure (Judged)")
+    tie_policy: TiePolicy = option("hash", _TIE_HELP)
+    seed: Seed = option(0, "seed for the hash tie policy")
+    groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
+    json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
+    report: PathText | None = option(None, _REPORT_HELP, cli=Cli(metavar="DIR"))
+
+
+
+
+
+class AgreementSettings(Settings):
+    command: ClassVar[str] = "agreement"
+    reference: Inputs = option(help="reference labels (e.g. human): a qrels path, Qrels or DataFrame",
+                               cli=Cli(metavar="QRELS"))
+    candidates: Inputs = option(help="candidate labels (e.g. LLM), one or more",
+                                cli=Cli(flag="--candidate", nargs="+", metavar="QRELS"))
+    missing: Literal["zero", "drop"] | None = option(
+        None, "a reference pair the candidate lacks: zero counts it as label 0 (the LLMJudge convention), drop "
+              "leaves it out (default: zero while at most 1% of the pairs are missing, else refused until you "
+              "choose)")
+    clip: str | None = option(None, "clip candidate labels, e.g. 0..3 (default: no clipping)",
+                              cli=Cli(metavar="LO..HI"))
+    bootstrap: Count = option(1000, "bootstrap resamples of users (0: no CI)")
+    seed: Seed = option(0, "seed for the bootstrap")
+    json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
+
+    @field_validator("clip")
+    @classmethod
+    def _check_clip(cls, value):
+        from ..evaluation.agreement import parse_clip
+
+        return _checked(parse_clip, value)
+
+
+class FillSettings(Settings):
+    command: ClassVar[str] = "fill"
+    human: Inputs = option(help="human (reference) qrels", cli=Cli(metavar="QRELS"))
+    llm: Inputs = option(help="LLM qrels covering the pool", cli=Cli(metavar="QRELS"))
+    runs: Inputs = option(help="run files or folders: their top-k is the pool to fill",
+                          cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    out: PathText | None = option(None, "mixed qrels to write (+ .sources.tsv); in Python, leave it out to write "
+                                   "nothing", cli=Cli(metavar="QRELS", required=True))
+    k: Positive = option(100, "fill the top-k of every run")
+    min_overlap: Count = option(30, "an LLM grade with fewer shared pairs cannot be calibrated")
+    allow_weak_calibration: bool = option(False, "fill even when the calibration cannot calibrate (too few "
+                                                 "shared pairs, a flat or non-monotone mapping, no signal); every "
+                                                 "output then carries the warning (default: refused)")
+    tie_policy: TiePolicy = option("hash", "order of equal scores when taking each run's top-k")
+    seed: Seed = option(0, "seed for the hash tie policy and the --validate sample")
+    validate: float | None = option(None, "also hide a seeded fraction F (0 < F < 1) of human labels, fill them "
+                                          "and check against them (default: no validation)",
+                                    cli=Cli(metavar="F"), gt=0, lt=1)
+    measures: str | None = option(None, "ir-measures strings the scenarios are compared on, read as compare's "
+                                        "--measures (default: Compat(p=0.95),nDCG@K with K = --k); Judged@K is "
+                                        "always reported", cli=Cli(metavar="LIST"))
+    json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
+
+    @model_validator(mode="after")
+    def _measure_list(self):
+        from ..evaluation.calibration import scenario_measures
+
+        # an unknown measure is refused before any file is read
+        _checked(lambda m: scenario_measures(m, self.k), self.measures)
+        return self
+
+    def measure_list(self) -> tuple[str, ...]:
+        """The measures compared, as spelled (the default made concrete for ``k``)."""
+        from ..evaluation.calibration import scenario_measures
+
+        return scenario_measures(self.measures, self.k)
+
+
+def _cutoffs(text: str) -> tuple[int, ...]:
+    """Comma-separated positive cutoffs, e.g. 10,100 (the command line's form of ``cutoffs``)."""
+    import argparse
+
+    try:
+        ks = tuple(int(x) for x in str(text).split(",") if x.strip())
+    except ValueError:
+        ks = ()
+    if not ks:
+        raise argparse.ArgumentTypeError(f"expects comma-separated positive integers such as 10,100, not {text!r}")
+    return ks
+
+
+class TiesSettings(_Measured):
+    command: ClassVar[str] = "ties"
+    runs: Inputs = option((), "run files (.run/.txt/.trec, optionally .gz) or folders",
+                          cli=Cli(nargs="*", metavar="RUN", positional=True))
+    qrels: Inputs = option(None, "relevance labels (default: none, and only prevalence is shown)",
+                           cli=Cli(metavar="QRELS"))
+    measures: str | None = option(None, 'comma-separated ir-measures names, Hit@k = Success@k (default with '
+                                        '--qrels: "Hit@10,nDCG@10,nDCG@100")', cli=Cli(metavar="LIST"))
+    cutoffs: tuple[Positive, ...] = option((10, 100), "cutoffs for prevalence", min_length=1,
+                                           cli=Cli(flag="--k", metavar="LIST", parse=_cutoffs))
+    seeds: int = option(100, "hash seeds for mean and sd", ge=2, le=100_000)
+    permutations: int = option(20, "shuffles of each user's rows in the permutation test", ge=0, le=100_000)
+    mc_samples: int = option(100, "random tie orders for measures without a closed form", ge=2, le=100_000)
+    seed: Seed = option(0, "seed of the hash policy (hash seeds run from it) and of every shuffle")
+    sampled_candidates: Positive | None = option(
+        None, "audit the sampled-candidate protocol: per user the held-out positive of --qrels plus N sampled "
+              "negatives, relevant first (default: off)", cli=Cli(metavar="N"))
+    catalogue: PathText | None = option(None, "with --sampled-candidates: the items negatives are drawn from, one id "
+                                         "per line (default: every item the runs and the qrels name)",
+                                   cli=Cli(metavar="FILE"))
+    collection: Inputs = option(None, "with --sampled-candidates: draw negatives from this collection's items "
+                                      "(default: none; see --catalogue)", cli=Cli(metavar="NAME_OR_PATH"))
+    json: PathText | None = option(None, "also write the results as JSON (default: none)", cli=Cli(metavar="PATH"))
+
+    @field_validator("cutoffs", mode="before")
+    @classmethod
+    def _cutoff_text(cls, value: Any) -> Any:
+        # "10,100" or 10 in Python or a file, as on the command line
+        if isinstance(value, str):
+            return _cutoffs(value)
+        return (value,) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _together(self):
+        sampled = self.sampled_candidates is not None
+        if self.measures is not None and self.qrels is None:
+            raise Conflict("{measures} needs {qrels} (measures need relevance labels)", "measures", "qrels")
+        if sampled and self.qrels is None:
+            raise Conflict("{sampled_candidates} needs {qrels}: each user's held-out positive",
+                           "sampled_candidates", "qrels")
+        if self.catalogue is not None and self.collection is not None:
+            raise Conflict("give {catalogue} or {collection}, not both: they are two sources of negatives",
+                           "catalogue", "collection")
+        if not sampled and (self.catalogue or self.collection):
+            raise Conflict("{catalogue} and {collection} go with {sampled_candidates}", "catalogue", "collection",
+                           "sampled_candidates")
+        if not self.runs and not sampled:
+            raise Conflict("no runs given ({runs}); pass run files or a folder of runs", "runs")
+        return self
+
+
+
+class TrainSettings(Settings):
+    command: ClassVar[str] = "train"
+    collection: Inputs = option("ml-100k", "registered name or path (or a Collection or Split in Python)")
+    collection_config: PathText | None = option(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
+                                                 "database-movies.csv (default: none)", cli=Cli(metavar="TOML"))
+    grid: str = option("quick", "system grid: quick, all18, paper52, penha2025-defaults or a grid file (TOML with "
+                                "[[system]] tables)", cli=Cli(metavar="GRID"))
+    systems: str | None = option(None, "comma-separated system names of the grid (default: every system of "
+                                       "--grid)")
+    out: PathText | None = option(None, "output folder for runs (default: runs/<collection>)")
+    k: Positive = option(100, "list length per user")
+    device: str = option("cpu", "cpu, cuda or cuda:N")
+    split: str = option("global_time", "split method")
+    quantile: float | None = option(None, "global_time: cut at this quantile of timestamps, in (0, 1) "
+                                          "(default 0.8)", gt=0, lt=1)
+    cut: int | None = option(None, "global_time: cut at this exact timestamp (default: none; see --quantile)",
+                             ge=-MAX_SEED - 1, le=MAX_SEED)
+    ratio: float | None = option(None, "user_ratio: share of each user's history for training, in (0, 1) "
+                                       "(default 0.8)", gt=0, lt=1)
+    tie_policy: TiePolicy = option("hash", "order of equal scores")
+    tie_seed: Seed = option(0, "seed of the hash tie policy")
+    epochs: int | None = option(None, "override every neural system's epochs (quick checks; default: each "
+                                      "system's own)", ge=1, le=MAX_EPOCHS)
+    threads: int = option(1, "torch threads while training (more rarely helps on small data)",
+                          ge=1, le=MAX_THREADS)
+    force: bool = option(False, "retrain systems found in the cache")
+    evaluate: bool = option(False, "also record RecBole's own test NDCG@10/Recall@10")
+    keep_checkpoints: bool = option(False, "keep RecBole's data and checkpoints in <out>/.work")
+    sample_users: Positive | None = option(None, "train on N users drawn by a seeded hash, plus every user the "
+                                                 "human qrels judge (Penha et al. 2025: 10,000 + the 51 "
+                                                 "participants; default: every user)", cli=Cli(metavar="N"))
+    sample_seed: Seed = option(0, "seed of --sample-users")
+    min_interactions: Positive | None = option(None, "keep users and items with at least N interactions, "
+                                                     "iterated to a fixed point (the paper: 20), after "
+                                                     "--sample-users; judged users are kept (default: no filter)",
+                                               cli=Cli(metavar="N"))
+    historical_qrels: PathText | None = option(None, "also write qrels from the split's held-out ratings here (the "
+                                                "historical setting of Penha et al. 2025, Table 1; default: none)",
+                                          cli=Cli(metavar="QRELS"))
+    historical_mapping: str = option("rating", "rating → label for --historical-qrels: rating (whole stars), "
+                                               "half_stars (2 × rating), binary, or threshold:T",
+                                     cli=Cli(metavar="MAPPING"))
+    json: bool = option(False, "print results as JSON instead of a table")
+
+    @field_validator("grid")
+    @classmethod
+    def _check_grid(cls, value: str) -> str:
+        from ..systems.registry import grid_names
+
+        names = grid_names()
+        if value in names or value.endswith(".toml"):
+            return value
+        raise ValueError(f"must be one of {', '.join(names)} or a grid file (.toml), not {value!r}")
+
+    @field_validator("split")
+    @classmethod
+    def _check_split(cls, value: str) -> str:
+        from ..data.splits import SPLITS
+
+        if value not in SPLITS:
+            raise ValueError(f"must be one of {', '.join(sorted(SPLITS))}, not {value!r}")
+        return value
+
+    # the option → the split function's keyword; which split takes which keyword is the split's own
+    # signature (make_split), not a second table here
+    SPLIT_OPTIONS: ClassVar[dict[str, str]] = {"quantile": "quantile", "cut": "timestamp", "ratio": "ratio"}
+
+    def split_options(self) -> dict:
+        """The options given for the split; one the split method does not take is refused by name."""
+        import inspect
+
+        from ..data.splits import SPLITS
+        from ..errors import ConfigError
+
+        fn = SPLITS[self.split]
+        accepted = {p for p, v in inspect.signature(fn).parameters.items() if v.kind is inspect.Parameter.KEYWORD_ONLY}
+        opts = {}
+        for name, key in self.SPLIT_OPTIONS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if key not in accepted:
+                raise ConfigError(f"{self.name_of(name)} does not apply to split {self.split!r}")
+            opts[key] = value
+        return opts
+
+    def system_names(self) -> list[str] | None:
+        if self.systems is None:
+            return None
+        names = [s.strip() for s in self.systems.split(",") if s.strip()]
+        if not names:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{self.name_of('systems')} names no system; give comma-separated names or leave it "
+                              "out for the grid")
+        return names
+
+
+class AblateSettings(Settings):
+    command: ClassVar[str] = "ablate"
+    experiment: Inputs = option(help="the experiment file (TOML), or an Experiment in Python",
+                                cli=Cli(metavar="EXPERIMENT.toml", positional=True))
+    dry_run: bool = option(False, "count calls and estimated input tokens per variant; call nothing")
+    experiments: Positive | None = option(
+        None, "N independent experiments, each with its own sample of judged items and of history items (seeds "
+              "derived from the file's seed and recorded), every metric averaged with a 95% interval across them; "
+              "replaces the file's `experiments` (default: the file's, else 1). Not the judge's `repeats`, which "
+              "asks the same prompt R times", cli=Cli(metavar="N"))
+    per_user: Positive | None = option(None, "K judged items per user for an experiment file that sets no "
+                                             "per_user (a file's own per_user wins; default 20; Penha et al. "
+                                             "2025: 50)", cli=Cli(metavar="K"))
+
+
+class CompareSettingsSettings(_Measured):
+    command: ClassVar[str] = "compare-settings"
+    runs_a: Inputs = option(help="runs of setting A (e.g. trained on a historical split)",
+                            cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    qrels_a: Inputs = option(help="qrels of setting A (e.g. historical qrels)", cli=Cli(metavar="QRELS"))
+    runs_b: Inputs = option(help="runs of setting B (e.g. Cranfield runs)", cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    qrels_b: Inputs = option(help="qrels of setting B (e.g. human qrels)", cli=Cli(metavar="QRELS"))
+    measures: str = option(DEFAULT_MEASURE_STRING, "ir-measures strings, comma-separated")
+    tie_policy: TiePolicy = option("hash", _TIE_HELP)
+    seed: Seed = option(0, "seed for the hash tie policy")
+    json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
+
+
+
+def is_path(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike))

@@ -70,6 +70,8 @@ def _apply_protocol(parser: argparse.ArgumentParser, argv: list[str]):
     command = next((a for a in argv if a in commands), None)
     if command is None:
         return None  # argparse will say the command is missing
+    if commands[command].get_default("settings_model") is not None:
+        return None  # its settings resolve the protocol themselves (Settings.from_args)
     protocol = load_protocol(name)
     return protocol, command, apply_to_parser(protocol, command, commands[command])
 

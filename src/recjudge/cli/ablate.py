@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..api.config import AblateConfig
+from ..api.settings import AblateSettings
+from ._settings import add_settings, settings_from
 
 
 def register(sub) -> None:
@@ -18,8 +19,7 @@ def register(sub) -> None:
                     "each with its own sample of judged items and of history items, and every metric is "
                     "the mean with a 95% interval across the N experiments. The judge's `repeats` is "
                     "another thing: it asks the same prompt R times within one experiment.")
-    AblateConfig.add_arguments(p)
-    p.set_defaults(func=run_ablate)
+    add_settings(p, AblateSettings, run_ablate)
 
 
 def run_ablate(args: argparse.Namespace) -> int:
@@ -28,7 +28,7 @@ def run_ablate(args: argparse.Namespace) -> int:
     from ..api import ablate
     from ..experiments.ablate import notes
 
-    result = ablate(AblateConfig.from_args(args), progress=lambda m: print(m, file=sys.stderr, flush=True))
+    result = ablate(settings_from(args, AblateSettings), progress=lambda m: print(m, file=sys.stderr, flush=True))
     print(result.format())
     if not result.dry_run:
         print("\n" + "\n".join(notes(result.experiment)))

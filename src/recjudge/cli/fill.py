@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..api.config import FillConfig
+from ..api.settings import FillSettings
+from ._settings import add_settings, settings_from
 
 
 def register(sub) -> None:
@@ -14,15 +15,14 @@ def register(sub) -> None:
                     "pairs both judge, rounded half up), fill the unjudged items in the runs' top-k, and "
                     "compare Human-only, LLM-fills-gaps and Full-LLM system rankings on every measure of "
                     "--measures (default Compat(p=0.95) and nDCG@k), with Judged@k for each.")
-    FillConfig.add_arguments(p)
-    p.set_defaults(func=run_fill)
+    add_settings(p, FillSettings, run_fill)
 
 
 def run_fill(args: argparse.Namespace) -> int:
     from ..api import fill
 
-    config = FillConfig.from_args(args)
-    print(fill(config).format())
-    if config.json:
-        print(f"\nJSON: {config.json}")
+    s = settings_from(args, FillSettings)
+    print(fill(s).format())
+    if s.json:
+        print(f"\nJSON: {s.json}")
     return 0

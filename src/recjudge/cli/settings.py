@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from ..api.settings import CompareSettingsSettings
+from ._settings import add_settings, settings_from
+
 
 def register(sub) -> None:
-    from ..api.config import CompareSettingsConfig
-
     p = sub.add_parser(
         "compare-settings", help="rank the same systems in two settings (e.g. historical vs Cranfield) and "
                                  "correlate the rankings",
@@ -13,17 +14,14 @@ def register(sub) -> None:
                     "runs trained on a historical split under historical qrels, and Cranfield runs under "
                     "human qrels), match systems by run name and report Kendall's τ-b with its p-value, "
                     "weighted τ, τ_AP and each system's rank shift (Penha et al. 2025, Figure 2).")
-    CompareSettingsConfig.add_arguments(p)
-    p.set_defaults(func=run)
+    add_settings(p, CompareSettingsSettings, run)
 
 
 def run(args) -> int:
     from ..api import compare_settings
-    from ..api.config import CompareSettingsConfig
 
-    config = CompareSettingsConfig.from_args(args)
-    result = compare_settings(config)
-    print(result.format())
-    if config.json:
-        print(f"\nJSON: {config.json}")
+    s = settings_from(args, CompareSettingsSettings)
+    print(compare_settings(s).format())
+    if s.json:
+        print(f"\nJSON: {s.json}")
     return 0

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..api.settings import TiesSettings
+from ._settings import add_settings, settings_from
+
 DESCRIPTION = """\
 Audit tie handling in runs. Prints, per run, how many users have exactly equal scores (overall,
 reaching / crossing / inside the top k, on a relevant item) and, with --qrels, each measure under
@@ -24,19 +27,14 @@ wins every tie."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..api.config import TiesConfig
-
     p = subparsers.add_parser(
         "ties", help="audit tie handling: prevalence, metrics per tie treatment, permutation test",
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    TiesConfig.add_arguments(p)
-    p.set_defaults(func=run)
+    add_settings(p, TiesSettings, run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import audit_ties
-    from ..api.config import TiesConfig
 
-    report = audit_ties(TiesConfig.from_args(args))
-    print(report.format())
+    print(audit_ties(settings_from(args, TiesSettings)).format())
     return 0

@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from ..api.config import TrainConfig
+from ..api.settings import TrainSettings
+from ._settings import add_settings, settings_from
 
 
 def register(subparsers) -> None:
@@ -26,17 +27,16 @@ def register(subparsers) -> None:
                + "grids: " + "; ".join(f"{g} ({len(s)} systems)" for g, s in GRIDS.items())
                + "\nsystems: " + ", ".join(SYSTEMS),
     )
-    TrainConfig.add_arguments(p)
-    p.set_defaults(func=run)
+    add_settings(p, TrainSettings, run)
 
 
 def run(args) -> int:
     from ..api import train
 
-    config = TrainConfig.from_args(args)
-    result = train(config, verbose=getattr(args, "verbose", False),
+    s = settings_from(args, TrainSettings)
+    result = train(s, verbose=getattr(args, "verbose", False),
                    progress=lambda msg: print(msg, file=sys.stderr, flush=True))
-    print(json.dumps(result.to_json(), indent=2) if config.json else result.format())
+    print(json.dumps(result.to_json(), indent=2) if s.json else result.format())
     failed = [r.system for r in result.results if not r.ok]
     if failed:
         print(f"recjudge train: {len(failed)} system(s) failed: {', '.join(failed)}", file=sys.stderr)

@@ -144,7 +144,10 @@ _MAX_CUTOFF = 2**31 - 1  # trec_eval keeps cutoffs in a C int
 
 
 def _expand_alias(item: str) -> str:
-    """``nDCGexp@k`` / ``nDCGexp`` → the ir-measures string with gains 2^rel − 1 for rel 0–7."""
+    """The aliases every command accepts: ``nDCGexp@k`` → the ir-measures string with gains 2^rel − 1
+    for rel 0–7; ``Hit@k`` → ``Success@k`` (the recommender name of ir-measures' measure)."""
+    if item == "Hit" or item.startswith(("Hit@", "Hit(")):
+        return "Success" + item[3:]
     if item != _EXP_ALIAS and not item.startswith(_EXP_ALIAS + "@"):
         return item
     return f"nDCG(gains={_gains_text(EXP_GAINS)})" + item[len(_EXP_ALIAS):]

@@ -559,9 +559,9 @@ def _reference(exp: Experiment, collection):
 
 
 def run_experiment(exp: Experiment, dry_run: bool = False,
-                   progress: Callable[[str], None] | None = None) -> list[VariantRow]:
+                   progress: Callable[[str], None] | None = None, protocol=None) -> list[VariantRow]:
     """Judge every variant in each of the N experiments and score it against the reference; writes
-    ``<out>/ablation.{csv,json,md}``."""
+    ``<out>/ablation.{csv,json,md}`` (naming ``protocol``, a ProtocolUse, when the run follows one)."""
     from ..data.collections import load_collection
     from ..judge import JudgeConfig
 
@@ -594,7 +594,7 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
                                             cache, dry_run, name))
         rows.append(_row(var, outcomes))
     if not dry_run:
-        write_results(exp, rows)
+        write_results(exp, rows, protocol)
     return rows
 
 
@@ -768,7 +768,7 @@ def notes(exp: Experiment) -> list[str]:
     return lines
 
 
-def write_results(exp: Experiment, rows: Sequence[VariantRow]) -> dict[str, Path]:
+def write_results(exp: Experiment, rows: Sequence[VariantRow], protocol=None) -> dict[str, Path]:
     from ..report.evaluation import markdown_table
 
     frame = rows_frame(rows)
@@ -788,7 +788,8 @@ def write_results(exp: Experiment, rows: Sequence[VariantRow]) -> dict[str, Path
                                 "number of pairs, SE from a user bootstrap"),
               "tau_reference": TAU_REFERENCE, "mode": exp.mode, "judge": dict(exp.judge),
               "grid": {k: list(v) for k, v in exp.grid.items()}}
-    write_json(paths["json"], {"experiment": header, "rows": records})
+    write_json(paths["json"], {"experiment": header, "rows": records,
+                               **({"protocol": protocol.as_dict()} if protocol is not None else {})})
     shown = format_rows(rows)
     with atomic_write(paths["md"]) as fh:
         fh.write(f"# Ablation: {exp.name}\n\n" + "\n\n".join(notes(exp)) + "\n\n")

@@ -247,7 +247,7 @@ def historical_relevance(qrels: Qrels) -> Qrels:
 
 def _historical(s, cells: _Cells, figures, extras, runs, run_files, human, historical, ranking) -> dict[str, str]:
     """Table 1 and Figure 2; returns the system each named family stands for (its largest shift)."""
-    from ..api.settings import compare_settings
+    from ..evaluation.settings_comparison import compare_settings
     from ..data.groups import group_means
     from ..evaluation.metaeval import evaluate
 
@@ -396,7 +396,7 @@ def _agreement(reference: Qrels, llm: Qrels, bootstrap: int, seed: int):
     """``recjudge agreement`` over the pairs the reference holds (a pair the LLM failed is left out)."""
     from .. import api
 
-    report = api.agreement(reference=reference, candidate=[llm], missing="drop", bootstrap=bootstrap, seed=seed)
+    report = api.agreement(reference, [llm], missing="drop", bootstrap=bootstrap, seed=seed)
     return next(iter(report.results.values()))
 
 

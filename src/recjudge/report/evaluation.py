@@ -158,14 +158,13 @@ def render_html(markdown: str, title: str) -> str:
             f"{body}</body>\n</html>\n")
 
 
-def write_report(out_dir: str | os.PathLike, markdown: str, title: str) -> Path:
+def write_report(out_dir: str | os.PathLike, markdown: str, title: str, protocol=None) -> Path:
     """Write ``report.md`` and ``report.html`` into ``out_dir``; returns the Markdown path.
 
-    Under a protocol, a line after the title names it and every setting that differs from it.
+    Under a protocol (``protocol``: the settings' ProtocolUse), a line after the title names it and
+    every setting that differs from it.
     """
-    from ..protocol import current
-
-    use = current()
+    use = protocol
     if use is not None:
         head, _, rest = markdown.partition("\n")
         markdown = f"{head}\n\n{md_text(use.describe())}.\n{rest}"
@@ -265,7 +264,8 @@ def _plain(text: object) -> str:
     return str(text).replace("$", r"\$")
 
 
-def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, title: str = "recjudge compare") -> Path:
+def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, title: str = "recjudge compare",
+                         protocol=None) -> Path:
     """Write ``report.md`` and ``report.html`` with per-measure scatter and rank displacement plots."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -347,11 +347,11 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         sc = table.scores_frame()
         sc.index.name = "system"
         md += [markdown_table(sc), ""]
-    return write_report(out, "\n".join(md), title)
+    return write_report(out, "\n".join(md), title, protocol)
 
 
 def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike,
-                            title: str = "recjudge evaluate") -> Path:
+                            title: str = "recjudge evaluate", protocol=None) -> Path:
     """Write ``report.md`` and ``report.html``: the systems ranked under one label set."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -363,4 +363,4 @@ def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike
           f"- Systems ranked by {md_text(by)} ({md_text(result.settings['ranked_by_note'])}).",
           *_tie_note(result.settings, result.tie_share),
           "", markdown_table(sc.sort_values(by, ascending=False, kind="stable")), ""]
-    return write_report(out, "\n".join(md), title)
+    return write_report(out, "\n".join(md), title, protocol)

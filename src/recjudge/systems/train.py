@@ -207,8 +207,11 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                   split: str = "global_time", split_options: dict | None = None, tie_policy: str = "hash",
                   tie_seed: int = 0, epochs: int | None = None, force: bool = False,
                   evaluate: bool = False, keep_checkpoints: bool = False, verbose: bool = False,
-                  threads: int | None = 1, progress: Callable[[str], None] | None = None) -> list[TrainResult]:
+                  threads: int | None = 1, progress: Callable[[str], None] | None = None,
+                  protocol=None) -> list[TrainResult]:
     """Train systems and write ``<out_dir>/<system>.run`` (default ``runs/<collection>``).
+
+    ``protocol``: the protocol the training follows (a ProtocolUse), named in every run's sidecar.
 
     - ``grid``: ``quick``, ``all18``, ``paper52`` (ignored when ``systems`` names systems or
       passes :class:`SystemConfig` objects).
@@ -298,6 +301,8 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                 "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),
                 "recbole_test": model.recbole_test,
             }
+            if protocol is not None:
+                record["protocol"] = protocol.as_dict()
             write_json(meta_path, record)
             say(f"{head}: done in {seconds:.1f} s, {record['users']} users, "
                 f"ties before policy in {share:.0%} of top-{k} lists")

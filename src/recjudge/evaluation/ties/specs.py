@@ -32,13 +32,6 @@ class MeasureSpec(NamedTuple):
 _FAMILIES = {"Success": "hit", "P": "p", "R": "r", "nDCG": "ndcg", "RR": "rr"}
 
 
-def _alias(name: str) -> str:
-    # Hit@k is the recommender name of ir-measures' Success@k
-    if name == "Hit" or name.startswith(("Hit@", "Hit(")):
-        return "Success" + name[3:]
-    return name
-
-
 def _family(measure) -> tuple[str, int | None, int]:
     name = measure.NAME
     params = {k: v.default for k, v in measure.SUPPORTED_PARAMS.items()}
@@ -68,7 +61,7 @@ def parse_tie_measures(spec: str | Sequence[str] | None = None) -> tuple[Measure
         spec = DEFAULT_TIE_MEASURES
     items = split_top_level(spec) if isinstance(spec, str) else [str(s).strip() for s in spec]
     names = [s.replace(" ", "") for s in items]
-    parsed = parse_measures([_alias(n) for n in names])  # ConfigError on unknown names, duplicates
+    parsed = parse_measures(names)  # ConfigError on unknown names, duplicates; Hit = Success
     out = []
     for name, m in zip(names, parsed):
         family, cutoff, rel = _family(m)

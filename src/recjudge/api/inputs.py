@@ -1,0 +1,180 @@
+"""What the Python verbs accept as runs and labels, made into what the library reads.
+
+Runs: a run file or folder of runs (a path), a :class:`~recjudge.data.trec.Run`, a pandas DataFrame
+in TREC columns (``qid, docid, score`` with optional ``rank`` and ``tag``; ir-measures' and ranx's
+``query_id, doc_id, score`` too), a mapping of name → any of these, or a list of any of these.
+Labels: a qrels path, a :class:`~recjudge.data.trec.Qrels`, or a DataFrame (``qid, docid, label``, or
+``query_id, doc_id, relevance``). Anything else is refused naming the parameter and what it takes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["is_path", "path_list", "runs_input", "run_files", "qrels_input", "label_sets", "path_inputs"]
+
+# ir-measures / ranx column names → recjudge's
+_RUN_COLUMNS = {"query_id": "qid", "doc_id": "docid"}
+_QRELS_COLUMNS = {"query_id": "qid", "doc_id": "docid", "relevance": "label"}
+
+
+def is_path(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+def _frame(value: Any) -> bool:
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        return False
+    return isinstance(value, pd.DataFrame)
+
+
+def path_list(value: Any) -> list:
+    """A path, or a sequence of paths, as a list (the form the readers and output checks take)."""
+    if value is None:
+        return []
+    return [value] if is_path(value) else list(value)
+
+
+def _run_from_frame(frame, name: str, param: str):
+    from ..data.trec import Run
+
+    frame = frame.rename(columns=_RUN_COLUMNS)
+    if "tag" in frame.columns and name == "run":
+        tags = frame["tag"].astype(str).unique()
+        name = tags[0] if len(tags) == 1 else name
+    try:
+        return Run.from_frame(frame, name)
+    except Exception as exc:  # the reader's own error, with the parameter it came through
+        raise ConfigError(f"{param}: a DataFrame holds no run ({exc})") from None
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
+def runs_input(value: Any, param: str = "runs") -> tuple[dict | None, list]:
+    """(runs in memory by name, run files/folders): exactly one of the two is filled.
+
+    Files are read one at a time by the engine; objects are used as they are. Names of runs in memory
+    come from the mapping's keys, else from each run's name (a DataFrame: its single ``tag``)."""
+    from ..data.trec import Run
+
+    if value is None:
+        raise ConfigError(f"{param}: no runs given; pass run files or folders, Runs or DataFrames")
+    if is_path(value):
+        return None, [value]
+    if isinstance(value, Run):
+        return {value.name: value}, []
+    if _frame(value):
+        run = _run_from_frame(value, "run", param)
+        return {run.name: run}, []
+    if isinstance(value, Mapping):
+        out = {}
+        for name, item in value.items():
+            if isinstance(item, Run):
+                out[str(name)] = item.renamed(str(name)) if item.name != str(name) else item
+            elif _frame(item):
+                out[str(name)] = _run_from_frame(item, str(name), f"{param}[{name!r}]")
+            elif is_path(item):
+                from ..data.trec import read_run
+
+                out[str(name)] = read_run(item, name=str(name))
+            else:
+                raise ConfigError(f"{param}[{name!r}] must be a Run, a DataFrame or a run file, not {_kind(item)}")
+        return out, []
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, str)):
+        items = list(value)
+        if items and all(is_path(i) for i in items):
+            return None, items
+        out = {}
+        for i, item in enumerate(items):
+            if isinstance(item, Run):
+                run = item
+            elif _frame(item):
+                run = _run_from_frame(item, "run", f"{param}[{i}]")
+            elif is_path(item):
+                from ..data.trec import read_runs
+
+                read = read_runs([item])
+                out.update(read)
+                continue
+            else:
+                raise ConfigError(f"{param}[{i}] must be a run file or folder, a Run or a DataFrame, "
+                                  f"not {_kind(item)}")
+            if run.name in out:
+                raise ConfigError(f"{param}: two runs are named {run.name!r}; pass a {{name: run}} mapping "
+                                  "to name them")
+            out[run.name] = run
+        if not out:
+            raise ConfigError(f"{param}: no runs given; pass run files or folders, Runs or DataFrames")
+        return out, []
+    raise ConfigError(f"{param} must be run files or folders, Runs, DataFrames, a list or a {{name: run}} "
+                      f"mapping of them, not {_kind(value)}")
+
+
+def run_files(value: Any) -> list | None:
+    """The run files behind ``value`` (folders expanded once, their skipped entries said once), or
+    None for runs given in memory."""
+    memory, files = runs_input(value)
+    if memory is not None:
+        return None
+    from ..data.trec import iter_run_files
+
+    return iter_run_files(files)
+
+
+def qrels_input(value: Any, param: str = "qrels", name: str | None = None):
+    """A Qrels from a path, a Qrels or a DataFrame."""
+    from ..data.trec import Qrels, read_qrels
+
+    if isinstance(value, Qrels):
+        return value
+    if is_path(value):
+        return read_qrels(value)
+    if _frame(value):
+        frame = value.rename(columns=_QRELS_COLUMNS)
+        try:
+            return Qrels.from_frame(frame, name or param.rstrip("="))
+        except Exception as exc:
+            raise ConfigError(f"{param}: a DataFrame holds no qrels ({exc})") from None
+    raise ConfigError(f"{param} must be a qrels path, a Qrels or a DataFrame (qid, docid, label), "
+                      f"not {_kind(value)}")
+
+
+def label_sets(value: Any, param: str = "candidates") -> list:
+    """Candidate label sets: one path, Qrels or DataFrame, a list of them, or a {name: labels} mapping
+    (each then named by its key)."""
+    from ..data.trec import Qrels
+
+    if value is None:
+        raise ConfigError(f"{param}: no candidate labels given")
+    if is_path(value) or isinstance(value, Qrels) or _frame(value):
+        return [value]
+    if isinstance(value, Mapping):
+        out = []
+        for name, item in value.items():
+            q = qrels_input(item, f"{param}[{name!r}]", name=str(name))
+            out.append(q.renamed(str(name)) if q.name != str(name) else q)
+        return out
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, str)):
+        if not value:
+            raise ConfigError(f"{param}: no candidate labels given")
+        return list(value)
+    raise ConfigError(f"{param} must be qrels paths, Qrels or DataFrames (or a list or mapping of them), "
+                      f"not {_kind(value)}")
+
+
+def path_inputs(*values: Any) -> list:
+    """The file inputs among the values, for the checks that no output overwrites an input."""
+    out = []
+    for v in values:
+        if isinstance(v, Mapping) or v is None:
+            continue
+        out += [p for p in ([v] if is_path(v) else v if isinstance(v, (list, tuple)) else []) if is_path(p)]
+    return out

@@ -1,0 +1,21 @@
+"""A command's options from its settings model, and its settings back from the parsed options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_settings(parser: argparse.ArgumentParser, model, func) -> None:
+    """Every field of ``model`` as an option of ``parser``; ``func(args)`` runs the command."""
+    model.add_arguments(parser)
+    parser.set_defaults(func=func, settings_model=model)
+
+
+def settings_from(args: argparse.Namespace, model):
+    """The command's settings: the options given over the protocol's (``--protocol``) over the model's
+    defaults. Under a protocol, one line on stderr names it and every setting that differs."""
+    settings = model.from_args(args)
+    if settings.protocol is not None:
+        print(settings.protocol.describe(), file=sys.stderr)
+    return settings
