@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from fake_openai import FakeOpenAI  # noqa: E402
 
 from recjudge.data.collections import Collection  # noqa: E402
-from recjudge.judge import JudgeConfig, judge_pairs  # noqa: E402
+from recjudge.judging import JudgeConfig, judge_pairs  # noqa: E402
 
 ROUNDS = 50  # calls per request slot in the throughput runs
 
@@ -87,8 +87,8 @@ def transport_ceiling(url: str, concurrency: int, repeats: int, via_openai: bool
     import asyncio
 
     coll = collection(1000, 1, 50)
-    from recjudge.judge.profile import HistoryProfiles, candidates_block
-    from recjudge.judge.prompts import load_template
+    from recjudge.judging.profile import HistoryProfiles, candidates_block
+    from recjudge.judging.prompts import load_template
 
     prof = HistoryProfiles(coll, "title+genres", size=20)
     t = load_template("baseline")
@@ -134,8 +134,8 @@ def minimal_client(url: str, concurrency: int, repeats: int) -> float:
     from urllib.parse import urlsplit
 
     coll = collection(1000, 1, 50)
-    from recjudge.judge.profile import HistoryProfiles, candidates_block
-    from recjudge.judge.prompts import load_template
+    from recjudge.judging.profile import HistoryProfiles, candidates_block
+    from recjudge.judging.prompts import load_template
 
     prof = HistoryProfiles(coll, "title+genres", size=20)
     t = load_template("baseline")

@@ -16,7 +16,7 @@ A reply can also come chunked, or close its connection afterwards without saying
 dropping idle keep-alive connections); ``LoggedRequest.peer`` tells connections apart.
 
 ``kind`` makes it answer as one kind of local server does, quirks included (see
-:mod:`recjudge.judge.dialects`):
+:mod:`recjudge.judging.dialects`):
 - ``openai``: ``/v1/models`` only (owned_by ``system``); json_schema structured output;
 - ``llama-cpp-python``: HTTP 500 to ``response_format: json_schema`` (its message names
   response_format), grammar JSON through ``json_object`` + ``schema``, ``max_tokens`` honoured and

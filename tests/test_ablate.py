@@ -21,9 +21,9 @@ from recjudge.experiments.ablate import (
     sampled_pairs,
     variants,
 )
-from recjudge.judge.baselines import _result
-from recjudge.judge.registry import JudgeSpec
-from recjudge.judge.results import Judgment
+from recjudge.judging.baselines import _result
+from recjudge.judging.registry import JudgeSpec
+from recjudge.judging.results import Judgment
 
 GENRES = ["Drama", "Comedy", "Action", "Horror", "Romance", "Sci-Fi"]
 
@@ -198,7 +198,7 @@ def _run_oracle(ctx):
 @pytest.fixture(autouse=True)
 def _oracle_judge(monkeypatch):
     """The test oracle, registered for this module's tests only (the registry is process-wide)."""
-    from recjudge.judge import registry
+    from recjudge.judging import registry
 
     monkeypatch.setitem(registry._JUDGES, "test-oracle",
                         JudgeSpec("test-oracle", "baseline", "the reference label (tests only)", _run_oracle))

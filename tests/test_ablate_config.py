@@ -13,7 +13,7 @@ from conftest import exit_code
 from recjudge.cli import main
 from recjudge.errors import InputError, OutputError
 from recjudge.experiments.ablate import JUDGE_KEYS, Experiment, _judge_type, load_experiment, run_experiment
-from recjudge.judge import JudgeConfig
+from recjudge.judging import JudgeConfig
 
 TOP = 'collection = "ml-100k"\nreference = "historical:rating"\nout = "{out}"\n'
 
@@ -122,7 +122,7 @@ def test_every_judge_setting_has_a_toml_type_and_the_table_holds_no_stale_key():
 ])
 def test_a_setting_missing_from_the_table_is_typed_from_its_annotation(monkeypatch, annotation, value, ok):
     config = dataclasses.make_dataclass("Config", [("setting", annotation)], frozen=True)
-    monkeypatch.setattr("recjudge.judge.JudgeConfig", config)
+    monkeypatch.setattr("recjudge.judging.JudgeConfig", config)
     assert _judge_type("setting").ok(value) is ok
 
 

@@ -20,8 +20,8 @@ from recjudge.data.collections import (
     register_collection,
 )
 from recjudge.errors import ConfigError, InputError
-from recjudge.judge.profile import HistoryProfiles, candidates_block, parse_fields
-from recjudge.judge.prompts import load_template
+from recjudge.judging.profile import HistoryProfiles, candidates_block, parse_fields
+from recjudge.judging.prompts import load_template
 
 
 def test_each_family_declares_its_scale_fields_and_time_unit():

@@ -14,11 +14,11 @@ import pytest
 
 from recjudge.errors import ConfigError
 from recjudge.evaluation.agreement import krippendorff_alpha
-from recjudge.judge import JudgeConfig
-from recjudge.judge.backend import backend_names, register_backend
-from recjudge.judge.results import alpha_interval, repeat_agreement
+from recjudge.judging import JudgeConfig
+from recjudge.judging.backend import backend_names, register_backend
+from recjudge.judging.results import alpha_interval, repeat_agreement
 
-JUDGE_DIR = Path(__file__).resolve().parents[1] / "src" / "recjudge" / "judge"
+JUDGE_DIR = Path(__file__).resolve().parents[1] / "src" / "recjudge" / "judging"
 
 
 @pytest.mark.parametrize("key, value, words", [
@@ -75,7 +75,7 @@ def test_the_cli_takes_names_defaults_and_ranges_from_judgeconfig():
 
 def test_judge_choices_come_from_the_registry():
     from recjudge.cli.judge import add_config_options
-    from recjudge.judge import judge_names
+    from recjudge.judging import judge_names
 
     parser = argparse.ArgumentParser()
     add_config_options(parser, ("judge",))
@@ -92,8 +92,8 @@ def test_backends_register_themselves_and_duplicates_are_refused():
 
 def test_a_new_backend_is_one_registration(tmp_path):
     """A backend registered under a new name gets every request of the run and stores the answers."""
-    from recjudge.judge import judge_pairs
-    from recjudge.judge.cache import CallRecord
+    from recjudge.judging import judge_pairs
+    from recjudge.judging.cache import CallRecord
 
     seen = []
 
@@ -167,7 +167,7 @@ def test_the_judge_package_has_no_import_cycle():
 
 
 def test_importing_the_judge_loads_no_heavy_module():
-    code = ("import sys, recjudge.judge as j; j.judge_names(); "
+    code = ("import sys, recjudge.judging as j; j.judge_names(); "
             "print(sorted(m for m in ('openai', 'torch', 'recbole', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -16,9 +16,9 @@ from judge_data import movies, pairs_for
 
 from recjudge.cli import build_parser, main
 from recjudge.errors import InputError
-from recjudge.judge import JudgeConfig, judge_pairs, read_topics
-from recjudge.judge.chat import _Progress, progress_line
-from recjudge.judge.dialects import DIALECTS, grammar_schema, window_from_message
+from recjudge.judging import JudgeConfig, judge_pairs, read_topics
+from recjudge.judging.chat import _Progress, progress_line
+from recjudge.judging.dialects import DIALECTS, grammar_schema, window_from_message
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, timeout=10.0, model="fake-model")
 

@@ -12,7 +12,7 @@ from judge_data import movies, pairs_for
 
 from recjudge.cli import main
 from recjudge.errors import ConfigError
-from recjudge.judge import JudgeConfig, judge_pairs
+from recjudge.judging import JudgeConfig, judge_pairs
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0, model="fake-model")
 PASSWORD = "hunter2PASSWORD"
@@ -68,7 +68,7 @@ def test_a_query_string_in_the_base_url_is_refused_without_echoing_secrets(fake_
 
 def test_the_redactor_scrubs_url_secrets():
     """Error texts (a connection error may quote the full URL) go through the client's redactor."""
-    from recjudge.judge.client import Redactor
+    from recjudge.judging.client import Redactor
     from recjudge.urls import url_secrets
 
     assert url_secrets("http://alice:pw0@h/v1?api-key=K1&api-version=2") == ("alice:pw0", "alice", "pw0", "K1")
@@ -92,7 +92,7 @@ def test_http_loggers_stay_quiet_at_debug(fake_openai, caplog):
 # --------------------------------------------------------------------------------- cache identity
 
 def test_every_component_changes_the_cache_key():
-    from recjudge.judge.cache import cache_key
+    from recjudge.judging.cache import cache_key
 
     base = dict(template_sha="t" * 64, model="m", params={"structured": "auto"}, prompt_sha="p" * 64, repeat=0,
                 endpoint="http://a/v1")
@@ -109,7 +109,7 @@ def test_every_component_changes_the_cache_key():
 def _template_copy(tmp_path, comment: str):
     """The shipped baseline template with one more comment line: it renders the same prompt, but it
     is another file (another hash)."""
-    from recjudge.judge.prompts import load_template
+    from recjudge.judging.prompts import load_template
 
     text = open(load_template("baseline").source, encoding="utf-8").read()
     path = tmp_path / f"baseline-{abs(hash(comment))}.txt"
@@ -178,7 +178,7 @@ def test_a_file_that_is_not_a_cache_is_refused(fake_openai, tmp_path):
 
 
 def test_an_answered_row_is_never_replaced_and_put_returns_what_the_cache_holds(tmp_path):
-    from recjudge.judge.cache import CallRecord, JudgeCache
+    from recjudge.judging.cache import CallRecord, JudgeCache
 
     with JudgeCache(tmp_path / "c.sqlite") as cache:
         first = CallRecord("k", "u0", ("1",), 0, "ok", labels={"1": 3}, endpoint="http://a/v1")
@@ -195,7 +195,7 @@ def test_cooldown_of_an_endpoint_that_keeps_failing_stays_bounded():
     # thousands of consecutive failures (a long outage) must not overflow the doubling cooldown
     import time
 
-    from recjudge.judge.client import COOLDOWN_MAX, _Endpoint
+    from recjudge.judging.client import COOLDOWN_MAX, _Endpoint
 
     ep = _Endpoint.__new__(_Endpoint)
     ep.failures = ep.errors = 0

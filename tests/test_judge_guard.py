@@ -13,9 +13,9 @@ import pytest
 from fake_openai import FakeOpenAI, Reply
 
 from recjudge.cli import main
-from recjudge.judge.cache import Usage
-from recjudge.judge.parse import SINGLE, parse_answer
-from recjudge.judge.budget import cost
+from recjudge.judging.cache import Usage
+from recjudge.judging.parse import SINGLE, parse_answer
+from recjudge.judging.budget import cost
 
 N_USERS, N_ITEMS, PER_USER = 3, 30, 4
 

@@ -111,9 +111,9 @@ def test_multi_item_calls_get_the_grammar_of_their_candidates(llama, ws, capsys)
 
 
 def test_the_endpoint_counts_prompt_tokens_within_5_percent_of_what_it_bills(llama):
-    from recjudge.judge.client import ClientSettings, OpenAIJudgeClient, Request
-    from recjudge.judge.profile import candidates_block
-    from recjudge.judge.prompts import load_template
+    from recjudge.judging.client import ClientSettings, OpenAIJudgeClient, Request
+    from recjudge.judging.profile import candidates_block
+    from recjudge.judging.prompts import load_template
 
     template = load_template("baseline")
     history = "\n".join(f"- Movie {k}: The {('Night', 'River', 'City')[k % 3]} ({1950 + k}) | Drama, Comedy "
@@ -153,6 +153,6 @@ def test_an_overflow_answer_teaches_the_window(llama):
                                  {"Content-Type": "application/json"})
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=60)
-    from recjudge.judge.dialects import window_from_message
+    from recjudge.judging.dialects import window_from_message
     message = json.loads(err.value.read())["error"]["message"]
     assert err.value.code == 400 and window_from_message(message) == 8192

@@ -17,8 +17,8 @@ from judge_data import movies, pairs_for
 
 from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError
-from recjudge.judge import JudgeConfig, judge_pairs
-from recjudge.judge.budget import estimate_messages_tokens
+from recjudge.judging import JudgeConfig, judge_pairs
+from recjudge.judging.budget import estimate_messages_tokens
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0)
 
@@ -318,7 +318,7 @@ def test_retry_after_forms():
     import email.utils
     import time as _time
 
-    from recjudge.judge.client import _retry_after
+    from recjudge.judging.client import _retry_after
 
     assert _retry_after({"retry-after": "3"}) == 3.0
     assert _retry_after({"retry-after-ms": "250", "retry-after": "3"}) == 0.25  # the finer one wins

@@ -16,7 +16,7 @@ from fake_openai import FakeOpenAI, Reply
 from judge_data import movies as _movies
 from judge_data import pairs_for
 
-from recjudge.judge import JudgeConfig, judge_pairs
+from recjudge.judging import JudgeConfig, judge_pairs
 
 
 def movies():

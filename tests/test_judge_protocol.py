@@ -16,12 +16,12 @@ from judge_data import movies, pairs_for
 from recjudge.cli import main
 from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError, InputError
-from recjudge.judge import JudgeConfig, judge_pairs, load_template
-from recjudge.judge.budget import cost, load_models, load_prices, output_estimate
-from recjudge.judge.cache import Usage
-from recjudge.judge.profile import HistoryProfiles
-from recjudge.judge.prompts import OPTIONAL, REQUIRED, prompts_dir
-from recjudge.judge.results import Overflow
+from recjudge.judging import JudgeConfig, judge_pairs, load_template
+from recjudge.judging.budget import cost, load_models, load_prices, output_estimate
+from recjudge.judging.cache import Usage
+from recjudge.judging.profile import HistoryProfiles
+from recjudge.judging.prompts import OPTIONAL, REQUIRED, prompts_dir
+from recjudge.judging.results import Overflow
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=2, timeout=5.0, model="fake-model")
 
@@ -289,7 +289,7 @@ def test_a_collection_without_chronology_is_noted_on_stderr(workspace, capsys):
 
 @pytest.mark.parametrize("transport", ["aiohttp", "sdk"])
 def test_a_long_timeout_reaches_every_http_client(transport):
-    from recjudge.judge.backend import openai_client
+    from recjudge.judging.backend import openai_client
 
     config = JudgeConfig(base_url="http://127.0.0.1:9/v1", timeout=600, transport=transport, model="m")
     job = SimpleNamespace(config=config, template=load_template("baseline"),

@@ -20,8 +20,8 @@ from judge_data import movies as _movies
 from judge_data import pairs_for
 
 from recjudge.errors import ConfigError
-from recjudge.judge import JudgeConfig, judge_pairs
-from recjudge.judge.transport import MAX_BODY, HTTPClient, resolve_proxy, ssl_context
+from recjudge.judging import JudgeConfig, judge_pairs
+from recjudge.judging.transport import MAX_BODY, HTTPClient, resolve_proxy, ssl_context
 
 TRANSPORTS = ["aiohttp", "sdk"]
 
@@ -408,7 +408,7 @@ def test_ssl_cert_file_is_the_trust_store_when_set(tmp_path, monkeypatch):
     try:
         monkeypatch.delenv("SSL_CERT_DIR", raising=False)
         monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-        from recjudge.judge.transport import TransportError
+        from recjudge.judging.transport import TransportError
         with pytest.raises(TransportError):
             asyncio.run(get())  # certifi does not know the private CA
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))

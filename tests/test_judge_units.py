@@ -11,7 +11,7 @@ import pytest
 from recjudge.data.collections import Collection
 from recjudge.data.trec import Qrels, Run
 from recjudge.errors import ConfigError, InputError
-from recjudge.judge import (
+from recjudge.judging import (
     JudgeConfig,
     Pair,
     aggregate_labels,
@@ -22,11 +22,11 @@ from recjudge.judge import (
     repeat_agreement,
     select_pairs,
 )
-from recjudge.judge.baselines import overlap_score, popularity_labels
-from recjudge.judge.parse import SINGLE, parse_answer
-from recjudge.judge.profile import HistoryProfiles, QueryProfiles
-from recjudge.judge.prompts import parse_template
-from recjudge.judge import JudgeSpec, estimate_tokens, register_judge
+from recjudge.judging.baselines import overlap_score, popularity_labels
+from recjudge.judging.parse import SINGLE, parse_answer
+from recjudge.judging.profile import HistoryProfiles, QueryProfiles
+from recjudge.judging.prompts import parse_template
+from recjudge.judging import JudgeSpec, estimate_tokens, register_judge
 
 
 def tiny_collection() -> Collection:
@@ -405,7 +405,7 @@ def test_config_and_registry_refuse_mistakes():
     ('{"m": {"input": 1, "output": 1, "window": 8}}', "expected keys input, output"),
 ])
 def test_bad_price_tables_name_file_model_and_fix(tmp_path, content, problem):
-    from recjudge.judge import load_prices
+    from recjudge.judging import load_prices
 
     path = tmp_path / "prices.json"
     path.write_text(content)
@@ -440,7 +440,7 @@ def test_per_user_sample_is_not_the_hash_tie_winners():
     import pandas as pd
 
     from recjudge.data.trec import Run, resolve_ties
-    from recjudge.judge import select_pairs
+    from recjudge.judging import select_pairs
 
     frame = pd.DataFrame({"qid": [f"u{u}" for u in range(20) for _ in range(40)],
                           "docid": [f"d{d}" for _ in range(20) for d in range(40)], "score": 1.0})

@@ -127,8 +127,8 @@ def test_a_rating_off_the_half_star_scale_is_refused(tmp_path):
 
 
 def test_the_judge_shows_half_stars_and_says_so(tmp_path):
-    from recjudge.judge.profile import HistoryProfiles, candidates_block
-    from recjudge.judge.prompts import load_template
+    from recjudge.judging.profile import HistoryProfiles, candidates_block
+    from recjudge.judging.prompts import load_template
 
     folder, facts = release(tmp_path, after_make=True)
     c = load_collection(folder)

@@ -273,7 +273,7 @@ def test_dry_run_plans_only_what_the_paper_did(data, tmp_path, fake_openai, caps
     """Each distinct prompt once; the depth-D pool (not every human pair) for Table 5; no call."""
     from recjudge.cli import main
     from recjudge.data.trec import Qrels, read_runs
-    from recjudge.judge import select_pairs
+    from recjudge.judging import select_pairs
 
     out = tmp_path / "out"
     code = main(["reproduce", "penha2025", "--collection", str(data["folder"]), "--out", str(out),
@@ -477,7 +477,7 @@ def _tau(a: dict, b: dict, weighted: bool = False) -> float:
 
 def test_a_known_confusion_gives_the_values_computed_by_hand(confusion, tmp_path, fake_openai):
     from recjudge.data.trec import Qrels
-    from recjudge.judge import select_pairs
+    from recjudge.judging import select_pairs
 
     scripted(fake_openai, confusion, _confused)
     out = tmp_path / "out"

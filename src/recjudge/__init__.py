@@ -1,12 +1,9 @@
 """recjudge: Cranfield-style evaluation of recommender systems with LLM judges.
 
-TREC I/O and the error classes are imported here; the verbs (``recjudge.compare`` …) and their
-configs load on first use from :mod:`recjudge.api`, so ``import recjudge`` stays light.
+TREC I/O and the error classes are imported here; the verbs (``recjudge.compare``, ``recjudge.judge`` …)
+and their settings load on first use from :mod:`recjudge.api`, so ``import recjudge`` stays light. The
+judging machinery itself is the package :mod:`recjudge.judging`.
 """
-
-import importlib
-import sys
-import types
 
 from .data.trec import Qrel, Qrels, Run, RunRow, read_qrels, read_run, read_runs, resolve_ties, write_qrels, write_run
 from .errors import ConfigError, InputError, MissingExtraError, RecjudgeError
@@ -26,56 +23,6 @@ _TREC = ("Run", "RunRow", "Qrels", "Qrel", "read_run", "read_runs", "read_qrels"
          "resolve_ties")
 
 __all__ = ["__version__", "RecjudgeError", "InputError", "ConfigError", "MissingExtraError", *_TREC, *_API]
-
-
-class _JudgeVerb:
-    """``recjudge.judge``: the ``judge`` verb when called, the ``recjudge.judge`` package otherwise.
-
-    The verb and the package share a name, and importing the package sets ``recjudge.judge`` to
-    it; this object answers both ways, so ``recjudge.judge(...)`` judges and
-    ``recjudge.judge.JudgeConfig`` (or ``import recjudge.judge as j``) still reaches the package.
-    """
-
-    __slots__ = ()
-
-    @property
-    def __dict__(self):  # the package's namespace, so tools that read __dict__ (pytest's monkeypatch) see it
-        return vars(importlib.import_module(f"{__name__}.judge"))
-
-    def __call__(self, *args, **kwargs):
-        from .api import judge
-
-        return judge(*args, **kwargs)
-
-    def __getattr__(self, name: str):
-        return getattr(importlib.import_module(f"{__name__}.judge"), name)
-
-    def __setattr__(self, name: str, value) -> None:  # e.g. monkeypatch.setattr("recjudge.judge.X", …)
-        setattr(importlib.import_module(f"{__name__}.judge"), name, value)
-
-    def __delattr__(self, name: str) -> None:
-        delattr(importlib.import_module(f"{__name__}.judge"), name)
-
-    def __dir__(self) -> list[str]:
-        return dir(importlib.import_module(f"{__name__}.judge"))
-
-    def __repr__(self) -> str:
-        return "<recjudge.judge: the judge verb and package>"
-
-
-class _Package(types.ModuleType):
-    # a data descriptor on the module's class wins over the package the import system assigns
-    @property
-    def judge(self) -> _JudgeVerb:
-        return _JUDGE
-
-    @judge.setter
-    def judge(self, package: types.ModuleType) -> None:
-        pass  # the package stays reachable through sys.modules and _JUDGE's attributes
-
-
-_JUDGE = _JudgeVerb()
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str):

@@ -225,7 +225,7 @@ def judge(pairs: Iterable | None = None, collection=None, config=None, *, runs=N
     ``profile_size=50``, ``seed`` …); the judge's seed also seeds the choice of pairs, as in the
     demo. ``history`` is the interactions shown as profiles (a split's ``train``).
     """
-    from ..judge import JudgeConfig, judge_pairs, select_pairs
+    from ..judging import JudgeConfig, judge_pairs, select_pairs
 
     if config is None:
         config = JudgeConfig.from_dict(options)

@@ -113,10 +113,10 @@ def _write(args, obj) -> None:
 
 def run_popularity(args: argparse.Namespace) -> int:
     from ..data.trec import read_qrels
-    from ..judge.audit import item_popularity, popularity_bias
+    from ..judging.audit import item_popularity, popularity_bias
 
     from ..evaluation.measures import parse_measures
-    from ..judge.audit import popularity_rank_effect
+    from ..judging.audit import popularity_rank_effect
 
     _check(args, [args.llm, args.human, args.collection_config, *(args.runs or [])])
     if args.runs:
@@ -145,7 +145,7 @@ def run_popularity(args: argparse.Namespace) -> int:
 
 def run_consistency(args: argparse.Namespace) -> int:
     from ..data.trec import read_qrels
-    from ..judge.audit import self_consistency
+    from ..judging.audit import self_consistency
 
     _check(args, args.qrels)
     res = self_consistency([read_qrels(q) for q in args.qrels])
@@ -156,7 +156,7 @@ def run_consistency(args: argparse.Namespace) -> int:
 
 
 def run_scan(args: argparse.Namespace) -> int:
-    from ..judge.audit import scan_injections
+    from ..judging.audit import scan_injections
 
     _check(args, [args.collection_config])
     collection, _ = _load(args)
@@ -171,8 +171,8 @@ def run_scan(args: argparse.Namespace) -> int:
 def _llm_setup(args):
     from ..data.trec import read_runs
     from ..errors import ConfigError
-    from ..judge import select_pairs
-    from ..judge.client import quiet_http_loggers
+    from ..judging import select_pairs
+    from ..judging.client import quiet_http_loggers
 
     quiet_http_loggers()
     config = config_from_args(args, AUDIT_OPTIONS)
@@ -189,7 +189,7 @@ def _llm_setup(args):
 
 
 def run_position(args: argparse.Namespace) -> int:
-    from ..judge.audit import position_bias
+    from ..judging.audit import position_bias
 
     config, collection, history, pairs = _llm_setup(args)
     res = position_bias(pairs, collection, config, seed=args.seed, cache_path=args.cache, history=history)
@@ -202,7 +202,7 @@ def run_position(args: argparse.Namespace) -> int:
 
 
 def run_injection(args: argparse.Namespace) -> int:
-    from ..judge.audit import INJECTION, injection_inflation
+    from ..judging.audit import INJECTION, injection_inflation
 
     config, collection, history, pairs = _llm_setup(args)
     res = injection_inflation(pairs, collection, config, fraction=args.fraction, seed=args.seed, field=args.field,

@@ -28,7 +28,7 @@ def _sample(ids, n: int = 3) -> str:
 
 
 # the JudgeConfig fields `recjudge judge` exposes, by option group; names, types, defaults, ranges and
-# help come from JudgeConfig's declarations (recjudge.judge.config)
+# help come from JudgeConfig's declarations (recjudge.judging.config)
 JUDGE_OPTIONS = ("judge", "model", "base_url", "api_key_env", "prompt", "fields", "profile_size", "sampling",
                  "history_order", "repeats", "aggregate", "items_per_call", "seed")
 CALL_OPTIONS = ("endpoint_kind", "concurrency", "timeout", "context_tokens", "max_attempts", "structured")
@@ -42,8 +42,8 @@ def add_config_options(group, names, defaults: dict | None = None) -> None:
     import math
 
     from ..errors import ConfigError
-    from ..judge.config import JudgeConfig
-    from ..judge.profile import FIELD_SETS
+    from ..judging.config import JudgeConfig
+    from ..judging.profile import FIELD_SETS
 
     settings = JudgeConfig.settings()
     for name in names:
@@ -55,7 +55,7 @@ def add_config_options(group, names, defaults: dict | None = None) -> None:
         helptext = s.help
         kw: dict = {"dest": name, "metavar": s.metavar}
         if name == "judge":
-            from ..judge import get_judge, judge_names
+            from ..judging import get_judge, judge_names
 
             kw["choices"] = judge_names()
             helptext = "; ".join(f"{n}: {get_judge(n).description}" for n in judge_names())
@@ -86,7 +86,7 @@ def add_config_options(group, names, defaults: dict | None = None) -> None:
 
 def config_from_args(args: argparse.Namespace, names, **values):
     """The JudgeConfig of the options ``names`` (see :func:`add_config_options`) and ``values``."""
-    from ..judge import JudgeConfig
+    from ..judging import JudgeConfig
 
     return JudgeConfig(**{n: getattr(args, n) for n in names}, **values)
 
@@ -160,8 +160,8 @@ def run_judge(args: argparse.Namespace) -> int:
     from ..data.collections import load_collection, read_collection_config
     from ..data.trec import read_qrels, read_runs
     from ..errors import ConfigError
-    from ..judge import judge_pairs, output_paths, read_topics, select_pairs
-    from ..judge.client import quiet_http_loggers
+    from ..judging import judge_pairs, output_paths, read_topics, select_pairs
+    from ..judging.client import quiet_http_loggers
 
     quiet_http_loggers()
 

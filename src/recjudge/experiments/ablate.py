@@ -178,8 +178,8 @@ def _example(key: str, kind: _Type, many: bool = False) -> str:
 
 def _judge_value(check: _Checker, key: str, name: str, value: Any) -> Any:
     """One judge setting: its type, and the names it refers to (judge, fields, prompt, sampling)."""
-    from ..judge import judge_names, load_template, parse_fields
-    from ..judge.profile import SAMPLINGS
+    from ..judging import judge_names, load_template, parse_fields
+    from ..judging.profile import SAMPLINGS
 
     kind = _judge_type(name)
     if kind is None:
@@ -260,7 +260,7 @@ class Experiment:
         """Validate a parsed experiment file. Every error names ``source`` and the key, and says the fix."""
         from ..data.splits import RATING_LABELS, SPLITS
         from ..evaluation.measures import parse_measures
-        from ..judge import JudgeConfig
+        from ..judging import JudgeConfig
 
         check = _Checker(source)
         check.unknown("", data, TOP_KEYS)
@@ -346,7 +346,7 @@ def _judge_type(name: str) -> _Type | None:
         return JUDGE_KEYS[name]
     import typing
 
-    from ..judge import JudgeConfig
+    from ..judging import JudgeConfig
 
     try:
         hint = typing.get_type_hints(JudgeConfig).get(name)
@@ -367,7 +367,7 @@ def _judge_type(name: str) -> _Type | None:
 def _config_fields() -> set[str]:
     import dataclasses
 
-    from ..judge import JudgeConfig
+    from ..judging import JudgeConfig
 
     return {f.name for f in dataclasses.fields(JudgeConfig)}
 
@@ -433,7 +433,7 @@ def variants(exp: Experiment) -> list[Variant]:
 def _effective(settings: Mapping[str, Any]) -> object:
     """What a variant's settings amount to: the judge config they build (defaults filled in), or the
     settings as written when they do not build one (refused later, with the key that set them)."""
-    from ..judge import JudgeConfig
+    from ..judging import JudgeConfig
 
     try:
         config = JudgeConfig.from_dict(dict(settings))
@@ -489,7 +489,7 @@ def derive_seed(base: int, index: int, purpose: str) -> int:
 def sampled_pairs(reference: Qrels, per_user: int, seed: int):
     """K judged items per user from those ``reference`` labels: one seeded hash order per user cut at K,
     so the K = 10 sample is the first 10 of the K = 50 sample under the same seed (nested)."""
-    from ..judge import select_pairs
+    from ..judging import select_pairs
 
     return select_pairs(reference=reference, per_user=per_user, seed=seed)
 
@@ -563,7 +563,7 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     """Judge every variant in each of the N experiments and score it against the reference; writes
     ``<out>/ablation.{csv,json,md}`` (naming ``protocol``, a ProtocolUse, when the run follows one)."""
     from ..data.collections import load_collection
-    from ..judge import JudgeConfig
+    from ..judging import JudgeConfig
 
     say = progress or (lambda m: None)
     check_experiment_outputs(exp)
@@ -604,9 +604,9 @@ def preflight(exp: Experiment, all_variants: Sequence[Variant], collection, hist
     call: each field set against the collection's fields, each LLM variant's key and price (a dry run
     needs neither), and that the runs rank the reference's users. Every problem is listed at once,
     each with the key that set it, so a dry run finds them all."""
-    from ..judge import HistoryProfiles, JudgeConfig, get_judge
-    from ..judge.backend import api_key
-    from ..judge.budget import model_entry
+    from ..judging import HistoryProfiles, JudgeConfig, get_judge
+    from ..judging.backend import api_key
+    from ..judging.budget import model_entry
 
     problems: list[tuple[str, str]] = []
     checked: set[tuple] = set()
@@ -644,7 +644,7 @@ def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, 
                     dry_run: bool, name: str) -> ExperimentOutcome:
     from ..evaluation.agreement import agreement
     from ..evaluation.metaeval import compare
-    from ..judge import judge_pairs
+    from ..judging import judge_pairs
 
     pairs = sampled_pairs(reference, var.per_user, pairs_seed)
     result = judge_pairs(pairs, collection, config, cache_path=cache, history=history, name=name)

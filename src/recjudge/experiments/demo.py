@@ -137,7 +137,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     from ..evaluation.agreement import agreement
     from ..evaluation.calibration import CalibrationError, calibrate, fill_gaps, scenarios, sources_path, write_filled
     from ..evaluation.metaeval import compare
-    from ..judge import JudgeConfig, judge_pairs, parse_fields, select_pairs
+    from ..judging import JudgeConfig, judge_pairs, parse_fields, select_pairs
     from ..report.evaluation import slug
     from ..systems import resolve_systems, train_systems
 
@@ -269,7 +269,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
 def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: str, judge_name: str,
                         systems: list[str]) -> None:
     """Every file the demo writes can be written (not a folder, parent not a file, folder writable)."""
-    from ..judge import output_paths
+    from ..judging import output_paths
 
     check_output_dir(runs_dir, "--runs-dir")
     judge_qrels = qrels_dir / f"{collection}-{judge_name}.qrels"
@@ -297,7 +297,7 @@ def _settings_json(s: DemoSettings) -> dict:
 def _profile_sweep(s: DemoSettings, collection, history, aligned, historical) -> list[dict]:
     """Pairwise agreement with the historical labels against profile size (the offline judge is free)."""
     from ..evaluation.agreement import agreement
-    from ..judge import JudgeConfig, judge_pairs
+    from ..judging import JudgeConfig, judge_pairs
 
     out = []
     for size in s.profile_sizes:

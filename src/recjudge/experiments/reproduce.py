@@ -222,7 +222,7 @@ class ReproduceSettings:
 def base_judge(settings: ReproduceSettings) -> tuple[Any, dict[str, Any]]:
     """The protocol's judge as a JudgeConfig with this run's overrides; and the protocol settings this
     recjudge's judge has no field for (reported, never silently dropped)."""
-    from ..judge import JudgeConfig
+    from ..judging import JudgeConfig
 
     known = {f.name for f in dataclasses.fields(JudgeConfig)}
     values, params, not_applied = {}, {}, {}
@@ -253,7 +253,7 @@ def field_sets(settings: ReproduceSettings, collection) -> tuple[dict[str, str],
     """Table 3's rows: {paper row: field set} for the rows the collection can show, and the rows it
     cannot (row → missing fields); field sets given explicitly must all be shown (each is its own row,
     named by the paper where it is one of the paper's)."""
-    from ..judge.profile import DERIVED_FIELDS, parse_fields
+    from ..judging.profile import DERIVED_FIELDS, parse_fields
 
     have = set(collection.fields) | set(DERIVED_FIELDS)
     by_set = {fs: row for row, fs in FIELD_ROWS.items()}
@@ -273,7 +273,7 @@ def field_sets(settings: ReproduceSettings, collection) -> tuple[dict[str, str],
 
 def samples(settings: ReproduceSettings, human, k: int, experiment: int) -> tuple:
     """Experiment ``experiment``'s K random human-judged items per participant (nested across K)."""
-    from ..judge import select_pairs
+    from ..judging import select_pairs
 
     return select_pairs(reference=human, per_user=k, seed=settings.seed + experiment)
 
@@ -301,7 +301,7 @@ def plan_jobs(settings: ReproduceSettings, human, base, collection, pool_runs: M
     target reads one sample per experiment, nested across K (Table 3's K = 50 items are among Table 9's
     K = 100), so the protocol's judge labels each pair once; the field sets, profile sizes and the
     defined-scale prompt then ask only what differs. The depth-100 pool is judged once."""
-    from ..judge import select_pairs
+    from ..judging import select_pairs
 
     jobs: list[JudgeJob] = []
     groups = settings.job_groups()
@@ -375,9 +375,9 @@ def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None,
          call_seconds: float, titles: Mapping[str, str] | None = None) -> list[PlanRow]:
     """Price every job group without a call: each distinct prompt once, the cache's answers free;
     ``titles`` names each group (default: its key)."""
-    from ..judge import judge_pairs
-    from ..judge.budget import output_estimate
-    from ..judge.prompts import load_template
+    from ..judging import judge_pairs
+    from ..judging.budget import output_estimate
+    from ..judging.prompts import load_template
 
     seen: dict[tuple, set] = {}
     rows: dict[str, dict] = {}
@@ -575,12 +575,12 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
     if not s.dry_run:
         check_output_dir(s.out, "--out", inputs)
     base, not_applied = base_judge(s)
-    from ..judge.prompts import load_template
+    from ..judging.prompts import load_template
 
     for template in (base.prompt, s.defined_scale_prompt):
         load_template(template)  # a missing or malformed template file stops here, before any work
     if s.max_cost is not None and not s.dry_run:
-        from ..judge.budget import model_entry
+        from ..judging.budget import model_entry
 
         model_entry(base.replace(max_cost=s.max_cost))  # an unpriced model refused before training and judging
     collection = api.load_collection(s.collection, s.collection_config)

@@ -170,7 +170,7 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
 def _profile_tokens(collection, base, human: Qrels, users: Sequence[str]) -> float | None:
     """Estimated input tokens of one prompt showing each of ``users``' whole profile with every field
     (no call: the judge's dry run over one judged item each); their mean."""
-    from ..judge import Pair, judge_pairs
+    from ..judging import Pair, judge_pairs
 
     first = human.frame.drop_duplicates("qid").set_index("qid").docid
     pairs = [Pair(u, str(first[u])) for u in users if u in first.index]
@@ -446,7 +446,7 @@ def _pool(s, cells: _Cells, figures, extras, runs, human, llm: Qrels, ranking, c
     from ..evaluation.calibration import calibrate, fill_gaps, scenarios, write_filled
     from ..evaluation.metaeval import compare
     from ..evaluation.significance import pairwise_tests, significance_agreement
-    from ..judge.audit import item_popularity, popularity_bias
+    from ..judging.audit import item_popularity, popularity_bias
 
     min_overlap = int(protocol_settings("fill").get("min_overlap", 30))
     compat = _pick(ranking, "Compat") or ranking[0]
@@ -576,7 +576,7 @@ def paper_contradictions(published) -> list[dict[str, str]]:
 def _differences(s: ReproduceSettings, base, not_applied: Mapping[str, Any], measure_note: str, runs,
                  run_files, collection, extras) -> list[dict[str, str]]:
     """Every setting that is not the paper's, and which cells it can move."""
-    from ..judge.prompts import load_template
+    from ..judging.prompts import load_template
     from ..protocol import load_protocol
 
     protocol = load_protocol(STUDY)

@@ -11,7 +11,7 @@ measured from when it leaves recjudge's own queue. Authentication and not-found 
 whole run. The API key is kept in memory only and scrubbed from every error text recjudge stores
 or raises.
 
-On first contact each endpoint is probed for its kind (:mod:`recjudge.judge.dialects`), which
+On first contact each endpoint is probed for its kind (:mod:`recjudge.judging.dialects`), which
 decides how structured output and the output-token cap are sent, which parameters are reported as
 ignored, how many requests it serves at once, and which tokenizer counts prompts.
 """
@@ -118,7 +118,7 @@ class ClientSettings:
     cooldown: float = 1.0             # first rest of a failing endpoint (doubles per failure, to 60 s)
     concurrency: int = 8              # requests in flight: sizes the connection pools
     transport: str = "sdk"            # chat requests: sdk (openai client) | aiohttp
-    endpoint_kind: str = "auto"       # auto (probed) or a kind of recjudge.judge.dialects
+    endpoint_kind: str = "auto"       # auto (probed) or a kind of recjudge.judging.dialects
 
     @property
     def urls(self) -> tuple[str | None, ...]:
@@ -937,7 +937,7 @@ def _http_client(timeout: float):
 
 
 def _capped_transport(httpx, inner):
-    """``inner`` with every answer's body cut off past :data:`~recjudge.judge.transport.MAX_BODY`
+    """``inner`` with every answer's body cut off past :data:`~recjudge.judging.transport.MAX_BODY`
     (an error the openai client reports as a connection error)."""
 
     class Capped(httpx.AsyncByteStream):

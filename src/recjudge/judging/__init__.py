@@ -1,7 +1,7 @@
 """The judge: profiles, prompt templates, an OpenAI-compatible client with a resumable cache, pair
 selection, offline baseline judges, the judge registry and the run loop that turns pairs into qrels.
 
-    from recjudge.judge import JudgeConfig, judge_pairs, select_pairs
+    from recjudge.judging import JudgeConfig, judge_pairs, select_pairs
     pairs = select_pairs(runs, depth=10)
     result = judge_pairs(pairs, collection, JudgeConfig(judge="overlap"), history=split.train)
     result.write("qrels/overlap.qrels")

@@ -14,12 +14,12 @@ from .client import Request
 
 __all__ = ["BatchBackend", "BATCH_FILE_LIMIT"]
 
-log = logging.getLogger("recjudge.judge")
+log = logging.getLogger("recjudge.judging")
 BATCH_FILE_LIMIT = 50_000  # the Batch API's per-file request limit
 
 
 class BatchBackend(OpenAIBackend):
-    """Batches through :class:`~recjudge.judge.client.OpenAIJudgeClient`."""
+    """Batches through :class:`~recjudge.judging.client.OpenAIJudgeClient`."""
 
     def __init__(self, job: Job):
         super().__init__(job)

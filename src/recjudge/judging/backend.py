@@ -23,7 +23,7 @@ __all__ = ["Job", "Backend", "OpenAIBackend", "register_backend", "make_backend"
            "BUILTIN_BACKEND_MODULES"]
 
 # imported by name on first use: they import this module, never the other way round
-BUILTIN_BACKEND_MODULES = ("recjudge.judge.chat", "recjudge.judge.batch")
+BUILTIN_BACKEND_MODULES = ("recjudge.judging.chat", "recjudge.judging.batch")
 
 
 class Job(Protocol):

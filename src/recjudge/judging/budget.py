@@ -32,7 +32,7 @@ def estimate_messages_tokens(system: str, user: str) -> int:
 
 def safe_messages_tokens(system: str, user: str, chars_per_token: float = 3.0) -> int:
     """Prompt tokens for the context-window check when no tokenizer counts them, at ``chars_per_token``
-    (each endpoint kind declares its own; see :class:`recjudge.judge.dialects.Dialect`). On judge
+    (each endpoint kind declares its own; see :class:`recjudge.judging.dialects.Dialect`). On judge
     prompts of titles with numbers and years the 4-character rule undercounted OpenAI's o200k
     tokenizer by 21% and SmolLM2's 49k vocabulary (digits one by one) by 33%; 3 and 2.5 characters
     per token overcounted them by 5% and 8%. tiktoken would download its BPE files at run time, so

@@ -12,11 +12,11 @@ from .backend import Job, OpenAIBackend, register_backend
 
 __all__ = ["ChatBackend", "progress_line"]
 
-log = logging.getLogger("recjudge.judge")
+log = logging.getLogger("recjudge.judging")
 
 
 class ChatBackend(OpenAIBackend):
-    """Chat completions through :class:`~recjudge.judge.client.OpenAIJudgeClient`."""
+    """Chat completions through :class:`~recjudge.judging.client.OpenAIJudgeClient`."""
 
     def __init__(self, job: Job):
         super().__init__(job)

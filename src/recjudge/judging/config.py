@@ -174,7 +174,7 @@ class JudgeConfig:
                               "or aiohttp (less CPU per request: for concurrency of ~100 and more)",
                               choices=TRANSPORTS)
     # how the endpoint takes structured output and the token cap, what it ignores, its tokenizer
-    # and slots (recjudge.judge.dialects); auto probes it on first contact
+    # and slots (recjudge.judging.dialects); auto probes it on first contact
     endpoint_kind: str = _setting("auto", "str", "the kind of server behind --base-url; auto asks it on first "
                                   "contact (GET /v1/models and a few routes only that kind has)",
                                   choices=ENDPOINT_KINDS)
@@ -267,6 +267,6 @@ class JudgeConfig:
         return {"structured": self.structured, **self.params}
 
     def backend_name(self) -> str:
-        """The registered backend that makes the calls (see :mod:`recjudge.judge.backend`)."""
+        """The registered backend that makes the calls (see :mod:`recjudge.judging.backend`)."""
         return self.backend or ("batch" if self.batch else "chat")
 

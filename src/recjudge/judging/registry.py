@@ -22,8 +22,8 @@ __all__ = ["JudgeContext", "JudgeSpec", "register_judge", "get_judge", "judge_na
 
 JUDGE_KINDS = ("llm", "baseline")
 # the modules whose import registers the built-in judges: imported by name on first lookup, so that
-# neither they nor this module import each other in a cycle, and `import recjudge.judge` stays light
-BUILTIN_JUDGE_MODULES = ("recjudge.judge.orchestrate", "recjudge.judge.baselines")
+# neither they nor this module import each other in a cycle, and `import recjudge.judging` stays light
+BUILTIN_JUDGE_MODULES = ("recjudge.judging.orchestrate", "recjudge.judging.baselines")
 
 
 @dataclass(frozen=True)

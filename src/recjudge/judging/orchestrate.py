@@ -1,12 +1,12 @@
 """The LLM judge's run loop: plan the requests per user, answer what the cache holds, hand the rest
-to a backend (chat or batch, see :mod:`recjudge.judge.backend`), and assemble judgments, summary and
+to a backend (chat or batch, see :mod:`recjudge.judging.backend`), and assemble judgments, summary and
 provenance. Registers the ``openai`` judge.
 
 Before a request is looked up or sent, its prompt's tokens are checked against the model's context
 window (``JudgeConfig.context_tokens``, else the price table's limit for the model, else what the
 endpoint declares when probed). They are counted by the endpoint's own tokenizer where it has one
 (llama.cpp, llama-cpp-python, vLLM), else estimated with a safety margin per endpoint kind
-(:data:`SAFE_CHARS_PER_TOKEN`; see :func:`~recjudge.judge.budget.safe_messages_tokens`). A prompt above the window
+(:data:`SAFE_CHARS_PER_TOKEN`; see :func:`~recjudge.judging.budget.safe_messages_tokens`). A prompt above the window
 is never cut and never sent: its pairs fail with reason ``context_overflow``, and its user is
 reported — in the summary (``context_overflow``: user, tokens, window, pairs), on the progress
 stream, and by the command's incomplete exit status. A dry run (no network: the margin estimate)
@@ -43,7 +43,7 @@ __all__ = ["LLMJob", "run_llm", "SAFE_CHARS_PER_TOKEN"]
 
 SAFE_CHARS_PER_TOKEN = {name: d.chars_per_token for name, d in DIALECTS.items()}  # the estimate's margin
 
-log = logging.getLogger("recjudge.judge")
+log = logging.getLogger("recjudge.judging")
 
 
 def _requests_for_user(ctx: JudgeContext, template: Template, qid: str, items: Sequence[str],
@@ -90,7 +90,7 @@ def run_llm(ctx: JudgeContext) -> JudgeResult:
 
 
 class LLMJob:
-    """One LLM judging run: the :class:`~recjudge.judge.backend.Job` its backend works for."""
+    """One LLM judging run: the :class:`~recjudge.judging.backend.Job` its backend works for."""
 
     def __init__(self, ctx: JudgeContext, template: Template):
         self.ctx = ctx

@@ -25,7 +25,7 @@ from .config import AGGREGATIONS
 __all__ = ["Judgment", "Agreement", "Overflow", "Summary", "JudgeResult", "output_paths", "aggregate_labels",
            "repeat_agreement", "alpha_interval"]
 
-log = logging.getLogger("recjudge.judge")
+log = logging.getLogger("recjudge.judging")
 
 
 @dataclass(frozen=True)
