@@ -1,7 +1,7 @@
 """recjudge's build step beyond pyproject.toml: the shipped prompt templates.
 
 The templates live in the repository's top-level ``prompts/`` (an editable install reads them
-there, see ``recjudge.judge.prompts.prompts_dir``); a wheel carries them as ``recjudge/prompts``.
+there, see ``recjudge.judging.prompts.prompts_dir``); a wheel carries them as ``recjudge/prompts``.
 """
 
 import shutil

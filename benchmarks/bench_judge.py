@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from fake_openai import FakeOpenAI  # noqa: E402
 
 from recjudge.data.collections import Collection  # noqa: E402
-from recjudge.judging import JudgeConfig, judge_pairs  # noqa: E402
+from recjudge.judging import JudgeSettings, judge_pairs  # noqa: E402
 
 ROUNDS = 50  # calls per request slot in the throughput runs
 
@@ -72,7 +72,7 @@ def throughput(url: str, latency: float, concurrency: int, repeats: int,
     rates = []
     for r in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
-            config = JudgeConfig(base_url=url, model="bench", concurrency=concurrency, profile_size=20,
+            config = JudgeSettings(base_url=url, model="bench", concurrency=concurrency, profile_size=20,
                                  seed=r, timeout=30.0, transport=transport)
             start = time.perf_counter()
             res = judge_pairs(pairs, coll, config, cache_path=Path(tmp) / "c.sqlite")
@@ -178,7 +178,7 @@ def tokens_per_judgment(profile_size: int, items_per_call: int) -> float:
         fresh = [str(k) for k in range(3000) if str(k) not in hist[f"u{u}"]][:cands]
         pairs += [(f"u{u}", d) for d in fresh]
     with FakeOpenAI() as server:
-        config = JudgeConfig(base_url=server.url, model="bench", profile_size=profile_size,
+        config = JudgeSettings(base_url=server.url, model="bench", profile_size=profile_size,
                              items_per_call=items_per_call, concurrency=8)
         res = judge_pairs(pairs, coll, config)
         assert res.summary.judged == len(pairs), res.summary

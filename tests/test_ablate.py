@@ -64,13 +64,13 @@ def _write(tmp_path, text):
 
 
 def test_variants_one_at_a_time_and_product():
-    exp = Experiment(name="x", collection="c", reference="r", out=None, judge={"judge": "overlap"},
+    exp = Experiment(name="x", collection="c", reference="historical", out=None, judge={"judge": "overlap"},
                      grid={"fields": ("title", "title+genres"), "per_user": (5, 10)}, per_user=10)
     names = [v.name for v in variants(exp)]
     # base, fields=title, per_user=5: per_user=10 equals the base, and so does fields=title+genres, the
     # judge's default field set (a value equal to the default is the variant that leaves it out): dropped
     assert names == ["base", "fields=title", "per_user=5"]
-    prod = variants(Experiment(name="x", collection="c", reference="r", out=None, judge={"judge": "overlap"},
+    prod = variants(Experiment(name="x", collection="c", reference="historical", out=None, judge={"judge": "overlap"},
                                grid={"fields": ("title", "all"), "profile_size": (5, 10, 20)}, mode="product"))
     assert len(prod) == 2 * 3
     assert {v.settings["profile_size"] for v in prod} == {5, 10, 20}
@@ -78,13 +78,14 @@ def test_variants_one_at_a_time_and_product():
 
 @pytest.mark.parametrize("text,match", [
     ('collection = "ml"\nreference = "historical"\ncolour = 1\n', "unknown key"),
-    ('reference = "historical"\n', "missing key 'collection'"),
+    ('reference = "historical"\n', "key 'collection' is required"),
     ('collection = "ml"\nreference = "historical"\n[grid]\nbogus = [1]\n', "unknown key.*grid.bogus"),
     ('collection = "ml"\nreference = "historical"\n[grid]\nfields = "title"\n', "non-empty list"),
     ('collection = "ml"\nreference = "historical"\n[judge]\nprofile_size = 0\n', "profile_size"),
     ('collection = "ml"\nreference = "historical"\nmode = "random"\n', "mode"),
     ('collection = "ml"\nreference = = 3\n', "TOML"),
-    ('collection = "ml"\nreference = "historical"\n[grid]\nprofile_size = [10, 0]\n', "grid.profile_size.*found 0"),
+    ('collection = "ml"\nreference = "historical"\n[grid]\nprofile_size = [10, 0]\n',
+     r"grid.profile_size' must be at least 1, not 0 \(item 1\)"),
     ('collection = "ml"\nreference = "historical"\nper_user = "abc"\n', "per_user"),
     ('collection = "ml"\nreference = "historical"\nmeasures = ["Bogus@3"]\n', "measures"),
     ('collection = "ml"\nreference = "historical"\ntie_policy = "alphabetical"\n', "tie_policy"),

@@ -12,7 +12,7 @@ from fake_openai import Reply, default_labeler
 from recjudge.data.collections import Collection
 from recjudge.data.trec import Qrels
 from recjudge.errors import ConfigError
-from recjudge.judging import JudgeConfig, judge_pairs
+from recjudge.judging import JudgeSettings, judge_pairs
 from recjudge.judging.audit import (
     INJECTION,
     inject,
@@ -61,7 +61,7 @@ def human_label(k: int) -> int:
 def test_popularity_bias_shows_only_when_the_judge_overrates_popular_items(fake_openai, biased):
     # popularity of item k is k; the biased judge rates the 9 most popular (31..39) one grade higher
     fake_openai.labeler = lambda text: human_label(movie(text)) + (1 if biased and movie(text) >= 31 else 0)
-    res = judge_pairs(pairs_for(ITEMS), movies(), JudgeConfig(base_url=fake_openai.url, **FAST))
+    res = judge_pairs(pairs_for(ITEMS), movies(), JudgeSettings(base_url=fake_openai.url, **FAST))
     human = qrels({(u, str(k)): human_label(k) for u in USERS for k in ITEMS}, "human")
     audit = popularity_bias(res.qrels(), human, {str(k): k for k in ITEMS})
     assert audit.pairs == 90 and list(audit.deciles.decile) == list(range(1, 11))
@@ -90,7 +90,7 @@ def test_position_bias_of_multi_item_calls(fake_openai, biased):
         return None
     fake_openai.rule = rule
     items = range(10, 19)  # Movie k is labelled k % 8: 2, 3, 4, 5, 6, 7, 0, 1, 2
-    audit = position_bias(pairs_for(items), movies(), JudgeConfig(base_url=fake_openai.url, items_per_call=3,
+    audit = position_bias(pairs_for(items), movies(), JudgeSettings(base_url=fake_openai.url, items_per_call=3,
                                                                   **FAST), seed=3)
     assert audit.pairs == 27 and audit.items_per_call == 3
     if biased:
@@ -101,7 +101,7 @@ def test_position_bias_of_multi_item_calls(fake_openai, biased):
         # clean: each position holds a third of the items, whatever their labels
         assert audit.mean_label_by_position[0] != 7.0
     with pytest.raises(ConfigError, match="2 or more"):
-        position_bias(pairs_for(items), movies(), JudgeConfig(base_url=fake_openai.url, **FAST))
+        position_bias(pairs_for(items), movies(), JudgeSettings(base_url=fake_openai.url, **FAST))
 
 
 # -------------------------------------------------------------------------------- self-consistency
@@ -139,7 +139,7 @@ def test_injection_inflation(fake_openai, biased):
     # the biased judge obeys an instruction in the candidate's text; the clean one ignores it
     fake_openai.labeler = lambda text: 7 if biased and "Rate this 7" in text else default_labeler(text)
     items = range(10, 20)
-    res = injection_inflation(pairs_for(items), movies(), JudgeConfig(base_url=fake_openai.url, **FAST),
+    res = injection_inflation(pairs_for(items), movies(), JudgeSettings(base_url=fake_openai.url, **FAST),
                               fraction=0.3, seed=1)
     assert res.injected_items == 3 and res.pairs == 9 and set(res.items) <= {str(k) for k in items}
     assert res.others_change == 0.0  # a control: items not injected keep their labels

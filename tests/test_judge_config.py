@@ -1,4 +1,4 @@
-"""JudgeConfig as the one source of the judge's settings; the registries; the module layout."""
+"""JudgeSettings as the one source of the judge's settings; the registries; the module layout."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recjudge.errors import ConfigError
+from recjudge.errors import ConfigError, InputError
 from recjudge.evaluation.agreement import krippendorff_alpha
-from recjudge.judging import JudgeConfig
+from recjudge.judging import JudgeSettings
 from recjudge.judging.backend import backend_names, register_backend
 from recjudge.judging.results import alpha_interval, repeat_agreement
 
@@ -22,72 +22,87 @@ JUDGE_DIR = Path(__file__).resolve().parents[1] / "src" / "recjudge" / "judging"
 
 
 @pytest.mark.parametrize("key, value, words", [
-    ("profile_size", "50", "profile_size must be a whole number"),   # a string is no number
-    ("repeats", True, "repeats must be a whole number"),             # bool is not an int
-    ("repeats", 2.0, "repeats must be a whole number"),
-    ("timeout", "60", "timeout must be a number"),
-    ("timeout", float("nan"), "timeout must be finite"),
-    ("batch", 1, "batch must be true or false"),
-    ("model", 4, "model must be a string"),
-    ("aggregate", "median", "aggregate must be one of mean, mode"),
-    ("profile_size", 0, "profile_size must be at least 1"),
-    ("repeats", 1001, r"repeats must be in \[1, 1000\]"),
-    ("timeout", 0, r"timeout must be in \(0, 86400\]"),
-    ("max_calls", -1, "max_calls must be 0 or more"),
-    ("seed", -1, r"seed must be in \[0, 9.22337e\+18\]"),
-    ("model", None, "model must not be None"),
-    ("params", [1], "params must map"),
+    ("profile_size", "50", "profile_size= must be a whole number, not '50'"),   # a string is no number
+    ("repeats", True, "repeats= must be a whole number, not True"),             # bool is not an int
+    ("repeats", 2.0, "repeats= must be a whole number, not 2.0"),
+    ("timeout", "60", "timeout= must be a number, not '60'"),
+    ("timeout", float("nan"), "timeout= must be a finite number, not nan"),
+    ("batch", 1, "batch= must be true or false, not 1"),
+    ("model", 4, "model= must be text, not 4"),
+    ("aggregate", "median", "aggregate= must be 'mean' or 'mode', not 'median'"),
+    ("profile_size", 0, "profile_size= must be at least 1, not 0"),
+    ("repeats", 1001, "repeats= must be at most 1000, not 1001"),
+    ("timeout", 0, "timeout= must be more than 0, not 0"),
+    ("timeout", 86401, "timeout= must be at most 86400, not 86401"),
+    ("max_calls", -1, "max_calls= must be at least 0, not -1"),
+    ("seed", -1, "seed= must be at least 0, not -1"),
+    ("seed", 2**63, f"seed= must be at most {2**63 - 1}, not {2**63}"),
+    ("model", None, "model= must be text, not None"),
+    ("params", [1], r"params=: must map parameter names to values, not \[1\]"),
+    ("fields", "title+colour", r"fields=: unknown field\(s\) \['colour'\]"),
+    ("prompt", "nosuch", "prompt=: unknown prompt template 'nosuch'"),
+    ("judge", "bogus", "judge=: must be one of openai, overlap, popularity, not 'bogus'"),
 ])
 def test_from_dict_checks_types_and_ranges_naming_the_key(key, value, words):
     with pytest.raises(ConfigError, match=words):
-        JudgeConfig.from_dict({key: value})
+        JudgeSettings.from_dict({key: value})
 
 
 def test_from_dict_accepts_what_the_fields_declare():
-    c = JudgeConfig.from_dict({"timeout": 5, "max_cost": 0, "max_calls": None, "seed": 2**63 - 1, "repeats": 1000})
+    c = JudgeSettings.from_dict({"timeout": 5, "max_cost": 0, "max_calls": None, "seed": 2**63 - 1, "repeats": 1000})
     assert c.timeout == 5.0 and isinstance(c.timeout, float)  # an int is a fine number of seconds
     assert (c.max_cost, c.max_calls, c.seed, c.repeats) == (0.0, None, 2**63 - 1, 1000)
-    with pytest.raises(ConfigError, match="unknown judge setting"):
-        JudgeConfig.from_dict({"modle": "x"})
+    with pytest.raises(ConfigError, match="unexpected parameter modle="):
+        JudgeSettings.from_dict({"modle": "x"})
     with pytest.raises(ConfigError, match="table"):
-        JudgeConfig.from_dict([("model", "x")])
+        JudgeSettings.from_dict([("model", "x")])
+    # a file's keys are named as keys, with the file
+    with pytest.raises(InputError, match=r"exp\.toml: key 'repeats' must be at most 1000, not 1001"):
+        JudgeSettings.from_dict({"repeats": 1001}, source="exp.toml")
 
 
-def test_the_cli_takes_names_defaults_and_ranges_from_judgeconfig():
-    from recjudge.cli.judge import BATCH_OPTIONS, BUDGET_OPTIONS, CALL_OPTIONS, JUDGE_OPTIONS, add_config_options
+def _judge_parser():
+    from recjudge.api.settings import JudgeCommandSettings
 
     parser = argparse.ArgumentParser()
-    names = JUDGE_OPTIONS + CALL_OPTIONS + BATCH_OPTIONS + BUDGET_OPTIONS
-    add_config_options(parser, names)
-    args = parser.parse_args([])
+    JudgeCommandSettings.add_arguments(parser)
+    return parser, JudgeCommandSettings
+
+
+def test_the_cli_takes_names_defaults_and_ranges_from_the_settings():
+    parser, model = _judge_parser()
+    args = parser.parse_args(["--collection", "c", "--runs", "r", "--out", "o"])
     # every default of the command is the library's
-    assert JudgeConfig(**{n: getattr(args, n) for n in names}) == JudgeConfig()
-    settings = JudgeConfig.settings()
-    assert settings["max_attempts"][0].flag == "--retries"
-    assert parser.parse_args(["--retries", "3"]).max_attempts == 3
-    for bad in (["--repeats", "1001"], ["--profile-size", "0"], ["--timeout", "0"], ["--seed", "-1"],
-                ["--aggregate", "median"]):
-        with pytest.raises(SystemExit):
-            parser.parse_args(bad)
+    assert model.from_args(args).judge_settings() == JudgeSettings()
+    assert model.from_args(parser.parse_args(["--collection", "c", "--runs", "r", "--out", "o", "--retries", "3"])).max_attempts == 3
+    for bad, words in ((["--repeats", "1001"], "--repeats must be at most 1000"),
+                       (["--profile-size", "0"], "--profile-size must be at least 1"),
+                       (["--timeout", "0"], "--timeout must be more than 0"),
+                       (["--seed", "-1"], "--seed must be at least 0")):
+        with pytest.raises(ConfigError, match=words):
+            model.from_args(parser.parse_args(["--collection", "c", "--runs", "r", "--out", "o", *bad]))
+    with pytest.raises(SystemExit):  # a choice argparse knows
+        parser.parse_args(["--collection", "c", "--runs", "r", "--out", "o", "--aggregate", "median"])
     # a field kept out of the commands is not an option
     assert not any(a.dest == "drain_grace" for a in parser._actions)
 
 
 def test_judge_choices_come_from_the_registry():
-    from recjudge.cli.judge import add_config_options
     from recjudge.judging import judge_names
 
-    parser = argparse.ArgumentParser()
-    add_config_options(parser, ("judge",))
+    parser, _ = _judge_parser()
     (action,) = [a for a in parser._actions if a.dest == "judge"]
-    assert tuple(action.choices) == judge_names() == ("openai", "overlap", "popularity")
+    assert judge_names() == ("openai", "overlap", "popularity")
+    assert action.choices is None or tuple(action.choices) == judge_names()
+    with pytest.raises(ConfigError, match="--judge: must be one of openai, overlap, popularity, not 'bogus'"):
+        _judge_parser()[1].from_args(parser.parse_args(["--collection", "c", "--runs", "r", "--out", "o", "--judge", "bogus"]))
 
 
 def test_backends_register_themselves_and_duplicates_are_refused():
     assert backend_names() == ("chat", "batch")
-    assert JudgeConfig().backend_name() == "chat" and JudgeConfig(batch=True).backend_name() == "batch"
+    assert JudgeSettings().backend_name() == "chat" and JudgeSettings(batch=True).backend_name() == "batch"
     with pytest.raises(ConfigError, match="batch backend"):
-        JudgeConfig(batch=True, backend="chat")
+        JudgeSettings(batch=True, backend="chat")
 
 
 def test_a_new_backend_is_one_registration(tmp_path):
@@ -121,7 +136,7 @@ def test_a_new_backend_is_one_registration(tmp_path):
     from test_judge_units import tiny_collection
 
     result = judge_pairs([("u1", "i3"), ("u1", "i4")], tiny_collection(),
-                         JudgeConfig(backend="echo-test", base_url="http://127.0.0.1:9/v1"))
+                         JudgeSettings(backend="echo-test", base_url="http://127.0.0.1:9/v1"))
     assert sorted(seen) == [("i3",), ("i4",)]
     assert result.labels == {("u1", "i3"): 3, ("u1", "i4"): 3} and result.summary.attempts == 2
     with pytest.raises(ConfigError, match="already registered"):
@@ -146,9 +161,14 @@ def test_alpha_interval_by_hand_with_a_missing_value():
 
 
 def _imports(path: Path) -> set[str]:
+    """Sibling modules ``path`` imports at run time (anywhere but an ``if TYPE_CHECKING:`` block)."""
+    tree = ast.parse(path.read_text("utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+                   for n in ast.walk(node)}
     mods = set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module and id(node) not in typing_only:
             mods.add(node.module.split(".")[0])
     return mods
 

@@ -16,7 +16,7 @@ from judge_data import movies, pairs_for
 
 from recjudge.cli import build_parser, main
 from recjudge.errors import InputError
-from recjudge.judging import JudgeConfig, judge_pairs, read_topics
+from recjudge.judging import JudgeSettings, judge_pairs, read_topics
 from recjudge.judging.chat import _Progress, progress_line
 from recjudge.judging.dialects import DIALECTS, grammar_schema, window_from_message
 
@@ -24,7 +24,7 @@ FAST = dict(backoff_initial=0.01, backoff_max=0.05, timeout=10.0, model="fake-mo
 
 
 def judge(server, pairs, **cfg):
-    return judge_pairs(pairs, movies(), JudgeConfig(base_url=server.url, **{**FAST, **cfg}))
+    return judge_pairs(pairs, movies(), JudgeSettings(base_url=server.url, **{**FAST, **cfg}))
 
 
 def chat(server):
@@ -123,7 +123,7 @@ def test_a_parallel_server_keeps_its_concurrency():
 def test_ignored_parameters_and_the_server_temperature_are_reported(capsys):
     with FakeOpenAI(kind="llama-cpp-python") as server:
         res = judge_pairs(pairs_for([10], ["u0"]), movies(),
-                          JudgeConfig(base_url=server.url, **FAST, params={"reasoning_effort": "low", "seed": 1}),
+                          JudgeSettings(base_url=server.url, **FAST, params={"reasoning_effort": "low", "seed": 1}),
                           progress=print)
     out = capsys.readouterr().out
     (ep,) = res.summary.endpoints.values()
@@ -183,7 +183,9 @@ def test_window_from_message_reads_the_common_wordings():
 
 
 def test_every_kind_is_a_choice_of_endpoint_kind():
-    assert set(JudgeConfig.settings()["endpoint_kind"][0].choices) == {"auto", *DIALECTS}
+    from typing import get_args
+
+    assert set(get_args(JudgeSettings.model_fields["endpoint_kind"].annotation)) == {"auto", *DIALECTS}
 
 
 # --------------------------------------------------------------------------- counts that add up
@@ -198,9 +200,9 @@ def test_the_summary_call_counts_add_up_and_name_every_difference(tmp_path):
     with FakeOpenAI() as server:
         server.rule = lambda call: Reply(500, "boom") if "Movie 12" in call.user else None
         cache = tmp_path / "c.sqlite"
-        first = judge_pairs(pairs, coll, JudgeConfig(base_url=server.url, **FAST, max_calls=2, concurrency=1,
+        first = judge_pairs(pairs, coll, JudgeSettings(base_url=server.url, **FAST, max_calls=2, concurrency=1,
                                                      max_attempts=2), cache_path=cache)
-        second = judge_pairs(pairs, coll, JudgeConfig(base_url=server.url, **FAST, concurrency=1, max_attempts=2),
+        second = judge_pairs(pairs, coll, JudgeSettings(base_url=server.url, **FAST, concurrency=1, max_attempts=2),
                              cache_path=cache)
     for s in (first.summary, second.summary):
         assert s.planned_calls == sum(s.call_counts().values()) == 5
@@ -226,7 +228,7 @@ def test_progress_counts_answered_partial_failed_and_cached_separately():
 def test_a_run_of_failures_is_never_reported_as_answered(fake_openai):
     fake_openai.rule = lambda call: Reply(500, "down")
     lines = []
-    res = judge_pairs(pairs_for([10, 11]), movies(), JudgeConfig(base_url=fake_openai.url, **FAST, max_attempts=1),
+    res = judge_pairs(pairs_for([10, 11]), movies(), JudgeSettings(base_url=fake_openai.url, **FAST, max_attempts=1),
                       progress=lines.append)
     assert res.summary.answered_calls == 0 and res.summary.failed_calls == 6
     assert re.search(r"calls planned +6 = 0 from cache, 0 answered, 6 failed\n", res.summary.format())
@@ -310,7 +312,7 @@ def test_audit_help_describes_collection_and_cache(capsys):
         main(["audit", "position", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--collection NAME_OR_PATH collection with item metadata" in out
-    assert "--cache SQLITE answer cache shared with recjudge judge; re-runs resume from it (default " \
+    assert "--cache SQLITE answer cache shared with recjudge judge; re-runs resume from it (default: " \
            ".recjudge-cache/judge.sqlite)" in out
 
 
@@ -328,7 +330,7 @@ def test_the_first_server_message_in_the_summary_never_holds_the_key(fake_openai
     key = "sk-secret-0123456789abcdef"
     monkeypatch.setenv("OPENAI_API_KEY", key)
     fake_openai.rule = lambda call: Reply(500, f"upstream refused key {key}")
-    res = judge_pairs(pairs_for([10], ["u0"]), movies(), JudgeConfig(base_url=fake_openai.url, **FAST, max_attempts=1),
+    res = judge_pairs(pairs_for([10], ["u0"]), movies(), JudgeSettings(base_url=fake_openai.url, **FAST, max_attempts=1),
                       progress=print)
     message = res.summary.failure_messages["server_error"]
     assert "upstream refused key" in message and "[redacted]" in message

@@ -12,7 +12,7 @@ from judge_data import movies, pairs_for
 
 from recjudge.cli import main
 from recjudge.errors import ConfigError
-from recjudge.judging import JudgeConfig, judge_pairs
+from recjudge.judging import JudgeSettings, judge_pairs
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0, model="fake-model")
 PASSWORD = "hunter2PASSWORD"
@@ -27,13 +27,13 @@ def with_userinfo(url: str) -> str:
 def test_credentials_in_the_base_url_are_refused_without_echoing_them(fake_openai):
     url = with_userinfo(fake_openai.url)
     with pytest.raises(ConfigError) as err:
-        JudgeConfig(base_url=url, **FAST)
+        JudgeSettings(base_url=url, **FAST)
     text = str(err.value)
     assert PASSWORD not in text and "alice" not in text
-    assert fake_openai.url in text and "--api-key-env" in text
+    assert fake_openai.url in text and "api_key_env=" in text  # named as Python's caller wrote it
     # one of several endpoints is enough
     with pytest.raises(ConfigError):
-        JudgeConfig(base_url=(fake_openai.url, url), **FAST)
+        JudgeSettings(base_url=(fake_openai.url, url), **FAST)
 
 
 def test_cli_refuses_credentials_in_the_base_url_with_exit_2(tmp_path, capsys, caplog):
@@ -60,7 +60,7 @@ def test_cli_refuses_credentials_in_the_base_url_with_exit_2(tmp_path, capsys, c
 def test_a_query_string_in_the_base_url_is_refused_without_echoing_secrets(fake_openai):
     secret = "QUERYSECRET123456"
     with pytest.raises(ConfigError) as err:
-        JudgeConfig(base_url=fake_openai.url + f"?api-version=1&api-key={secret}", **FAST)
+        JudgeSettings(base_url=fake_openai.url + f"?api-version=1&api-key={secret}", **FAST)
     text = str(err.value)
     assert "query string" in text and secret not in text and fake_openai.url + "?api-version=1" in text
     assert fake_openai.log == []
@@ -81,7 +81,7 @@ def test_http_loggers_stay_quiet_at_debug(fake_openai, caplog):
     caplog.set_level(logging.DEBUG)
     logging.getLogger("httpx2").setLevel(logging.DEBUG)  # as OPENAI_LOG=debug or a user's config would
     logging.getLogger("openai").setLevel(logging.DEBUG)
-    res = judge_pairs(pairs_for([10, 11]), movies(), JudgeConfig(base_url=fake_openai.url, **FAST))
+    res = judge_pairs(pairs_for([10, 11]), movies(), JudgeSettings(base_url=fake_openai.url, **FAST))
     assert res.summary.judged == 6 and len(fake_openai.chat_log()) == 6
     noisy = [r for r in caplog.records if r.name.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2",
                                                                       "openai") and r.levelno < logging.WARNING]
@@ -133,14 +133,14 @@ def test_a_change_of_any_key_component_misses_the_cache(two_servers, tmp_path, c
     cache = tmp_path / "cache.sqlite"
     template = _template_copy(tmp_path, "first")
     base = dict(FAST, base_url=a.url, prompt=template)
-    judge_pairs(PAIRS, movies(), JudgeConfig(**base), cache_path=cache)
+    judge_pairs(PAIRS, movies(), JudgeSettings(**base), cache_path=cache)
     assert len(a.chat_log()) == 6
     changed = {
         "nothing": {}, "model": {"model": "other-model"}, "temperature": {"params": {"temperature": 0.5}},
         "structured": {"structured": "off"}, "template": {"prompt": _template_copy(tmp_path, "second")},
         "endpoint": {"base_url": b.url}, "fields": {"fields": "title"}, "repeat": {"repeats": 2},
     }[change]
-    res = judge_pairs(PAIRS, movies(), JudgeConfig(**{**base, **changed}), cache_path=cache)
+    res = judge_pairs(PAIRS, movies(), JudgeSettings(**{**base, **changed}), cache_path=cache)
     asked = len(a.chat_log()) - 6 + len(b.chat_log())
     if change == "nothing":
         assert asked == 0 and res.summary.cache_hits == 6  # a hit when nothing changes
@@ -162,7 +162,7 @@ def test_an_older_cache_schema_is_refused_with_the_way_out(fake_openai, tmp_path
         db.execute("INSERT INTO meta VALUES ('schema', '1')")
     db.close()
     with pytest.raises(ConfigError) as err:
-        judge_pairs(PAIRS, movies(), JudgeConfig(base_url=fake_openai.url, **FAST), cache_path=cache)
+        judge_pairs(PAIRS, movies(), JudgeSettings(base_url=fake_openai.url, **FAST), cache_path=cache)
     text = str(err.value)
     assert str(cache) in text and "schema version 1" in text and "--cache" in text
     assert fake_openai.log == []
@@ -172,7 +172,7 @@ def test_a_file_that_is_not_a_cache_is_refused(fake_openai, tmp_path):
     cache = tmp_path / "notes.sqlite"
     cache.write_text("these are my notes, not a database\n" * 100)
     with pytest.raises(ConfigError) as err:
-        judge_pairs(PAIRS, movies(), JudgeConfig(base_url=fake_openai.url, **FAST), cache_path=cache)
+        judge_pairs(PAIRS, movies(), JudgeSettings(base_url=fake_openai.url, **FAST), cache_path=cache)
     assert str(cache) in str(err.value) and fake_openai.log == []
     assert cache.read_text().startswith("these are my notes")
 

@@ -17,7 +17,7 @@ from judge_data import movies, pairs_for
 
 from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError
-from recjudge.judging import JudgeConfig, judge_pairs
+from recjudge.judging import JudgeSettings, judge_pairs
 from recjudge.judging.budget import estimate_messages_tokens
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0)
@@ -25,7 +25,7 @@ FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0)
 
 def run(server, pairs, tmp_path=None, coll=None, **cfg):
     cache = tmp_path / "cache.sqlite" if tmp_path is not None else None
-    config = JudgeConfig(base_url=server.url, **{"model": "fake-model", **FAST, **cfg})
+    config = JudgeSettings(base_url=server.url, **{"model": "fake-model", **FAST, **cfg})
     return judge_pairs(pairs, coll or movies(), config, cache_path=cache)
 
 
@@ -251,7 +251,7 @@ def test_criteria_template(fake_openai):
 def test_queries_as_profiles_with_the_relevance_template(fake_openai):
     fake_openai.labeler = lambda text: int(text.split("Movie ")[1].split()[0]) % 4
     topics = {"q1": "a comedy about dogs", "q2": "dark drama"}
-    config = JudgeConfig(base_url=fake_openai.url, model="m", prompt="relevance", fields="title", **FAST)
+    config = JudgeSettings(base_url=fake_openai.url, model="m", prompt="relevance", fields="title", **FAST)
     res = judge_pairs([("q1", "5"), ("q2", "6"), ("q3", "7")], movies(), config, topics=topics)
     assert res.labels == {("q1", "5"): 1, ("q2", "6"): 2}
     assert res.summary.failures == {"no_profile": 1}
@@ -307,7 +307,7 @@ def test_live_provider():
 
     if os.environ.get("RECJUDGE_LIVE") != "1" or not os.environ.get("OPENAI_API_KEY"):
         pytest.skip("live provider tests are opt-in: set RECJUDGE_LIVE=1 and OPENAI_API_KEY")
-    config = JudgeConfig(model=os.environ.get("RECJUDGE_LIVE_MODEL", "gpt-4o-mini"),
+    config = JudgeSettings(model=os.environ.get("RECJUDGE_LIVE_MODEL", "gpt-4o-mini"),
                          base_url=os.environ.get("OPENAI_BASE_URL"), items_per_call=2, max_calls=2)
     res = judge_pairs(pairs_for([10, 11], ["u0"]), movies(), config)
     assert res.summary.calls == 1 and res.summary.judged == 2
@@ -394,7 +394,7 @@ def test_identical_prompts_give_every_pair_its_label(fake_openai, tmp_path):
     assert sorted(filter(None, qrels)) == sorted(f"{q} 0 {d} {v}" for (q, d), v in expected.items())
     # queries with identical text: both pairs judged from one answer
     topics = {"q1": "dogs", "q2": "dogs"}
-    config = JudgeConfig(base_url=fake_openai.url, model="fake-model", prompt="relevance", fields="title", **FAST)
+    config = JudgeSettings(base_url=fake_openai.url, model="fake-model", prompt="relevance", fields="title", **FAST)
     res = judge_pairs([("q1", "3"), ("q2", "3")], coll, config, topics=topics, cache_path=tmp_path / "t.sqlite")
     assert res.labels == {("q1", "3"): 3, ("q2", "3"): 3}
 
@@ -472,13 +472,13 @@ def test_fatal_error_names_the_endpoint_without_credentials(fake_openai):
     fake_openai.require_key = "sk-the-right-one"
     # credentials and query strings in the URL are refused up front (tests/test_judge_endpoints.py);
     # the 401 names the endpoint and the way out, never the key presented
-    config = JudgeConfig(base_url=fake_openai.url, model="fake-model", **FAST)
+    config = JudgeSettings(base_url=fake_openai.url, model="fake-model", **FAST)
     with pytest.raises(ConfigError) as err:
         judge_pairs(pairs_for([10], ["u0"]), movies(), config)
     text = str(err.value)
     assert "refused the API key" in text and fake_openai.url in text and "--api-key-env" in text
     with pytest.raises(ConfigError) as err:
-        JudgeConfig(base_url=fake_openai.url.replace("http://", "http://admin:hunter2pass@") + "?token=qwerty123",
+        JudgeSettings(base_url=fake_openai.url.replace("http://", "http://admin:hunter2pass@") + "?token=qwerty123",
                     model="fake-model", **FAST)
     text = str(err.value)
     assert "hunter2pass" not in text and "admin" not in text and "qwerty123" not in text

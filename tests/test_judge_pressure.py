@@ -16,7 +16,7 @@ from fake_openai import FakeOpenAI, Reply
 from judge_data import movies as _movies
 from judge_data import pairs_for
 
-from recjudge.judging import JudgeConfig, judge_pairs
+from recjudge.judging import JudgeSettings, judge_pairs
 
 
 def movies():
@@ -36,7 +36,7 @@ def subset_answer(call, keys):
 def test_a_partial_answer_is_completed_by_asking_only_the_missing_items(fake_openai):
     fake_openai.rule = lambda call: subset_answer(call, {"c1", "c2"}) if call.index == 0 else None
     res = judge_pairs(pairs_for([10, 11, 12, 13], ["u0"]), movies(),
-                      JudgeConfig(base_url=fake_openai.url, items_per_call=4, **FAST))
+                      JudgeSettings(base_url=fake_openai.url, items_per_call=4, **FAST))
     # the fake labels Movie k with k % 8
     assert res.labels == {("u0", str(k)): k % 8 for k in (10, 11, 12, 13)}
     log = fake_openai.chat_log()
@@ -56,7 +56,7 @@ def test_attempts_that_together_answer_every_item_stop_the_retries(fake_openai):
     answers = {0: {"c1", "c2"}, 1: {"c3"}}
     fake_openai.rule = lambda call: subset_answer(call, answers[call.index]) if call.index in answers else None
     res = judge_pairs(pairs_for([10, 11, 12, 13], ["u0"]), movies(),
-                      JudgeConfig(base_url=fake_openai.url, items_per_call=4, max_attempts=6, **FAST))
+                      JudgeSettings(base_url=fake_openai.url, items_per_call=4, max_attempts=6, **FAST))
     assert res.labels == {("u0", str(k)): k % 8 for k in (10, 11, 12, 13)}
     log = fake_openai.chat_log()
     shown = [len(r.json["response_format"]["json_schema"]["schema"]["properties"]["labels"]["properties"])
@@ -79,7 +79,7 @@ def test_batch_cost_sums_every_round_failed_lines_included(fake_openai, tmp_path
     fake_openai.rule = lambda call: Reply(content="I cannot say.") if call.seen == 0 and call.index % 2 == 0 \
         else None
     pairs = pairs_for([10, 11, 12, 13])
-    res = judge_pairs(pairs, movies(), JudgeConfig(base_url=fake_openai.url, batch=True, batch_poll=0.01, **FAST),
+    res = judge_pairs(pairs, movies(), JudgeSettings(base_url=fake_openai.url, batch=True, batch_poll=0.01, **FAST),
                       cache_path=tmp_path / "c.sqlite")
     assert res.labels == {(u, d): int(d) % 8 for u, d in pairs}
     lines = [r for r in fake_openai.log if r.method == "BATCH"]
@@ -159,7 +159,7 @@ PAIRS24 = pairs_for(range(10, 18))  # 3 users x 8 items: 24 calls
 
 def test_requests_spread_over_endpoints_and_each_label_names_its_endpoint(servers, tmp_path):
     a, b = servers
-    res = judge_pairs(PAIRS24, movies(), JudgeConfig(base_url=[a.url, b.url], **FAST),
+    res = judge_pairs(PAIRS24, movies(), JudgeSettings(base_url=[a.url, b.url], **FAST),
                       cache_path=tmp_path / "c.sqlite")
     assert res.labels == {(u, d): int(d) % 8 for u, d in PAIRS24}
     na, nb = len(a.chat_log()), len(b.chat_log())
@@ -174,7 +174,7 @@ def test_requests_spread_over_endpoints_and_each_label_names_its_endpoint(server
     assert {r["repeat_endpoints"][0] for r in rows} == {a.url, b.url}
     assert rows[0]["provenance"]["base_url"] == [a.url, b.url]
     # one cache: the same two servers in the other order answer from it, asking nothing
-    again = judge_pairs(PAIRS24, movies(), JudgeConfig(base_url=[b.url, a.url], **FAST),
+    again = judge_pairs(PAIRS24, movies(), JudgeSettings(base_url=[b.url, a.url], **FAST),
                         cache_path=tmp_path / "c.sqlite")
     assert again.summary.cache_hits == 24 and len(a.chat_log()) + len(b.chat_log()) == 24
     assert {j.endpoints for j in again.judgments} == {(a.url,), (b.url,)}  # recorded, not re-labelled
@@ -183,7 +183,7 @@ def test_requests_spread_over_endpoints_and_each_label_names_its_endpoint(server
 def test_a_failing_endpoint_rests_and_the_others_answer(servers):
     a, b = servers
     a.rule = lambda call: Reply(500, "overloaded")
-    res = judge_pairs(PAIRS24, movies(), JudgeConfig(base_url=[a.url, b.url], endpoint_cooldown=5.0, **FAST))
+    res = judge_pairs(PAIRS24, movies(), JudgeSettings(base_url=[a.url, b.url], endpoint_cooldown=5.0, **FAST))
     assert res.labels == {(u, d): int(d) % 8 for u, d in PAIRS24} and res.summary.failures == {}
     # A failed its first requests (at most the 2 sent before the first failure came back), then rested
     # for the whole run: B answered everything, at once (no backoff while a healthy endpoint exists)
@@ -196,7 +196,7 @@ def test_a_rested_endpoint_is_tried_again_and_used_when_it_recovers(servers):
     a, b = servers
     b.latency = 0.3
     a.rule = lambda call: Reply(500, "starting up") if call.index < 2 else None  # A recovers after 2 errors
-    res = judge_pairs(PAIRS24, movies(), JudgeConfig(base_url=[a.url, b.url], endpoint_cooldown=0.05, **FAST))
+    res = judge_pairs(PAIRS24, movies(), JudgeSettings(base_url=[a.url, b.url], endpoint_cooldown=0.05, **FAST))
     assert res.labels == {(u, d): int(d) % 8 for u, d in PAIRS24}
     statuses = [r.status for r in a.chat_log()]
     assert statuses[:2] == [500, 500] and statuses.count(200) >= 4  # tried again after its rest, and used
@@ -218,4 +218,4 @@ def test_cli_takes_several_base_urls(servers, workspace, monkeypatch):
     from recjudge.errors import ConfigError
 
     with pytest.raises(ConfigError, match="one endpoint"):
-        JudgeConfig(base_url=[a.url, b.url], batch=True)
+        JudgeSettings(base_url=[a.url, b.url], batch=True)

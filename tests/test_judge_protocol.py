@@ -16,7 +16,7 @@ from judge_data import movies, pairs_for
 from recjudge.cli import main
 from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError, InputError
-from recjudge.judging import JudgeConfig, judge_pairs, load_template
+from recjudge.judging import JudgeSettings, judge_pairs, load_template
 from recjudge.judging.budget import cost, load_models, load_prices, output_estimate
 from recjudge.judging.cache import Usage
 from recjudge.judging.profile import HistoryProfiles
@@ -86,10 +86,10 @@ def test_random_order_with_a_sample_and_a_left_out_candidate():
 
 
 def test_history_order_is_a_checked_setting_and_an_option():
-    assert JudgeConfig().history_order == "chronological"  # today's default: outputs unchanged
-    assert JudgeConfig(history_order="random").history_order == "random"
-    with pytest.raises(ConfigError, match="history_order must be one of chronological, random"):
-        JudgeConfig(history_order="shuffled")
+    assert JudgeSettings().history_order == "chronological"  # today's default: outputs unchanged
+    assert JudgeSettings(history_order="random").history_order == "random"
+    with pytest.raises(ConfigError, match="history_order= must be 'chronological' or 'random', not 'shuffled'"):
+        JudgeSettings(history_order="shuffled")
     with pytest.raises(ConfigError, match="unknown history order"):
         HistoryProfiles(dated([1] * 8), "title", order="shuffled")
 
@@ -98,7 +98,7 @@ def test_the_random_order_reaches_the_prompt(fake_openai):
     coll = dated([70, 10, 60, 20, 50, 30, 80, 40])
     coll = Collection("dated", coll.interactions, pd.concat(
         [coll.items, pd.DataFrame({"title": ["Movie 9"]}, index=["z"])]))
-    res = judge_pairs([("u", "z")], coll, JudgeConfig(base_url=fake_openai.url, history_order="random", seed=3,
+    res = judge_pairs([("u", "z")], coll, JudgeSettings(base_url=fake_openai.url, history_order="random", seed=3,
                                                       fields="title", **FAST))
     expected = HistoryProfiles(coll, "title", size=50, seed=3, order="random")
     user = fake_openai.chat_log()[0].json["messages"][1]["content"]
@@ -163,7 +163,7 @@ def test_a_user_price_file_overrides_aliases_and_limits(tmp_path):
 def test_max_cost_knows_gpt5(fake_openai):
     # no "needs a price" refusal: the built-in table prices the model the fake serves under that name
     res = judge_pairs(pairs_for([10, 11], ["u0"]), movies(),
-                      JudgeConfig(base_url=fake_openai.url, **{**FAST, "model": "gpt-5-2025-08-07"}, max_cost=1.0))
+                      JudgeSettings(base_url=fake_openai.url, **{**FAST, "model": "gpt-5-2025-08-07"}, max_cost=1.0))
     assert res.summary.judged == 2 and res.summary.cost is not None and res.summary.cost > 0
     assert res.provenance["prices_as_of"].startswith("2025-08-07")
 
@@ -253,15 +253,15 @@ def test_a_profile_above_the_context_window_is_reported_per_user_and_never_sent(
 
 def test_the_window_comes_from_the_price_table_unless_given(fake_openai):
     pairs = pairs_for([10], ["u0"])
-    res = judge_pairs(pairs, movies(), JudgeConfig(base_url=fake_openai.url, **{**FAST, "model": "gpt-5"}))
+    res = judge_pairs(pairs, movies(), JudgeSettings(base_url=fake_openai.url, **{**FAST, "model": "gpt-5"}))
     assert res.summary.context_tokens == 272_000 and res.summary.context_overflow == ()
     assert res.provenance["context_tokens_from"] == "price table"
-    res = judge_pairs(pairs, movies(), JudgeConfig(base_url=fake_openai.url, context_tokens=40, **FAST))
+    res = judge_pairs(pairs, movies(), JudgeSettings(base_url=fake_openai.url, context_tokens=40, **FAST))
     assert res.summary.judged == 0 and res.summary.failures == {"context_overflow": 1}
     (over,) = res.summary.context_overflow
     assert isinstance(over, Overflow) and (over.user, over.window, over.pairs) == ("u0", 40, 1)
     assert len(fake_openai.chat_log()) == 1  # the gpt-5 call only
-    res = judge_pairs(pairs, movies(), JudgeConfig(base_url=fake_openai.url, **FAST))  # unknown model: no check
+    res = judge_pairs(pairs, movies(), JudgeSettings(base_url=fake_openai.url, **FAST))  # unknown model: no check
     assert res.summary.context_tokens is None and res.provenance["context_tokens_from"] is None
 
 
@@ -270,9 +270,10 @@ def test_history_order_and_context_tokens_are_command_options(workspace, capsys)
                          "--dry-run")) == 0
     with pytest.raises(SystemExit):
         main(cli_args(workspace, "--history-order", "shuffled", "--dry-run"))
-    with pytest.raises(SystemExit):
-        main(cli_args(workspace, "--context-tokens", "0", "--dry-run"))
     capsys.readouterr()
+    # a range the settings check: refused, exit 2, the flag named
+    assert main(cli_args(workspace, "--context-tokens", "0", "--dry-run")) == 2
+    assert "--context-tokens must be at least 1, not 0" in capsys.readouterr().err
 
 
 def test_a_collection_without_chronology_is_noted_on_stderr(workspace, capsys):
@@ -291,7 +292,7 @@ def test_a_collection_without_chronology_is_noted_on_stderr(workspace, capsys):
 def test_a_long_timeout_reaches_every_http_client(transport):
     from recjudge.judging.backend import openai_client
 
-    config = JudgeConfig(base_url="http://127.0.0.1:9/v1", timeout=600, transport=transport, model="m")
+    config = JudgeSettings(base_url="http://127.0.0.1:9/v1", timeout=600, transport=transport, model="m")
     job = SimpleNamespace(config=config, template=load_template("baseline"),
                           budget=SimpleNamespace(allows_retry=lambda *a: True), narrow=None)
     client = openai_client(job)
@@ -310,14 +311,14 @@ def test_a_long_timeout_reaches_every_http_client(transport):
 def test_an_answer_slower_than_a_short_cap_arrives_within_the_timeout(fake_openai, transport):
     fake_openai.latency = 1.2
     res = judge_pairs(pairs_for([10], ["u0"]), movies(),
-                      JudgeConfig(base_url=fake_openai.url, **{**FAST, "timeout": 30.0}, transport=transport,
+                      JudgeSettings(base_url=fake_openai.url, **{**FAST, "timeout": 30.0}, transport=transport,
                                   max_attempts=1))
     assert res.summary.judged == 1 and res.summary.attempts == 1
     assert res.provenance["timeout"] == 30.0
 
 
 def test_the_paper_protocol_values_are_judge_config_values():
-    c = JudgeConfig(profile_size=1000, sampling="random", history_order="random", fields="all",
+    c = JudgeSettings(profile_size=1000, sampling="random", history_order="random", fields="all",
                     model="gpt-5-2025-08-07", params={"reasoning_effort": "medium"}, timeout=1800)
     assert c.key_params() == {"structured": "auto", "reasoning_effort": "medium"} and c.timeout == 1800.0
 
@@ -345,7 +346,7 @@ Score from {scale_min} to {scale_max}. A JSON example: {"label": 3}.
 def test_a_template_file_with_the_documented_placeholders_works(tmp_path, fake_openai):
     path = tmp_path / "figure1.txt"
     path.write_text(FIGURE)
-    res = judge_pairs(pairs_for([10], ["u0"]), movies(), JudgeConfig(base_url=fake_openai.url, prompt=str(path),
+    res = judge_pairs(pairs_for([10], ["u0"]), movies(), JudgeSettings(base_url=fake_openai.url, prompt=str(path),
                                                                      **FAST))
     assert res.labels == {("u0", "10"): 2}
     user = fake_openai.chat_log()[0].json["messages"][1]["content"]

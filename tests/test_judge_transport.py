@@ -20,7 +20,7 @@ from judge_data import movies as _movies
 from judge_data import pairs_for
 
 from recjudge.errors import ConfigError
-from recjudge.judging import JudgeConfig, judge_pairs
+from recjudge.judging import JudgeSettings, judge_pairs
 from recjudge.judging.transport import MAX_BODY, HTTPClient, resolve_proxy, ssl_context
 
 TRANSPORTS = ["aiohttp", "sdk"]
@@ -34,7 +34,7 @@ FAST = dict(backoff_initial=0.01, backoff_max=0.05, timeout=5.0, model="fake-mod
 
 
 def judge(url, pairs, **cfg):
-    return judge_pairs(pairs, movies(), JudgeConfig(base_url=url, **{**FAST, "concurrency": 2, **cfg}))
+    return judge_pairs(pairs, movies(), JudgeSettings(base_url=url, **{**FAST, "concurrency": 2, **cfg}))
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

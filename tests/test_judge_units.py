@@ -12,7 +12,7 @@ from recjudge.data.collections import Collection
 from recjudge.data.trec import Qrels, Run
 from recjudge.errors import ConfigError, InputError
 from recjudge.judging import (
-    JudgeConfig,
+    JudgeSettings,
     Pair,
     aggregate_labels,
     judge_pairs,
@@ -26,7 +26,7 @@ from recjudge.judging.baselines import overlap_score, popularity_labels
 from recjudge.judging.parse import SINGLE, parse_answer
 from recjudge.judging.profile import HistoryProfiles, QueryProfiles
 from recjudge.judging.prompts import parse_template
-from recjudge.judging import JudgeSpec, estimate_tokens, register_judge
+from recjudge.judging import JudgeSpec, estimate_tokens, get_judge, register_judge
 
 
 def tiny_collection() -> Collection:
@@ -317,7 +317,7 @@ def test_overlap_score_by_hand():
 def test_overlap_judge_end_to_end():
     c = tiny_collection()
     res = judge_pairs([("u1", "i4"), ("u2", "i2"), ("u2", "i5"), ("u9", "i1"), ("u1", "zz")], c,
-                      JudgeConfig(judge="overlap", fields="title+genres"))
+                      JudgeSettings(judge="overlap", fields="title+genres"))
     got = {(j.qid, j.docid): (j.label, j.reason) for j in res.judgments}
     # u2 history: i1 (Comedy, 4.0), i4 (Horror, 2.0); i2 = {Comedy, Drama}:
     # s = (4 * 1/2 + 2 * 0/2) / 6 = 1/3 -> floor(8/3) = 2
@@ -329,7 +329,7 @@ def test_overlap_judge_end_to_end():
     assert res.provenance["kind"] == "baseline" and res.provenance["llm"] is False
     assert {(q.qid, q.docid) for q in res.qrels()} == {("u1", "i4"), ("u2", "i2"), ("u2", "i5")}
     with pytest.raises(ConfigError, match="categorical"):
-        judge_pairs([("u1", "i4")], c, JudgeConfig(judge="overlap", fields="title"))
+        judge_pairs([("u1", "i4")], c, JudgeSettings(judge="overlap", fields="title"))
 
 
 def test_popularity_labels_by_hand():
@@ -343,7 +343,7 @@ def test_popularity_labels_by_hand():
 def test_popularity_judge_counts_history_only():
     c = tiny_collection()
     train = c.interactions[c.interactions.user == "u1"]  # i1, i2, i3 once each; i4, i5 never
-    res = judge_pairs([("u2", "i1"), ("u2", "i4")], c, JudgeConfig(judge="popularity"), history=train)
+    res = judge_pairs([("u2", "i1"), ("u2", "i4")], c, JudgeSettings(judge="popularity"), history=train)
     # 5 items; i1 has 1 rating, 2 items have fewer (i4, i5) -> floor(8 * 2/5) = 3; i4 -> 0
     assert res.labels == {("u2", "i1"): 3, ("u2", "i4"): 0}
 
@@ -374,20 +374,22 @@ def test_repeat_agreement_matches_krippendorff():
 
 
 def test_config_and_registry_refuse_mistakes():
-    with pytest.raises(ConfigError, match="unknown judge setting"):
-        JudgeConfig.from_dict({"modle": "x"})
+    with pytest.raises(ConfigError, match="unexpected parameter modle=; known: judge, model"):
+        JudgeSettings.from_dict({"modle": "x"})
     with pytest.raises(ConfigError, match="unknown generation parameter"):
-        JudgeConfig(params={"temprature": 0})
+        JudgeSettings(params={"temprature": 0})
     with pytest.raises(ConfigError, match="repeats"):
-        JudgeConfig(repeats=0)
+        JudgeSettings(repeats=0)
     for bad in (3, "top_k=20", [1], {1: 2}):
         with pytest.raises(ConfigError, match="extra_body must be a JSON object"):
-            JudgeConfig(params={"extra_body": bad})
-    assert JudgeConfig(params={"extra_body": {"top_k": 20}}).params == {"extra_body": {"top_k": 20}}
+            JudgeSettings(params={"extra_body": bad})
+    assert JudgeSettings(params={"extra_body": {"top_k": 20}}).params == {"extra_body": {"top_k": 20}}
     with pytest.raises(ConfigError, match="already registered"):
         register_judge(JudgeSpec("overlap", "baseline", "dup", lambda ctx: None))
+    with pytest.raises(ConfigError, match="judge=: must be one of openai, overlap, popularity, not 'gpt'"):
+        JudgeSettings(judge="gpt")
     with pytest.raises(ConfigError, match="unknown judge 'gpt'"):
-        judge_pairs([("u1", "i1")], tiny_collection(), JudgeConfig(judge="gpt"))
+        get_judge("gpt")
 
 
 @pytest.mark.parametrize("content, problem", [

@@ -644,7 +644,7 @@ def test_bad_targets_and_unpriced_budgets_are_refused_before_any_work(data, tmp_
     with pytest.raises(ConfigError, match="--max-cost needs a price for model 'my-model'"):
         run_reproduce(_settings(data, tmp_path / "b", model="my-model", base_url=fake_openai.url, max_cost=1.0),
                       progress=lambda m: None)
-    with pytest.raises(InputError, match="figure1.txt"):
+    with pytest.raises(ConfigError, match="figure1.txt. and no such file"):
         run_reproduce(_settings(data, tmp_path / "c", prompt=str(tmp_path / "figure1.txt")), progress=lambda m: None)
     assert fake_openai.chat_log() == [] and not (tmp_path / "b" / "judgments.sqlite").exists()
 

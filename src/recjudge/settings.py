@@ -21,22 +21,32 @@ import argparse
 import contextvars
 import functools
 import inspect
+import os
 import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticUndefined
 
+from .data.trec.records import TIE_POLICIES
 from .errors import ConfigError, InputError
 
-# "json", "validate" and the like are the names users type (--json, --validate); pydantic warns that they
-# shadow BaseModel's deprecated methods of the same names, which settings never call
-warnings.filterwarnings("ignore", message=r'Field name "\w+" in "\w+" shadows an attribute in parent',
-                        category=UserWarning)
 
-__all__ = ["Cli", "Conflict", "Settings", "option", "PYTHON", "CLI", "FILE"]
+__all__ = ["Cli", "Conflict", "Settings", "option", "PYTHON", "CLI", "FILE", "Seed", "Count", "Positive",
+           "TiePolicy", "Inputs", "PathText", "MAX_SEED", "MAX_COUNT"]
+
+MAX_SEED = 2**63 - 1     # numpy's Generator and the tie hash both take it
+MAX_COUNT = 2**31 - 1    # cutoffs, depths and resample counts beyond this only fail later, deep inside
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Positive = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+TiePolicy = Literal[TIE_POLICIES]
+# a path (str or os.PathLike) or what was read from one (a Run, Qrels, DataFrame …): checked when read
+Inputs = Any
+# a file or folder to read or write: text or a path object
+PathText = str | os.PathLike
 
 PYTHON, CLI, FILE = "python", "cli", "file"  # how the caller spelled the settings
 _RAW: contextvars.ContextVar[bool] = contextvars.ContextVar("recjudge_settings_raw", default=False)
@@ -74,6 +84,17 @@ class Conflict(ValueError):
         self.template, self.fields = template, fields
 
 
+_NOUNS = {"int_type": "a whole number", "int_from_float": "a whole number", "float_type": "a number",
+          "bool_type": "true or false", "string_type": "text", "is_instance_of": "a path", "tuple_type": "a list",
+          "list_type": "a list", "finite_number": "a finite number", "dict_type": "a table", "mapping_type": "a table"}
+
+
+def _show(value: Any) -> Any:
+    if isinstance(value, tuple):
+        value = list(value)
+    return repr(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else value
+
+
 def _cli(info) -> Cli:
     return next((m for m in info.metadata if isinstance(m, Cli)), Cli())
 
@@ -83,12 +104,24 @@ def _is_tuple(annotation: Any) -> bool:
     return tuple in origins
 
 
-class Settings(BaseModel):
+class _Meta(type(BaseModel)):
+    def __new__(mcs, *args: Any, **kwargs: Any):
+        # "json", "validate" and the like are the names users type (--json, --validate); pydantic warns that
+        # they shadow BaseModel's deprecated methods of the same names, which settings never call
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r'Field name "\w+" in "\w+" shadows an attribute in parent',
+                                    category=UserWarning)
+            return super().__new__(mcs, *args, **kwargs)
+
+
+class Settings(BaseModel, metaclass=_Meta):
     """The base of every command's settings."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False,
                               arbitrary_types_allowed=True)
     command: ClassVar[str] = ""
+    # fields set by recjudge itself (where a file came from), never by a caller: not listed as known keys
+    internal: ClassVar[frozenset[str]] = frozenset()
     _protocol: Any = PrivateAttr(None)  # the ProtocolUse these settings were resolved with, if any
     _spelled: str = PrivateAttr(PYTHON)  # how the caller wrote them: later errors name fields the same way
 
@@ -148,8 +181,11 @@ class Settings(BaseModel):
         return new
 
     def given(self) -> dict[str, Any]:
-        """The field values (what ``replace`` starts from)."""
-        return {name: getattr(self, name) for name in type(self).model_fields}
+        """The field values (what ``replace`` starts from; read-only tables as plain ones)."""
+        from types import MappingProxyType
+
+        return {name: dict(v) if isinstance(v := getattr(self, name), MappingProxyType) else v
+                for name in type(self).model_fields}
 
     @classmethod
     def from_file(cls, data: Mapping[str, Any], source: str):
@@ -226,7 +262,23 @@ class Settings(BaseModel):
 
     @classmethod
     def _error(cls, exc: ValidationError, spelled: str, source: str | None, only: list | None = None):
-        lines = [cls._message(err, spelled) for err in (only if only is not None else exc.errors())]
+        errors = list(only if only is not None else exc.errors())
+        # a value that fits no member of a union (a path or a list of paths) is one error, not one per member
+        by_field: dict[str, list] = {}
+        for err in errors:
+            loc = err.get("loc") or ()
+            if len(loc) == 2 and not str(loc[1]).isdigit() and err.get("type") in _NOUNS:
+                by_field.setdefault(str(loc[0]), []).append(err)
+        lines = []
+        for err in errors:
+            loc = err.get("loc") or ()
+            group = by_field.get(str(loc[0])) if loc else None
+            if group and len(group) > 1 and err in group:
+                if err is group[0]:
+                    nouns = " or ".join(dict.fromkeys(_NOUNS[e["type"]] for e in group))
+                    lines.append(f"{cls.spelled(str(loc[0]), spelled)} must be {nouns}, not {_show(err.get('input'))}")
+                continue
+            lines.append(cls._message(err, spelled))
         text = "; ".join(dict.fromkeys(lines))
         if spelled == FILE and source is not None:
             return InputError(source, text, "correct the value, or see the settings of "
@@ -240,11 +292,13 @@ class Settings(BaseModel):
         name = cls.spelled(field, spelled) if field else ""
         kind, value = err.get("type", ""), err.get("input")
         ctx = err.get("ctx") or {}
-        shown = repr(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else value
+        shown = _show(value)
+        if spelled == FILE and isinstance(value, bool):
+            shown = "true" if value else "false"  # as the file wrote it
         where = f" (item {loc[1]})" if len(loc) > 1 and loc[1].isdigit() else ""
         if kind == "extra_forbidden":
             known = ", ".join(cls.spelled(f, CLI) if spelled == CLI else f for f in cls.model_fields
-                              if spelled != CLI or not _cli(cls.model_fields[f]).hidden)
+                              if f not in cls.internal and (spelled != CLI or not _cli(cls.model_fields[f]).hidden))
             what = {PYTHON: "unexpected parameter", FILE: "unknown", CLI: "unknown option"}[spelled]
             return f"{what} {name}; known: {known}"
         if kind == "missing":
@@ -253,19 +307,23 @@ class Settings(BaseModel):
             conflict = ctx["error"]
             return conflict.template.format(**{f: cls.spelled(f, spelled) for f in conflict.fields})
         if kind == "value_error":
-            return f"{name}: {ctx.get('error', err.get('msg'))}" if name else str(ctx.get("error", err.get("msg")))
+            text = str(ctx.get("error", err.get("msg")))
+            # a validator that names the key itself (a nested one: key 'grid.fields') is not named twice
+            return f"{name}: {text}" if name and not text.startswith("key '") else text
+        if kind == "too_short":
+            return f"{name} must hold at least {ctx.get('min_length')} item(s), not {shown}"
         if kind == "literal_error":
             return f"{name} must be {ctx.get('expected')}, not {shown}"
         bounds = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
                   "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
         if kind in bounds:
             words, key = bounds[kind]
-            return f"{name} must be {words} {ctx.get(key)}, not {shown}{where}"
-        nouns = {"int_type": "a whole number", "int_from_float": "a whole number", "float_type": "a number",
-                 "bool_type": "true or false", "string_type": "text", "is_instance_of": "a path", "tuple_type": "a list",
-                 "finite_number": "a finite number", "dict_type": "a table", "mapping_type": "a table"}
-        if kind in nouns:
-            return f"{name} must be {nouns[kind]}, not {shown}{where}"
+            bound = ctx.get(key)
+            if isinstance(bound, float) and bound.is_integer() and not isinstance(value, float):
+                bound = int(bound)  # timeout 86401: "at most 86400", not 86400.0
+            return f"{name} must be {words} {bound}, not {shown}{where}"
+        if kind in _NOUNS:
+            return f"{name} must be {_NOUNS[kind]}, not {shown}{where}"
         return f"{name}: {err.get('msg')}" if name else str(err.get("msg"))
 
     # ----------------------------------------------------------------------------- command line
@@ -318,9 +376,11 @@ class Settings(BaseModel):
         """The verb's signature: ``positional`` fields first (positional or keyword), every other field
         keyword-only with its default, then ``extra`` parameters (e.g. ``progress``) and ``protocol``."""
         params = []
-        for name in positional:
+        for i, name in enumerate(positional):
             info = cls.model_fields[name]
-            default = inspect.Parameter.empty if info.is_required() else info.default
+            # a positional parameter before a required one is given by position too (None when unused)
+            later_required = any(cls.model_fields[n].is_required() for n in positional[i + 1:])
+            default = inspect.Parameter.empty if info.is_required() or later_required else info.default
             params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
                                             annotation=_readable(info.annotation)))
         for name, info in cls.model_fields.items():
@@ -382,8 +442,10 @@ def _choices(annotation: Any) -> tuple | None:
 def _help(info) -> str:
     text = (info.description or "").replace("%", "%%")
     default = info.default
-    if info.is_required() or _cli(info).required or "default" in text.lower() or default is None or default is False or default == ():
+    if info.is_required() or _cli(info).required or "default" in text.lower() or default is None or default == ():
         return text
+    if default is False:
+        return f"{text} (default: off)".strip()
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
     return f"{text} (default: {shown})".strip()
 

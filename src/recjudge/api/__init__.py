@@ -46,6 +46,7 @@ from .results import (
 )
 from .settings import (
     AblateSettings,
+    JudgeCommandSettings,
     AgreementSettings,
     CompareSettings,
     CompareSettingsSettings,
@@ -60,7 +61,7 @@ __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "audit_ties", "compare_settings",
     "CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings", "TrainSettings",
-    "AblateSettings", "CompareSettingsSettings",
+    "AblateSettings", "CompareSettingsSettings", "JudgeCommandSettings",
     "Result", "EvaluateReport", "CompareReport", "AgreementReport", "FillReport", "JudgeReport", "TrainReport",
     "TiesReport", "AblateReport",
 ]
@@ -216,35 +217,109 @@ def train(s: TrainSettings, progress=None, verbose: bool = False) -> TrainReport
 
 # ----------------------------------------------------------------------------------------- judge
 
-def judge(pairs: Iterable | None = None, collection=None, config=None, *, runs=None, depth: int | None = None,
-          per_user: int | None = None, reference=None, tie_policy: str = "hash",
-          history=None, cache_path=None, name: str = "judge", progress=None, **options) -> JudgeReport:
-    """Judge (user, item) pairs, or the depth-D pool of ``runs`` (plus ``per_user`` items of ``reference``).
+def _pairs_given(value) -> bool:
+    """Whether ``value`` is (user, item) pairs rather than runs."""
+    if value is None or _is_path(value) or isinstance(value, Mapping):
+        return False
+    from ..judging import Pair
 
-    ``config`` is a ``JudgeConfig``; keyword ``options`` are its fields (``judge="overlap"``,
-    ``profile_size=50``, ``seed`` …); the judge's seed also seeds the choice of pairs, as in the
-    demo. ``history`` is the interactions shown as profiles (a split's ``train``).
-    """
-    from ..judging import JudgeConfig, judge_pairs, select_pairs
+    items = value if isinstance(value, (list, tuple)) else None
+    return bool(items) and all(isinstance(p, Pair) or (isinstance(p, tuple) and len(p) == 2
+                                                       and all(isinstance(x, str) for x in p)) for p in items)
 
-    if config is None:
-        config = JudgeConfig.from_dict(options)
-    elif options:
-        config = config.replace(**options)
-    seed = config.seed
-    if pairs is None:
-        chosen: set = set()
-        if runs is not None:
-            chosen |= set(select_pairs(_runs(runs), depth=depth, tie_policy=tie_policy, seed=seed))
+
+@verb(JudgeCommandSettings, ("runs", "collection"), extra=(_PROGRESS,))
+def judge(s: JudgeCommandSettings, progress=None) -> JudgeReport:
+    """Judge the pairs of runs (their top-``depth``, or ``per_user`` items each), the items of a
+    ``reference`` qrels, or (user, item) pairs given as ``runs`` (``recjudge judge``). The judge's own
+    settings (``model``, ``fields``, ``profile_size`` …) are :class:`~recjudge.judging.JudgeSettings`'.
+    Writes the qrels, a judgments log and a summary when ``out`` is given."""
+    from pathlib import Path
+
+    from .._io import check_outputs
+    from ..data.collections import Collection, read_collection_config
+    from ..judging import judge_pairs, output_paths, read_topics, select_pairs
+    from ..judging.client import quiet_http_loggers
+
+    quiet_http_loggers()
+    config = s.judge_settings()
+    given_pairs = _pairs_given(s.runs)
+    out = Path(s.out) if s.out is not None else None
+    cache = s.cache if config.judge == "openai" else None
+    if out is not None and not config.dry_run:  # a dry run writes nothing
+        # every output is checked before any work: no LLM call is paid for and then lost to an
+        # unwritable path, and no input (a run, the template, the prices) is overwritten
+        judgments, summary = output_paths(out)
+        inputs = [*([] if given_pairs else _path_inputs(s.runs)), s.collection_config, s.topics, config.prices,
+                  *_path_inputs(s.only_unjudged), *(() if s.reference == "collection" else _path_inputs(s.reference))]
+        inputs += [p for p in (s.collection, config.prompt) if _is_path(p) and Path(p).exists()]
+        check_outputs({"--out": out, "--judgments": s.judgments or judgments, "summary": summary, "--cache": cache},
+                      inputs=[i for i in inputs if i])
+    if isinstance(s.collection, Collection):
+        collection = s.collection
+    else:
+        options = read_collection_config(s.collection_config) if s.collection_config else {}
+        collection = load_collection(s.collection, **options)
+    history = s.history
+    if history is None and s.topics is None and s.split != "none":
+        from ..data.splits import make_split
+
+        history = make_split(collection, s.split).history()
+    say = progress or (lambda m: None)
+    if given_pairs:
+        pairs = tuple(sorted({(str(q), str(d)) for q, d in s.runs}))
+        source = "the pairs given"
+    else:
+        reference = None
+        if s.reference == "collection":
+            if collection.qrels is None:
+                raise ConfigError(f"collection {collection.name!r} has no human qrels for reference 'collection'")
+            reference = collection.qrels
+        elif s.reference is not None:
+            reference = _qrels(s.reference, "reference")
+        runs = _runs(s.runs) if s.runs is not None else {}
+        only = _qrels(s.only_unjudged, "only_unjudged") if s.only_unjudged is not None else None
+        users = None
         if reference is not None:
-            chosen |= set(select_pairs(reference=_qrels(reference), per_user=per_user, seed=seed))
-        if runs is None and reference is None:
-            raise ConfigError("give the pairs to judge, or runs (with depth) or a reference (with per_user)")
-        pairs = sorted(chosen)
-    if _is_path(collection):
-        collection = load_collection(collection)
-    return JudgeReport(judge_pairs(pairs, collection, config, cache_path=cache_path, history=history, name=name,
-                                   progress=progress))
+            judged_users = set(reference.qids)
+            if runs:
+                # the runs say whose rankings are evaluated: users of the reference no run ranks are not judged
+                users = {q for run in runs.values() for q in run.qids}
+                say(f"reference: {len(judged_users & users):,} of its {len(judged_users):,} users are ranked by "
+                    "the runs; only they are judged")
+            else:
+                say(f"reference: judging every one of its {len(judged_users):,} users (no runs restrict them to "
+                    "the users the runs rank)")
+        pairs = select_pairs(runs if reference is None else (), depth=s.depth, per_user=s.per_user,
+                             reference=reference, only_unjudged=only, seed=s.seed, tie_policy=s.tie_policy,
+                             users=users)
+        source = (f"the runs {_label(s.runs)}" if reference is None else
+                  f"the qrels {s.reference if _is_path(s.reference) else reference.name}")
+        if reference is not None and s.depth is not None:
+            # the demo's design: the runs' depth-D pool, plus K reference items per user beside it
+            pool = select_pairs(runs, depth=s.depth, only_unjudged=only, seed=s.seed, tie_policy=s.tie_policy)
+            say(f"pool: {len(pool):,} pairs of the runs' top-{s.depth}, beside {len(pairs):,} sampled from the "
+                "reference")
+            pairs = tuple(sorted(set(pairs) | set(pool)))
+            source = f"the runs {_label(s.runs)} and {source}"
+        if not pairs:
+            judged = os.fspath(s.only_unjudged) if _is_path(s.only_unjudged) else "the qrels given"
+            raise ConfigError(f"{source} select no (query, item) pair to judge"
+                              + (f" once the pairs judged in {judged} are left out" if only is not None else "")
+                              + f"; check {s.name_of('depth')}/{s.name_of('per_user')} and the inputs")
+    topics = read_topics(s.topics) if s.topics else None
+    if topics is not None and not {p[0] for p in pairs} & set(topics):
+        raise ConfigError(f"no query of the topics file {s.topics} is a query of {source} (topics {_some(topics)}; "
+                          f"run queries {_some({p[0] for p in pairs})}); give the topics of these runs")
+    name = s.name or (out.name.removesuffix(".qrels") if out is not None else "judge")
+    say(f"judging {len(pairs):,} pairs of {len({p[0] for p in pairs}):,} {'queries' if topics else 'users'} "
+        f"with the {config.judge} judge")
+    result = judge_pairs(pairs, collection, config, cache_path=cache, history=history, topics=topics,
+                         topics_source=os.fspath(s.topics) if s.topics else "<topics>", name=name, progress=progress)
+    paths = {}
+    if out is not None and not config.dry_run:
+        paths = result.write(out, s.judgments, protocol=s.protocol)
+    return JudgeReport(result, paths, settings=s)
 
 
 # ------------------------------------------------------------------------------------ evaluation
@@ -429,6 +504,12 @@ def compare_settings(s: CompareSettingsSettings):
     if s.json:
         write_json(s.json, s.stamp(result.to_json()))
     return result
+
+
+def _some(ids, n: int = 3) -> str:
+    """A few ids, sorted, for an error message."""
+    ids = sorted(ids)
+    return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
 
 
 def _label(runs) -> str:

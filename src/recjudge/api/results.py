@@ -237,7 +237,9 @@ class FillReport(Result):
 
 @dataclass(frozen=True, eq=False)
 class JudgeReport(Result):
-    result: Any  # judge.JudgeResult
+    result: Any  # judging.JudgeResult
+    paths: Mapping[str, Path] = field(default_factory=dict)  # what was written (qrels, judgments, summary)
+    settings: Any = None  # JudgeCommandSettings
 
     def qrels(self):
         """Integer labels of the judged pairs (failed pairs absent), or None when none was judged."""
@@ -247,7 +249,8 @@ class JudgeReport(Result):
         return self.result.write(qrels_path, **paths)
 
     def _json(self) -> dict:
-        return {"summary": self.result.summary.as_dict(), "provenance": dict(self.result.provenance)}
+        return {"summary": self.result.summary.as_dict(), "provenance": dict(self.result.provenance),
+                "paths": {k: str(v) for k, v in self.paths.items()}}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per judged pair: label (None when it failed), status, reason, cache hit."""

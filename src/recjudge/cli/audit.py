@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import _args
-from .judge import add_config_options, config_from_args
-
-# the JudgeConfig fields the position and injection audits expose (built from its declarations)
-AUDIT_OPTIONS = ("seed", "model", "base_url", "api_key_env", "endpoint_kind", "prompt", "fields", "profile_size",
-                 "items_per_call", "concurrency", "timeout", "max_attempts")
+from ..api.settings import (
+    AuditConsistencySettings,
+    AuditInjectionSettings,
+    AuditPopularitySettings,
+    AuditPositionSettings,
+    AuditScanSettings,
+    audit_judge_settings,
+)
+from ._settings import add_settings, settings_from
 
 _ABOUT = ("LLM errors that correlate with system characteristics (overrating popular items, favouring "
           "the first candidate of a call, obeying instructions in item metadata) can distort system "
@@ -23,66 +26,17 @@ def register(sub) -> None:
                                      "prompt injection", description=_ABOUT)
     kinds = p.add_subparsers(dest="audit", metavar="AUDIT")
     kinds.required = True
-
-    pop = kinds.add_parser("popularity", help="residual of calibrated LLM labels against human labels by "
-                                              "item-popularity decile (needs human qrels)")
-    pop.add_argument("--llm", required=True, metavar="QRELS", help="the LLM's qrels")
-    pop.add_argument("--human", required=True, metavar="QRELS", help="human qrels of (some of) the same pairs")
-    _collection(pop)
-    pop.add_argument("--bins", type=_args.int_range(1, 1000, "a number of bins"), default=10,
-                     help="popularity bins of equal item counts (default 10: deciles)")
-    pop.add_argument("--runs", nargs="+", metavar="DIR_OR_FILE",
-                     help="also rank these systems with and without the bias: which gain or lose rank (default: "
-                          "none)")
-    pop.add_argument("--measure", default="nDCG@100", help="measure of that ranking (default nDCG@100)")
-    _json(pop)
-    pop.set_defaults(func=run_popularity)
-
-    con = kinds.add_parser("consistency", help="kappa / alpha between repeated experiments")
-    con.add_argument("qrels", nargs="+", metavar="QRELS", help="two or more label sets of the same judge")
-    _json(con)
-    con.set_defaults(func=run_consistency)
-
-    scan = kinds.add_parser("injection-scan", help="items whose metadata reads like an instruction to the judge")
-    _collection(scan)
-    _json(scan)
-    scan.set_defaults(func=run_scan)
-
-    for name, helptext, func in (
-            ("position", "the same multi-item calls in a seeded shuffled order, and one item per call: label "
-                         "flip rate and agreement", run_position),
-            ("injection", "label inflation on a copy of the collection whose items carry an instruction",
-             run_injection)):
-        a = kinds.add_parser(name, help=helptext)
-        a.add_argument("--runs", nargs="+", required=True, metavar="DIR_OR_FILE", help="runs whose pairs to judge")
-        _collection(a)
-        a.add_argument("--depth", type=_args.positive, default=10, metavar="D", help="top-D of every run (default 10)")
-        a.add_argument("--per-user", type=_args.positive, metavar="K",
-                       help="K pairs per user, sampled with --seed (default: every pair of the top-D pool)")
-        add_config_options(a, AUDIT_OPTIONS, defaults={"items_per_call": 10 if name == "position" else 1})
-        a.add_argument("--cache", default=".recjudge-cache/judge.sqlite", metavar="SQLITE",
-                       help="answer cache shared with recjudge judge; re-runs resume from it (default "
-                            ".recjudge-cache/judge.sqlite)")
-        if name == "injection":
-            a.add_argument("--fraction", type=_args.float_range(0, 1, lo_open=True, what="a fraction"),
-                           default=0.2, help="share of the candidate items injected (default 0.2)")
-            a.add_argument("--field", default="title", help="item field the instruction is appended to (default title)")
-        _json(a)
-        a.set_defaults(func=func)
-
-
-def _collection(p) -> None:
-    p.add_argument("--collection", required=True, metavar="NAME_OR_PATH",
-                   help="collection with item metadata and rated histories (e.g. ml-100k; required)")
-    p.add_argument("--collection-config", metavar="TOML",
-                   help="loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv (default: "
-                        "none, the loader's own)")
-    p.add_argument("--split", default="none",
-                   help="popularity and profiles from the split's training part (default none: every interaction)")
-
-
-def _json(p) -> None:
-    p.add_argument("--json", metavar="PATH", help="also write the result as JSON (default: none, printed only)")
+    for name, model, helptext, func in (
+            ("popularity", AuditPopularitySettings, "residual of calibrated LLM labels against human labels by "
+                                                    "item-popularity decile (needs human qrels)", run_popularity),
+            ("consistency", AuditConsistencySettings, "kappa / alpha between repeated experiments", run_consistency),
+            ("injection-scan", AuditScanSettings, "items whose metadata reads like an instruction to the judge",
+             run_scan),
+            ("position", AuditPositionSettings, "the same multi-item calls in a seeded shuffled order, and one item "
+                                                "per call: label flip rate and agreement", run_position),
+            ("injection", AuditInjectionSettings, "label inflation on a copy of the collection whose items carry an "
+                                                  "instruction", run_injection)):
+        add_settings(kinds.add_parser(name, help=helptext), model, func)
 
 
 def _load(args):
@@ -107,11 +61,12 @@ def _write(args, obj) -> None:
     from .._io import write_json
 
     if args.json:
-        write_json(args.json, obj)
+        write_json(args.json, args.stamp(obj))
         print(f"json: {args.json}")
 
 
 def run_popularity(args: argparse.Namespace) -> int:
+    args = settings_from(args, AuditPopularitySettings)
     from ..data.trec import read_qrels
     from ..judging.audit import item_popularity, popularity_bias
 
@@ -144,6 +99,7 @@ def run_popularity(args: argparse.Namespace) -> int:
 
 
 def run_consistency(args: argparse.Namespace) -> int:
+    args = settings_from(args, AuditConsistencySettings)
     from ..data.trec import read_qrels
     from ..judging.audit import self_consistency
 
@@ -156,6 +112,7 @@ def run_consistency(args: argparse.Namespace) -> int:
 
 
 def run_scan(args: argparse.Namespace) -> int:
+    args = settings_from(args, AuditScanSettings)
     from ..judging.audit import scan_injections
 
     _check(args, [args.collection_config])
@@ -175,7 +132,7 @@ def _llm_setup(args):
     from ..judging.client import quiet_http_loggers
 
     quiet_http_loggers()
-    config = config_from_args(args, AUDIT_OPTIONS)
+    config = audit_judge_settings(args)
     from .._io import check_outputs
 
     check_outputs({"--json": args.json, "--cache": args.cache},
@@ -189,6 +146,7 @@ def _llm_setup(args):
 
 
 def run_position(args: argparse.Namespace) -> int:
+    args = settings_from(args, AuditPositionSettings)
     from ..judging.audit import position_bias
 
     config, collection, history, pairs = _llm_setup(args)
@@ -202,6 +160,7 @@ def run_position(args: argparse.Namespace) -> int:
 
 
 def run_injection(args: argparse.Namespace) -> int:
+    args = settings_from(args, AuditInjectionSettings)
     from ..judging.audit import INJECTION, injection_inflation
 
     config, collection, history, pairs = _llm_setup(args)

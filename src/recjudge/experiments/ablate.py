@@ -12,7 +12,7 @@ configuration and a grid of variants::
     experiments = 3                      # N independent experiments, averaged (default 1)
     mode = "one-at-a-time"               # or "product"
 
-    [judge]                              # the base variant (any JudgeConfig setting)
+    [judge]                              # the base variant (any JudgeSettings setting)
     judge = "overlap"
     fields = "title+genres"
 
@@ -51,14 +51,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from pydantic import Field, ValidationError, field_validator, model_validator
+from typing_extensions import Annotated
+
 from .._io import atomic_write, check_output_dir, check_outputs, read_toml, write_json
-from ..data.trec import TIE_POLICIES, Qrels, Run
+from ..data.trec import Qrels, Run
 from ..errors import ConfigError, InputError
+from ..judging.config import JudgeSettings
+from ..settings import FILE, MAX_SEED, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, option
 
 __all__ = ["Estimate", "Experiment", "ExperimentOutcome", "VariantRow", "across_experiments", "derive_seed",
            "load_experiment", "preflight", "run_experiment", "sampled_pairs", "variants", "with_options"]
@@ -66,68 +71,179 @@ __all__ = ["Estimate", "Experiment", "ExperimentOutcome", "VariantRow", "across_
 MODES = ("one-at-a-time", "product")
 AXIS_PER_USER = "per_user"
 RESULT_FILES = ("ablation.csv", "ablation.json", "ablation.md", "judgments.sqlite")
-_MAX_COUNT = 2**31 - 1   # as recjudge.cli._args: larger counts only fail later, deep inside
-_MAX_SEED = 2**63 - 1
 
 
-# ------------------------------------------------------------------------------ value types
+# ------------------------------------------------------------------------------ the experiment
 
-class _Type(NamedTuple):
-    """A TOML value type: how to name one value and several, an example, and the test a value must pass."""
-
-    one: str
-    many: str
-    example: str  # the value part of ``key = value``; for a table, how to write one
-    ok: Callable[[Any], bool]
+def _prefixed(errors, prefix: str):
+    """pydantic errors of a nested table, their keys named as the file writes them (``judge.fields``)."""
+    return [{**e, "loc": (f"{prefix}{e['loc'][0]}", *e["loc"][1:])} if e.get("loc") else e for e in errors]
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)  # TOML true is a Python int
+class Experiment(Settings):
+    """A validated experiment file: every key's type, and every judge, field, prompt, split, measure
+    and grid value, is checked when it loads (:meth:`from_dict`), each error naming the file and the
+    key (``grid.profile_size``); nothing is read or judged before."""
 
+    command: ClassVar[str] = "ablate"
+    name: str | None = option(None, "the experiment's name (default: the file's name)", min_length=1)
+    collection: str = option(help="a registered collection or a path", min_length=1)
+    collection_options: dict[str, Any] = option(help="the collection loader's options", default_factory=dict)
+    split: str = option("global_time", "the split whose training part gives the profiles")
+    split_options: dict[str, Any] = option(help="the split's options", default_factory=dict)
+    reference: str = option(help="historical[:MAPPING] (the split's held-out ratings) or a qrels path",
+                            min_length=1)
+    runs: str | tuple[Annotated[str, Field(min_length=1)], ...] | None = option(
+        None, "runs for the system-ranking τ: a path or a list of paths", min_length=1)
+    out: PathText | None = option(None, "where the results go (default: out/ablate-<name>)")
+    per_user: Positive = option(20, "K items per user sampled from the reference")
+    experiments: Positive = option(1, "independent experiments, averaged")
+    seed: Seed = option(0, "seed of the samples; experiment e > 1 derives its own")
+    mode: Literal[MODES] = option("one-at-a-time", "one setting at a time, or every combination")
+    measures: tuple[str, ...] = option(("Compat(p=0.95)", "nDCG@100", "Bpref"), "measures of the τ", min_length=1)
+    bootstrap: Count = option(1000, "user resamples of the CIs")
+    tie_policy: TiePolicy = option("hash", "order of equal scores")
+    judge: dict[str, Any] = option(help="the base judge's settings", default_factory=dict)
+    grid: dict[str, tuple] = option(help="values to try, axis by axis", default_factory=dict)
+    # where the file came from and where per_user and experiments came from ("file", "default", or the
+    # option that set them): set by from_dict and with_options, never by the file
+    internal: ClassVar[frozenset[str]] = frozenset({"source", "origin"})
+    source: str = option("<experiment>", "the file", cli=Cli(hidden=True))
+    origin: dict[str, str] = option(help="where per_user and experiments came from", cli=Cli(hidden=True),
+                                    default_factory=lambda: {"per_user": "default", "experiments": "default"})
 
-def _is_number(v: Any) -> bool:
-    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _grid_lists(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value  # refused as a table by the field's type
+        out = {}
+        for axis, values in value.items():
+            if not isinstance(values, (list, tuple)) or not values:
+                raise ValueError(f"key 'grid.{axis}' must be a non-empty list, not {_shown(values)}")
+            out[axis] = tuple(values)
+        return out
 
+    @field_validator("judge", "grid", "collection_options", "split_options", "origin", mode="after")
+    @classmethod
+    def _read_only(cls, value: dict) -> Mapping:
+        return MappingProxyType(dict(value))  # a loaded experiment is what was validated
 
-STRING = _Type("a string", "strings", '"..."', lambda v: isinstance(v, str) and v != "")
-BOOLEAN = _Type("true or false", "booleans", "true", lambda v: isinstance(v, bool))
-POSITIVE = _Type("a positive integer", "positive integers", "10", lambda v: _is_int(v) and 1 <= v <= _MAX_COUNT)
-COUNT = _Type(f"a whole number from 0 to {_MAX_COUNT}", "whole numbers ≥ 0", "0",
-              lambda v: _is_int(v) and 0 <= v <= _MAX_COUNT)
-SEED = _Type(f"a seed from 0 to {_MAX_SEED}", "seeds", "0", lambda v: _is_int(v) and 0 <= v <= _MAX_SEED)
-POSITIVE_NUMBER = _Type("a positive number", "positive numbers", "1.5", lambda v: _is_number(v) and v > 0)
-NUMBER = _Type("a number ≥ 0", "numbers ≥ 0", "0.5", lambda v: _is_number(v) and v >= 0)
-TABLE = _Type("a table", "tables", "{ ... }", lambda v: isinstance(v, dict))
-STRINGS = _Type("a non-empty list of strings", "lists of strings", '["...", "..."]',
-                lambda v: isinstance(v, list) and bool(v) and all(STRING.ok(x) for x in v))
-PATHS = _Type("a path or a non-empty list of paths", "paths", '"path" or ["path", ...]',
-              lambda v: STRING.ok(v) or STRINGS.ok(v))
+    @field_validator("measures")
+    @classmethod
+    def _measures(cls, value: tuple) -> tuple:
+        from ..evaluation.measures import parse_measures
 
-INTEGER = _Type("a whole number", "whole numbers", "0", _is_int)
-FINITE = _Type("a number", "numbers", "1.0", _is_number)
+        try:
+            parse_measures(list(value))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
-# JudgeConfig settings with their TOML type. The ranges repeat JudgeConfig's own checks so the
-# message can name the key; JudgeConfig stays the authority (every variant is built once at load).
-# A setting not listed here gets the type of its annotation (:func:`_judge_type`).
-JUDGE_KEYS: Mapping[str, _Type] = MappingProxyType({
-    "judge": STRING, "model": STRING, "base_url": STRING, "api_key_env": STRING, "prompt": STRING,
-    "fields": STRING, "profile_size": POSITIVE, "sampling": STRING, "seed": SEED, "repeats": POSITIVE,
-    "aggregate": STRING, "items_per_call": POSITIVE, "concurrency": POSITIVE, "timeout": POSITIVE_NUMBER,
-    "max_attempts": POSITIVE, "backoff_initial": NUMBER, "backoff_max": NUMBER, "structured": STRING,
-    "params": TABLE, "max_calls": COUNT, "max_cost": NUMBER, "prices": STRING, "batch": BOOLEAN,
-    "batch_poll": POSITIVE_NUMBER, "dry_run": BOOLEAN,
-})
+    @field_validator("split")
+    @classmethod
+    def _split(cls, value: str) -> str:
+        from ..data.splits import SPLITS
 
-# Top-level keys: type, default. ``collection`` and ``reference`` are required.
-TOP_KEYS: Mapping[str, tuple[_Type, Any]] = MappingProxyType({
-    "name": (STRING, None), "collection": (STRING, None), "collection_options": (TABLE, {}),
-    "split": (STRING, "global_time"), "split_options": (TABLE, {}), "reference": (STRING, None),
-    "runs": (PATHS, None), "out": (STRING, None), "per_user": (POSITIVE, 20), "experiments": (POSITIVE, 1),
-    "seed": (SEED, 0),
-    "mode": (STRING, "one-at-a-time"), "measures": (STRINGS, ("Compat(p=0.95)", "nDCG@100", "Bpref")),
-    "bootstrap": (COUNT, 1000), "tie_policy": (STRING, "hash"), "judge": (TABLE, {}), "grid": (TABLE, {}),
-})
-REQUIRED = ("collection", "reference")
+        if value not in SPLITS:
+            raise ValueError(f"must be one of {', '.join(SPLITS)}, not {value!r}")
+        return value
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_rule(cls, value: str) -> str:
+        from ..data.splits import RATING_LABELS
+
+        if _is_historical(value):
+            mapping = _historical_mapping(value)
+            threshold = mapping.split(":", 1)[1] if mapping.startswith("threshold:") else None
+            if mapping not in RATING_LABELS and not (threshold is not None and _is_float(threshold)):
+                raise ValueError(f"unknown rating mapping {mapping!r}: write historical:MAPPING with MAPPING one of "
+                                 f"{', '.join(RATING_LABELS)}, threshold:T, or give a qrels path")
+        elif not Path(value).exists():
+            raise ValueError(f"qrels file {value!r} not found (relative paths start at the folder you run "
+                             "recjudge from)")
+        return value
+
+    @field_validator("runs")
+    @classmethod
+    def _runs_exist(cls, value):
+        for r in [value] if isinstance(value, str) else value or ():
+            if not Path(r).exists():
+                raise ValueError(f"run file or folder {r!r} not found (relative paths start at the folder you run "
+                                 "recjudge from)")
+        return value
+
+    @model_validator(mode="after")
+    def _judge_and_grid(self):
+        problems = []
+        base = dict(self.judge)
+        try:
+            JudgeSettings._validate(base)
+        except ValidationError as exc:
+            problems += [JudgeSettings._message(e, FILE) for e in _prefixed(exc.errors(), "judge.")]
+        axes = set(JudgeSettings.model_fields) | {AXIS_PER_USER}
+        unknown = sorted(set(self.grid) - axes)
+        if unknown:
+            problems.append(f"unknown key(s) {', '.join('grid.' + k for k in unknown)}; the grid's axes are the "
+                            f"judge's settings and per_user: {', '.join(sorted(axes))}")
+        for axis, values in self.grid.items():
+            if axis in unknown:
+                continue
+            for i, value in enumerate(values):
+                try:
+                    if axis == AXIS_PER_USER:
+                        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                            raise ValueError(f"must be a positive whole number, not {_shown(value)} (item {i})")
+                    else:
+                        JudgeSettings._validate({**base, axis: value})
+                except ValidationError as exc:
+                    ours = [e for e in exc.errors() if e.get("loc") and e["loc"][0] == axis]
+                    errs = _prefixed(ours or exc.errors(), "grid.")
+                    problems += [JudgeSettings._message(e, FILE) + (f" (item {i})" if ours else
+                                 f" (variant '{axis}={_shown(value)}')") for e in errs]
+                    break
+                except ValueError as exc:
+                    problems.append(f"key 'grid.{axis}' {exc}")
+                    break
+        if problems:
+            raise ValueError("; ".join(dict.fromkeys(problems)))
+        return self
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<experiment>") -> Experiment:
+        """Validate a parsed experiment file. Every error names ``source`` and the key, and says the fix."""
+        if not isinstance(data, Mapping):
+            raise InputError(source, f"expected a table of key = value, found {type(data).__name__}",
+                             "write key = value lines")
+        refused = sorted({"source", "origin"} & set(data))
+        if refused:
+            raise InputError(source, f"unknown key(s) {', '.join(refused)}", "remove them")
+        name = data.get("name")
+        values = dict(data)
+        if not isinstance(name, str) or not name:
+            values.setdefault("name", Path(source).stem) if "name" not in data else None
+        stem = values.get("name") if isinstance(values.get("name"), str) else Path(source).stem
+        if "out" not in values:
+            values["out"] = str(Path("out") / f"ablate-{stem}")
+        values["source"] = source
+        values["origin"] = {k: "file" if k in data else "default" for k in ("per_user", "experiments")}
+        exp = cls.from_file(values, source)
+        # the judge's own checks (ranges, choices, generation parameters), once per variant
+        for var in variants(exp):
+            try:
+                JudgeSettings._validate(dict(var.settings))
+            except ValidationError as exc:
+                text = "; ".join(JudgeSettings._message(e, FILE) for e in exc.errors())
+                key = f"grid.{var.axis}" if var.axis in exp.grid else "grid"
+                raise InputError(source, f"key {key!r}: variant {var.name!r}: {text}",
+                                 "fix the [grid] value; nothing was judged") from None
+        return exp
+
+    @field_validator("out", mode="after")
+    @classmethod
+    def _out_path(cls, value):
+        return None if value is None else Path(value)
 
 
 def _shown(value: Any) -> str:
@@ -136,193 +252,9 @@ def _shown(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, dict):
         return "a table"
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_shown(v) for v in value) + "]"
     return repr(value)
-
-
-class _Checker:
-    """Errors of one experiment file: each names the file and the key (``grid.profile_size``)."""
-
-    def __init__(self, source: str):
-        self.source = source
-
-    def error(self, key: str, problem: str, fix: str) -> InputError:
-        return InputError(self.source, f"key {key!r}: {problem}", fix)
-
-    def typed(self, key: str, value: Any, kind: _Type, example: str) -> Any:
-        if not kind.ok(value):
-            raise self.error(key, f"expected {kind.one}, found {_shown(value)}", f"write {example}")
-        return value
-
-    def choice(self, key: str, value: str, choices: Sequence[str]) -> str:
-        if value not in choices:
-            raise self.error(key, f"{value!r} is not one of {', '.join(choices)}", "choose one of them")
-        return value
-
-    def unknown(self, where: str, keys, known) -> None:
-        bad = sorted(set(keys) - set(known))
-        if bad:
-            label = ", ".join(f"{where}{k}" for k in bad)
-            raise InputError(self.source, f"unknown key(s) {label}", f"use only {', '.join(sorted(known))}")
-
-
-def _example(key: str, kind: _Type, many: bool = False) -> str:
-    leaf = key.rsplit(".", 1)[-1]
-    if many:
-        return f"{leaf} = [{kind.example}, ...] under [grid]"
-    if kind is TABLE:
-        return f"[{leaf}] on a line of its own, its settings below it"
-    return f"{leaf} = {kind.example}"
-
-
-def _judge_value(check: _Checker, key: str, name: str, value: Any) -> Any:
-    """One judge setting: its type, and the names it refers to (judge, fields, prompt, sampling)."""
-    from ..judging import judge_names, load_template, parse_fields
-    from ..judging.profile import SAMPLINGS
-
-    kind = _judge_type(name)
-    if kind is None:
-        return value  # an annotation with no TOML counterpart: JudgeConfig checks the value
-    check.typed(key, value, kind, _example(key, kind))
-    try:
-        if name == "judge":
-            check.choice(key, value, judge_names())
-        elif name == "fields":
-            parse_fields(value)
-        elif name == "sampling":
-            check.choice(key, value, SAMPLINGS)
-        elif name == "prompt":
-            load_template(value)
-    except (ConfigError, InputError) as exc:
-        if isinstance(exc, InputError) and exc.source == check.source:
-            raise
-        raise check.error(key, str(exc), "correct the value") from None
-    return value
-
-
-def _grid_values(check: _Checker, axis: str, values: Any) -> tuple:
-    key = f"grid.{axis}"
-    kind = POSITIVE if axis == AXIS_PER_USER else _judge_type(axis)
-    many = f"a non-empty list of {kind.many}" if kind else "a non-empty list"
-    if not isinstance(values, list) or not values:
-        raise check.error(key, f"expected {many}, found {_shown(values)}",
-                          f"write {_example(key, kind or STRING, many=True)}")
-    for v in values:
-        if kind is not None and not kind.ok(v):
-            raise check.error(key, f"expected {many}, found {_shown(v)} in {_shown(values)}",
-                              f"write {_example(key, kind, many=True)}")
-        if axis != AXIS_PER_USER:
-            _judge_value(check, key, axis, v)
-    return tuple(values)
-
-
-def _check_path(check: _Checker, key: str, value: str, what: str) -> None:
-    if not Path(value).exists():
-        raise check.error(key, f"{what} {value!r} not found", "check the path (relative paths start at the "
-                          "folder you run recjudge from)")
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A validated experiment; build it from a TOML table with :meth:`from_dict` (or :func:`load_experiment`)."""
-
-    name: str
-    collection: str
-    reference: str
-    out: Path
-    judge: Mapping[str, Any]
-    grid: Mapping[str, tuple]
-    runs: str | tuple[str, ...] | None = None
-    per_user: int = 20
-    experiments: int = 1
-    seed: int = 0
-    mode: str = "one-at-a-time"
-    measures: tuple[str, ...] = ("Compat(p=0.95)", "nDCG@100", "Bpref")
-    bootstrap: int = 1000
-    tie_policy: str = "hash"
-    split: str = "global_time"
-    split_options: Mapping[str, Any] = field(default_factory=dict)
-    collection_options: Mapping[str, Any] = field(default_factory=dict)
-    source: str = "<experiment>"
-    # where per_user and experiments came from: "file", "default", or the option that set them
-    origin: Mapping[str, str] = field(default_factory=lambda: {"per_user": "default", "experiments": "default"})
-
-    def __post_init__(self):
-        # read-only views: a loaded experiment is what was validated
-        for name in ("judge", "split_options", "collection_options", "origin"):
-            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
-        object.__setattr__(self, "grid", MappingProxyType({k: tuple(v) for k, v in self.grid.items()}))
-        object.__setattr__(self, "measures", tuple(self.measures))
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "<experiment>") -> Experiment:
-        """Validate a parsed experiment file. Every error names ``source`` and the key, and says the fix."""
-        from ..data.splits import RATING_LABELS, SPLITS
-        from ..evaluation.measures import parse_measures
-        from ..judging import JudgeConfig
-
-        check = _Checker(source)
-        check.unknown("", data, TOP_KEYS)
-        for key in REQUIRED:
-            if key not in data:
-                raise InputError(source, f"missing key {key!r}", f"add {key} = \"...\" at the top of the file")
-        values = {}
-        for key, (kind, default) in TOP_KEYS.items():
-            values[key] = check.typed(key, data[key], kind, _example(key, kind)) if key in data else default
-        check.choice("mode", values["mode"], MODES)
-        check.choice("tie_policy", values["tie_policy"], TIE_POLICIES)
-        check.choice("split", values["split"], tuple(SPLITS))
-        try:
-            parse_measures(list(values["measures"]))
-        except ConfigError as exc:
-            raise check.error("measures", str(exc), 'use ir-measures names, e.g. measures = ["nDCG@100"]') from None
-        reference = values["reference"]
-        if _is_historical(reference):
-            mapping = _historical_mapping(reference)
-            threshold = mapping.split(":", 1)[1] if mapping.startswith("threshold:") else None
-            if mapping not in RATING_LABELS and not (threshold is not None and _is_float(threshold)):
-                raise check.error("reference", f"unknown rating mapping {mapping!r}",
-                                  f"write historical:MAPPING with MAPPING one of {', '.join(RATING_LABELS)}, "
-                                  "threshold:T, or give a qrels path")
-        else:
-            _check_path(check, "reference", reference, "qrels file")
-        runs = values["runs"]
-        if runs is not None:
-            runs = runs if isinstance(runs, str) else tuple(runs)
-            for r in [runs] if isinstance(runs, str) else runs:
-                _check_path(check, "runs", r, "run file or folder")
-
-        judge = dict(values["judge"])
-        check.unknown("judge.", judge, _config_fields())
-        for name, value in judge.items():
-            _judge_value(check, f"judge.{name}", name, value)
-        grid = dict(values["grid"])
-        axes = _config_fields() | {AXIS_PER_USER}
-        check.unknown("grid.", grid, axes)
-        grid = {axis: _grid_values(check, axis, v) for axis, v in grid.items()}
-
-        name = values["name"] if values["name"] is not None else Path(source).stem
-        out = Path(values["out"]) if values["out"] is not None else Path("out") / f"ablate-{name}"
-        exp = cls(name=name, collection=values["collection"], reference=reference, out=out, judge=judge, grid=grid,
-                  runs=runs, per_user=values["per_user"], experiments=values["experiments"],
-                  seed=values["seed"], mode=values["mode"],
-                  measures=tuple(values["measures"]), bootstrap=values["bootstrap"],
-                  tie_policy=values["tie_policy"], split=values["split"],
-                  split_options=values["split_options"], collection_options=values["collection_options"],
-                  source=source, origin={k: "file" if k in data else "default" for k in ("per_user", "experiments")})
-        # the judge's own checks (ranges, choices, generation parameters), once per variant
-        try:
-            JudgeConfig.from_dict(judge)
-        except (ConfigError, TypeError) as exc:
-            raise check.error("judge", str(exc), "fix the judge settings") from None
-        for var in variants(exp):
-            try:
-                JudgeConfig.from_dict(dict(var.settings))
-            except (ConfigError, TypeError) as exc:
-                raise check.error(f"grid.{var.axis}" if var.axis in grid else "grid",
-                                  f"variant {var.name!r}: {exc}", "fix the [grid] value; nothing was judged") from None
-        return exp
 
 
 def _is_historical(reference: str) -> bool:
@@ -340,38 +272,6 @@ def _is_float(text: str) -> bool:
         return False
 
 
-def _judge_type(name: str) -> _Type | None:
-    """The TOML type of a judge setting: from :data:`JUDGE_KEYS`, else from JudgeConfig's annotation."""
-    if name in JUDGE_KEYS:
-        return JUDGE_KEYS[name]
-    import typing
-
-    from ..judging import JudgeConfig
-
-    try:
-        hint = typing.get_type_hints(JudgeConfig).get(name)
-    except Exception:  # an annotation that does not evaluate: leave the value to JudgeConfig
-        return None
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if args and len(args) == 1 and type(None) in typing.get_args(hint):
-        hint = args[0]  # X | None: TOML has no null, so the value is an X
-    origin = typing.get_origin(hint) or hint
-    by_type = {bool: BOOLEAN, int: INTEGER, float: FINITE, str: STRING}
-    if origin in by_type:
-        return by_type[origin]
-    if isinstance(origin, type) and issubclass(origin, Mapping):
-        return TABLE
-    return None
-
-
-def _config_fields() -> set[str]:
-    import dataclasses
-
-    from ..judging import JudgeConfig
-
-    return {f.name for f in dataclasses.fields(JudgeConfig)}
-
-
 def load_experiment(path: str | os.PathLike) -> Experiment:
     """Read and validate an experiment TOML file; errors name the file and the key."""
     return Experiment.from_dict(read_toml(path, "experiment file"), str(path))
@@ -380,18 +280,18 @@ def load_experiment(path: str | os.PathLike) -> Experiment:
 def with_options(exp: Experiment, per_user: int | None = None, experiments: int | None = None) -> Experiment:
     """``exp`` under the command's options: ``experiments`` replaces the file's N; ``per_user`` is the K of a
     file that sets none (a protocol's default, e.g. Penha et al. 2025's K = 50), never a file's own K."""
-    import dataclasses
-
     changes: dict[str, Any] = {}
     origin = dict(exp.origin)
     if experiments is not None:
         changes["experiments"], origin["experiments"] = experiments, "--experiments"
     if per_user is not None and origin.get("per_user") != "file":
         changes["per_user"], origin["per_user"] = per_user, "--per-user"
-    for key, value in changes.items():
-        if not POSITIVE.ok(value):
-            raise ConfigError(f"--{key.replace('_', '-')} must be {POSITIVE.one}, not {_shown(value)}")
-    return dataclasses.replace(exp, **changes, origin=origin) if changes else exp
+    if not changes:
+        return exp
+    try:
+        return exp.replace(**changes, origin=origin)
+    except (ConfigError, InputError) as exc:
+        raise ConfigError(str(exc).replace("per_user=", "--per-user").replace("experiments=", "--experiments")) from None
 
 
 class Variant(NamedTuple):
@@ -433,10 +333,10 @@ def variants(exp: Experiment) -> list[Variant]:
 def _effective(settings: Mapping[str, Any]) -> object:
     """What a variant's settings amount to: the judge config they build (defaults filled in), or the
     settings as written when they do not build one (refused later, with the key that set them)."""
-    from ..judging import JudgeConfig
+    from ..judging import JudgeSettings
 
     try:
-        config = JudgeConfig.from_dict(dict(settings))
+        config = JudgeSettings.from_dict(dict(settings))
     except (ConfigError, TypeError):
         return tuple(sorted((a, repr(b)) for a, b in settings.items()))
     return repr(config)  # a config holds tables (params): compared by value, not hashed
@@ -483,7 +383,7 @@ def derive_seed(base: int, index: int, purpose: str) -> int:
     if index == 0:
         return int(base)
     digest = hashlib.sha256(f"recjudge-experiment\x1f{purpose}\x1f{base}\x1f{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") & _MAX_SEED
+    return int.from_bytes(digest[:8], "big") & MAX_SEED
 
 
 def sampled_pairs(reference: Qrels, per_user: int, seed: int):
@@ -499,7 +399,7 @@ class ExperimentOutcome(NamedTuple):
 
     experiment: int             # 1-based
     pairs_seed: int             # the K judged items per user
-    history_seed: int           # the judge's history sample (JudgeConfig.seed)
+    history_seed: int           # the judge's history sample (JudgeSettings.seed)
     pairs: int
     judged: int
     calls: int
@@ -563,7 +463,7 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     """Judge every variant in each of the N experiments and score it against the reference; writes
     ``<out>/ablation.{csv,json,md}`` (naming ``protocol``, a ProtocolUse, when the run follows one)."""
     from ..data.collections import load_collection
-    from ..judging import JudgeConfig
+    from ..judging import JudgeSettings
 
     say = progress or (lambda m: None)
     check_experiment_outputs(exp)
@@ -581,13 +481,13 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     cache = None if dry_run else exp.out / "judgments.sqlite"
     rows: list[VariantRow] = []
     for n, var in enumerate(all_variants, start=1):
-        history_base = JudgeConfig.from_dict(dict(var.settings)).seed
+        history_base = JudgeSettings.from_dict(dict(var.settings)).seed
         outcomes = []
         for e in range(exp.experiments):
             label = f" (experiment {e + 1}/{exp.experiments})" if exp.experiments > 1 else ""
             say(f"[{n}/{len(all_variants)}] {var.name}{label}")
             pairs_seed, history_seed = derive_seed(exp.seed, e, "pairs"), derive_seed(history_base, e, "history")
-            config = JudgeConfig.from_dict({**var.settings, "seed": history_seed,
+            config = JudgeSettings.from_dict({**var.settings, "seed": history_seed,
                                             "dry_run": dry_run or var.settings.get("dry_run", False)})
             name = f"{exp.name}-{n}" + (f"-e{e + 1}" if e else "")
             outcomes.append(_one_experiment(exp, var, e, pairs_seed, config, collection, reference, history, runs,
@@ -604,14 +504,14 @@ def preflight(exp: Experiment, all_variants: Sequence[Variant], collection, hist
     call: each field set against the collection's fields, each LLM variant's key and price (a dry run
     needs neither), and that the runs rank the reference's users. Every problem is listed at once,
     each with the key that set it, so a dry run finds them all."""
-    from ..judging import HistoryProfiles, JudgeConfig, get_judge
+    from ..judging import HistoryProfiles, JudgeSettings, get_judge
     from ..judging.backend import api_key
     from ..judging.budget import model_entry
 
     problems: list[tuple[str, str]] = []
     checked: set[tuple] = set()
     for var in all_variants:
-        config = JudgeConfig.from_dict(dict(var.settings))
+        config = JudgeSettings.from_dict(dict(var.settings))
         key = f"grid.{var.axis}" if var.axis in exp.grid else ("judge" if var.axis == "base" else "grid")
         if ("fields", config.fields) not in checked:
             checked.add(("fields", config.fields))

@@ -137,14 +137,14 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     from ..evaluation.agreement import agreement
     from ..evaluation.calibration import CalibrationError, calibrate, fill_gaps, scenarios, sources_path, write_filled
     from ..evaluation.metaeval import compare
-    from ..judging import JudgeConfig, judge_pairs, parse_fields, select_pairs
+    from ..judging import JudgeSettings, judge_pairs, parse_fields, select_pairs
     from ..report.evaluation import slug
     from ..systems import resolve_systems, train_systems
 
     s = (settings or DemoSettings()).resolved()
     say = progress or print
     # everything that can be refused is refused before the collection loads and the systems train
-    config = JudgeConfig(judge=s.judge, model=s.model, base_url=s.base_url, fields=s.fields,
+    config = JudgeSettings(judge=s.judge, model=s.model, base_url=s.base_url, fields=s.fields,
                          profile_size=s.profile_size, seed=s.seed)
     parse_fields(s.fields)
     resolve_systems(s.grid, None)  # the grid is checked even when --systems (or --reduced) picks the systems
@@ -297,11 +297,11 @@ def _settings_json(s: DemoSettings) -> dict:
 def _profile_sweep(s: DemoSettings, collection, history, aligned, historical) -> list[dict]:
     """Pairwise agreement with the historical labels against profile size (the offline judge is free)."""
     from ..evaluation.agreement import agreement
-    from ..judging import JudgeConfig, judge_pairs
+    from ..judging import JudgeSettings, judge_pairs
 
     out = []
     for size in s.profile_sizes:
-        cfg = JudgeConfig(judge=s.judge, fields=s.fields, profile_size=size, seed=s.seed)
+        cfg = JudgeSettings(judge=s.judge, fields=s.fields, profile_size=size, seed=s.seed)
         res = judge_pairs(aligned, collection, cfg, history=history, name=f"profile-{size}")
         q = res.qrels()
         if q is None:

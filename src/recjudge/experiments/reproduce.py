@@ -220,11 +220,11 @@ class ReproduceSettings:
 # ----------------------------------------------------------------------------------- judge settings
 
 def base_judge(settings: ReproduceSettings) -> tuple[Any, dict[str, Any]]:
-    """The protocol's judge as a JudgeConfig with this run's overrides; and the protocol settings this
+    """The protocol's judge as a JudgeSettings with this run's overrides; and the protocol settings this
     recjudge's judge has no field for (reported, never silently dropped)."""
-    from ..judging import JudgeConfig
+    from ..judging import JudgeSettings
 
-    known = {f.name for f in dataclasses.fields(JudgeConfig)}
+    known = set(JudgeSettings.model_fields)
     values, params, not_applied = {}, {}, {}
     for key, value in protocol_settings("judge").items():
         if key in known:
@@ -240,13 +240,13 @@ def base_judge(settings: ReproduceSettings) -> tuple[Any, dict[str, Any]]:
                  "prompt": settings.prompt}
     values.update({k: v for k, v in overrides.items() if v is not None})
     values.update(concurrency=settings.concurrency, seed=settings.seed)
-    return JudgeConfig.from_dict(values), not_applied
+    return JudgeSettings.from_dict(values), not_applied
 
 
 def _identity(config) -> tuple:
     """What makes two jobs' prompts (and answers) the same, apart from the pair."""
-    return tuple((f.name, repr(getattr(config, f.name))) for f in dataclasses.fields(config)
-                 if f.name not in _NOT_PROMPT)
+    return tuple((name, repr(getattr(config, name))) for name in type(config).model_fields
+                 if name not in _NOT_PROMPT)
 
 
 def field_sets(settings: ReproduceSettings, collection) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -565,6 +565,7 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
     """Plan (``dry_run``) or run the reproduction; writes report.md, report.html, figures and one JSON."""
     from .. import api
     from .._io import check_output_dir
+    from ..judging import judge_pairs
     from .published import load_published
 
     say = progress or print
@@ -639,7 +640,7 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
                 break
             config = config.replace(max_cost=left)
         say(f"[{n}/{len(jobs)}] judge {job.group} {job.row} (experiment {job.experiment + 1}): {len(job.pairs):,} pairs")
-        res = api.judge(job.pairs, collection, config, cache_path=cache, history=history, name=job.name).result
+        res = judge_pairs(job.pairs, collection, config, cache_path=cache, history=history, name=job.name)
         failures.update(res.summary.failures)
         spent += res.summary.cost or 0.0
         if res.summary.stopped:

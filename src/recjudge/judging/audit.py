@@ -164,7 +164,7 @@ def _by_user(pairs: Sequence[Pair]) -> dict[str, list[str]]:
 def position_bias(pairs, collection, config, *, seed: int = 0, cache_path=None, history=None) -> PositionBias:
     """Judge ``pairs`` three times: ``config.items_per_call`` candidates per call in the given order,
     the same calls with their candidates in a seeded shuffled order, and one candidate per call."""
-    from .registry import judge_pairs
+    from .run import judge_pairs
 
     m = config.items_per_call
     if m < 2:
@@ -281,7 +281,7 @@ def injection_inflation(pairs, collection, config, *, fraction: float = 0.2, see
                         cache_path=None, history=None) -> Injection:
     """Judge ``pairs`` on the collection and on a copy where a seeded ``fraction`` of the candidate
     items carry :data:`INJECTION`; the label inflation of the injected items is the bias."""
-    from .registry import judge_pairs
+    from .run import judge_pairs
 
     if not 0 < fraction <= 1:
         raise ConfigError(f"fraction must lie in (0, 1], not {fraction}")

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from .budget import Budget
 from .cache import CallRecord, JudgeCache
 from .client import ClientSettings, OpenAIJudgeClient, Request
-from .config import JudgeConfig
+from .config import JudgeSettings
 from .prompts import Template
 
 __all__ = ["Job", "Backend", "OpenAIBackend", "register_backend", "make_backend", "backend_names", "openai_client",
@@ -29,7 +29,7 @@ BUILTIN_BACKEND_MODULES = ("recjudge.judging.chat", "recjudge.judging.batch")
 class Job(Protocol):
     """The run loop's side: the requests to make, the budget, and where answers go."""
 
-    config: JudgeConfig
+    config: JudgeSettings
     template: Template
     budget: Budget
     cache: JudgeCache
@@ -101,7 +101,7 @@ def _load_builtin() -> None:
         importlib.import_module(module)
 
 
-def api_key(config: JudgeConfig) -> str:
+def api_key(config: JudgeSettings) -> str:
     """The key from the environment variable ``config.api_key_env``; never logged or stored."""
     key = os.environ.get(config.api_key_env)
     if key:

@@ -12,7 +12,7 @@ from typing import Mapping
 
 from ..errors import ConfigError, InputError
 from .cache import Usage
-from .config import JudgeConfig
+from .config import JudgeSettings
 from .prompts import Template
 
 __all__ = ["estimate_tokens", "estimate_messages_tokens", "safe_messages_tokens", "output_estimate", "load_prices",
@@ -98,7 +98,7 @@ def load_prices(path: str | os.PathLike | None = None) -> dict[str, dict[str, fl
     return {model: entry.price() for model, entry in load_models(path).items()}
 
 
-def model_entry(config: JudgeConfig) -> ModelEntry | None:
+def model_entry(config: JudgeSettings) -> ModelEntry | None:
     """``config.model``'s row of the price table (``config.prices`` over the built-in one), None when
     unpriced; --max-cost without a price is refused here, so a caller can refuse it before any work."""
     entry = load_models(config.prices).get(config.model)
@@ -172,7 +172,7 @@ def output_estimate(template: Template, n_items: int) -> int:
 class Budget:
     """--max-calls and --max-cost: calls take a reservation before they start and settle it after."""
 
-    def __init__(self, config: JudgeConfig, price):
+    def __init__(self, config: JudgeSettings, price):
         self.max_calls = config.max_calls
         self.max_cost = config.max_cost
         self.price = price

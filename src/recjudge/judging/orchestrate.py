@@ -3,7 +3,7 @@ to a backend (chat or batch, see :mod:`recjudge.judging.backend`), and assemble 
 provenance. Registers the ``openai`` judge.
 
 Before a request is looked up or sent, its prompt's tokens are checked against the model's context
-window (``JudgeConfig.context_tokens``, else the price table's limit for the model, else what the
+window (``JudgeSettings.context_tokens``, else the price table's limit for the model, else what the
 endpoint declares when probed). They are counted by the endpoint's own tokenizer where it has one
 (llama.cpp, llama-cpp-python, vLLM), else estimated with a safety margin per endpoint kind
 (:data:`SAFE_CHARS_PER_TOKEN`; see :func:`~recjudge.judging.budget.safe_messages_tokens`). A prompt above the window

@@ -1,23 +1,25 @@
 """The judge registry: judges (the LLM judge, the offline baselines, yours) register themselves here,
-and :func:`judge_pairs` runs the one a config names."""
+and :func:`recjudge.judging.run.judge_pairs` runs the one the settings name."""
 
 from __future__ import annotations
 
 import importlib
-import os
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ConfigError
-from .config import JudgeConfig
-from .profile import HistoryProfiles, ProfileSource, QueryProfiles
-from .results import JudgeResult
-from .select import Pair
 
-__all__ = ["JudgeContext", "JudgeSpec", "register_judge", "get_judge", "judge_names", "judge_pairs",
+if TYPE_CHECKING:  # annotations only: the settings name their judge from this registry
+    from pathlib import Path
+
+    import pandas as pd
+
+    from .config import JudgeSettings
+    from .profile import ProfileSource
+    from .results import JudgeResult
+    from .select import Pair
+
+__all__ = ["JudgeContext", "JudgeSpec", "register_judge", "get_judge", "judge_names",
            "BUILTIN_JUDGE_MODULES", "JUDGE_KINDS"]
 
 JUDGE_KINDS = ("llm", "baseline")
@@ -33,7 +35,7 @@ class JudgeContext:
     pairs: tuple[Pair, ...]
     collection: Any
     profiles: ProfileSource
-    config: JudgeConfig
+    config: JudgeSettings
     cache_path: Path | None
     name: str
     history: pd.DataFrame | None = None
@@ -80,31 +82,3 @@ def judge_names() -> tuple[str, ...]:
     """Every registered judge, LLM judges first, then by name: the CLI's --judge choices."""
     _load_builtin()
     return tuple(sorted(_JUDGES, key=lambda n: (_JUDGES[n].kind != "llm", n)))
-
-
-def judge_pairs(pairs: Iterable[Pair | tuple[str, str]], collection=None, config: JudgeConfig | None = None,
-                *, cache_path: str | os.PathLike | None = None, history: pd.DataFrame | None = None,
-                topics: Mapping[str, str] | None = None, topics_source: str = "<topics>",
-                name: str = "judge", progress: Callable[[str], None] | None = None) -> JudgeResult:
-    """Judge (user, item) pairs with the judge ``config.judge`` names.
-
-    ``history`` is the interactions used as profiles (a split's ``train``; default: all of the
-    collection's). ``topics`` (qid -> text) replaces histories with queries. ``cache_path`` is the
-    SQLite cache that makes re-runs resume; without it answers are kept in memory only.
-    """
-    config = config or JudgeConfig()
-    spec = get_judge(config.judge)
-    pairs = tuple(Pair(str(q), str(d)) for q, d in pairs)
-    if len(set(pairs)) != len(pairs):
-        raise ConfigError("the pairs to judge hold duplicates; select them with select_pairs")
-    if collection is None:
-        raise ConfigError("judging needs a collection (item metadata)")
-    if topics is not None:
-        profiles: ProfileSource = QueryProfiles(topics, collection, config.fields, source=topics_source)
-    else:
-        profiles = HistoryProfiles(collection, config.fields, config.profile_size, history=history,
-                                   sampling=config.sampling, seed=config.seed, users={p.qid for p in pairs},
-                                   order=config.history_order)
-    ctx = JudgeContext(pairs, collection, profiles, config, Path(cache_path) if cache_path else None, name,
-                       history, progress)
-    return spec.run(ctx)

@@ -66,7 +66,7 @@ class Overflow:
 
     user: str
     estimated_tokens: int   # the largest of the user's prompts, ≈4 characters per token
-    window: int             # the most prompt tokens the model accepts (see JudgeConfig.context_tokens)
+    window: int             # the most prompt tokens the model accepts (see JudgeSettings.context_tokens)
     pairs: int              # the user's pairs left unjudged (reason context_overflow)
 
     def describe(self) -> str:
@@ -218,8 +218,9 @@ class JudgeResult:
         return Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "label"]), self.name)
 
     def write(self, qrels_path: str | os.PathLike, judgments_path: str | os.PathLike | None = None,
-              summary_path: str | os.PathLike | None = None) -> dict[str, Path]:
-        """Write qrels, the judgments JSONL and a summary JSON, each atomically."""
+              summary_path: str | os.PathLike | None = None, protocol=None) -> dict[str, Path]:
+        """Write qrels, the judgments JSONL and a summary JSON, each atomically; the summary names
+        ``protocol`` (a ProtocolUse) when the judging followed one."""
         qrels_path = Path(qrels_path)
         default_judgments, default_summary = output_paths(qrels_path)
         judgments_path = Path(judgments_path or default_judgments)
@@ -246,7 +247,8 @@ class JudgeResult:
                     "from_cache": j.from_cache, "usage": j.usage.as_dict(), "provenance": prov,
                 }, separators=(",", ":")) + "\n")
         out["judgments"] = judgments_path
-        write_json(summary_path, {"summary": self.summary.as_dict(), "provenance": prov})
+        write_json(summary_path, {"summary": self.summary.as_dict(), "provenance": prov,
+                                  **({"protocol": protocol.as_dict()} if protocol is not None else {})})
         out["summary"] = summary_path
         return out
 

@@ -1,0 +1,46 @@
+"""Judging (user, item) pairs with the judge the settings name: profiles built, the judge's run called."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import pandas as pd
+
+from ..errors import ConfigError
+from .config import JudgeSettings
+from .profile import HistoryProfiles, ProfileSource, QueryProfiles
+from .registry import JudgeContext, get_judge
+from .results import JudgeResult
+from .select import Pair
+
+__all__ = ["judge_pairs"]
+
+
+def judge_pairs(pairs: Iterable[Pair | tuple[str, str]], collection=None, config: JudgeSettings | None = None,
+                *, cache_path: str | os.PathLike | None = None, history: pd.DataFrame | None = None,
+                topics: Mapping[str, str] | None = None, topics_source: str = "<topics>",
+                name: str = "judge", progress: Callable[[str], None] | None = None) -> JudgeResult:
+    """Judge (user, item) pairs with the judge ``config.judge`` names.
+
+    ``history`` is the interactions used as profiles (a split's ``train``; default: all of the
+    collection's). ``topics`` (qid -> text) replaces histories with queries. ``cache_path`` is the
+    SQLite cache that makes re-runs resume; without it answers are kept in memory only.
+    """
+    config = config or JudgeSettings()
+    spec = get_judge(config.judge)
+    pairs = tuple(Pair(str(q), str(d)) for q, d in pairs)
+    if len(set(pairs)) != len(pairs):
+        raise ConfigError("the pairs to judge hold duplicates; select them with select_pairs")
+    if collection is None:
+        raise ConfigError("judging needs a collection (item metadata)")
+    if topics is not None:
+        profiles: ProfileSource = QueryProfiles(topics, collection, config.fields, source=topics_source)
+    else:
+        profiles = HistoryProfiles(collection, config.fields, config.profile_size, history=history,
+                                   sampling=config.sampling, seed=config.seed, users={p.qid for p in pairs},
+                                   order=config.history_order)
+    ctx = JudgeContext(pairs, collection, profiles, config, Path(cache_path) if cache_path else None, name,
+                       history, progress)
+    return spec.run(ctx)
