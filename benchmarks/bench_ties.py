@@ -79,12 +79,12 @@ def main() -> None:
     t_policy, _ = median_time(lambda: tie_free(run, "hash", 0, so), args.repeats)
     rows.append(("compare per run: the hash tie policy (one sort of the tied rows)", t_policy, None, None, None))
 
-    t_rank, r = median_time(lambda: ranked._Ranked(run, qrels), args.repeats)
+    t_rank, r = median_time(lambda: ranked.Ranked(run, qrels), args.repeats)
     rows.append(("sort, split into tie blocks, join qrels (once per run)", t_rank, None, None, None))
 
-    ev = treatments._Evaluator(r, specs)
+    ev = treatments.Evaluator(r, specs)
     t_ours, ours = median_time(
-        lambda: treatments._per_user(r, specs, ev, [r.treatment(r.sub_rows, "hash", seed=0)])[0], args.repeats)
+        lambda: treatments.per_user_values(r, specs, ev, [r.treatment(r.sub_rows, "hash", seed=0)])[0], args.repeats)
 
     def reference():
         with warnings.catch_warnings():
@@ -100,7 +100,7 @@ def main() -> None:
     t_exp, exact = median_time(lambda: np.vstack([treatments._expected_closed(r, s) for s in specs]), args.repeats)
 
     def seeds_ours():
-        return np.stack([treatments._per_user(r, specs, ev, [r.treatment(r.sub_rows, "hash", seed=s)])[0]
+        return np.stack([treatments.per_user_values(r, specs, ev, [r.treatment(r.sub_rows, "hash", seed=s)])[0]
                          for s in range(args.seeds)]).mean(axis=0)
 
     t_seeds, seed_mean = median_time(seeds_ours, 1)
@@ -109,7 +109,7 @@ def main() -> None:
     rows.append((f"expectation: exact closed form vs {args.seeds} hash seeds in ir-measures "
                  f"({args.seeds} × measured order)", t_exp, t_ref * args.seeds, t_ref * args.seeds / t_exp, None))
 
-    t_audit, audit = median_time(lambda: ties.audit_ties(
+    t_audit, audit = median_time(lambda: ties.sensitivity_ties(
         [run], qrels, MEASURES, seeds=args.seeds, permutations=args.permutations), 1)
     rows.append((f"full audit: prevalence, 4 treatments, {args.seeds} seeds, {args.permutations} perms × 2",
                  t_audit, None, None, None))

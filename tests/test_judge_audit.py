@@ -13,7 +13,7 @@ from recjudge.data.collections import Collection
 from recjudge.data.trec import Qrels
 from recjudge.errors import ConfigError
 from recjudge.judging import JudgeSettings, judge_pairs
-from recjudge.judging.audit import (
+from recjudge.judging.bias import (
     INJECTION,
     inject,
     injection_inflation,
@@ -231,7 +231,7 @@ def test_cli_popularity_and_injection(cli, ws, capsys, fake_openai, monkeypatch)
 
 def test_popularity_rank_effect_names_the_systems_the_bias_lifts():
     from recjudge.data.trec import read_qrels, read_run
-    from recjudge.judging.audit import popularity_bias, popularity_rank_effect
+    from recjudge.judging.bias import popularity_bias, popularity_rank_effect
 
     # popular P1..P4 (100 ratings), unpopular U1..U4 (1 rating). Human / LLM labels:
     # P1 P2 1/2, P3 P4 0/1 (overrated), U1 U2 2/2, U3 U4 1/1. Calibration (mean human label per

@@ -19,8 +19,8 @@ from recjudge.systems import (
     SYSTEMS,
     SystemConfig,
     _compat,
+    baselines,
     export_run,
-    native,
     register_grid,
     register_system,
     resolve_systems,
@@ -128,19 +128,19 @@ def _atomic_folder(folder):
 def test_native_pop_counts_true_interactions():
     sp = user_ratio_split(tiny_collection(), ratio=0.5)
     # train (first ceil(n/2) per user): u1 a,b; u2 a,c; u3 a → a:3, b:1, c:1, d:0
-    model = native.train(SYSTEMS["Pop"], sp)
+    model = baselines.train(SYSTEMS["Pop"], sp)
     assert list(model.items) == ["a", "b", "c", "d"]
     assert model.score(["u1"]).tolist() == [[3.0, 1.0, 1.0, 0.0]]
 
 
 def test_native_random_is_per_user_and_batch_independent():
     sp = user_ratio_split(tiny_collection(), ratio=0.5)
-    model = native.train(SYSTEMS["Random"], sp)
+    model = baselines.train(SYSTEMS["Random"], sp)
     both = model.score(["u1", "u2"])
     assert both[0].tolist() == model.score(["u1"])[0].tolist()
     assert both[1].tolist() == model.score(["u2"])[0].tolist()
     assert sorted(both[0]) == [1.0, 2.0, 3.0, 4.0]  # a permutation: no ties
-    other = native.train(SYSTEMS["Random-s1"], sp)
+    other = baselines.train(SYSTEMS["Random-s1"], sp)
     users = [f"user{i}" for i in range(20)]
     assert not np.array_equal(model.score(users), other.score(users))  # the seed matters
 
@@ -164,14 +164,14 @@ def test_train_systems_writes_runs_and_caches(tmp_path):
 
 
 def test_a_failing_system_does_not_stop_the_rest(tmp_path, monkeypatch):
-    real = native.train
+    real = baselines.train
 
     def flaky(config, split):
         if config.name == "Random":
             raise RuntimeError("boom")
         return real(config, split)
 
-    monkeypatch.setattr(native, "train", flaky)
+    monkeypatch.setattr(baselines, "train", flaky)
     sp = global_time_split(tiny_collection(), timestamp=6)
     res = train_systems(sp, systems=["Random", "Pop"], out_dir=tmp_path, progress=lambda m: None)
     assert [(r.system, r.status) for r in res] == [("Random", "failed"), ("Pop", "trained")]
@@ -234,7 +234,7 @@ def test_a_failed_retrain_leaves_no_stale_run(tmp_path, monkeypatch):
     def boom(config, split):
         raise RuntimeError("diverged")
 
-    monkeypatch.setattr(native, "train", boom)
+    monkeypatch.setattr(baselines, "train", boom)
     again = train_systems(split, systems=["Pop"], out_dir=tmp_path, k=2)  # another key: retrain
     assert again[0].status == "failed" and "diverged" in again[0].error
     assert not (tmp_path / "Pop.run").exists() and not (tmp_path / "Pop.json").exists()

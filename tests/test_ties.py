@@ -25,7 +25,7 @@ from recjudge.evaluation.ties import (
     shuffle_rows,
     tie_prevalence,
 )
-from recjudge.evaluation.ties.ranked import _Ranked
+from recjudge.evaluation.ties.ranked import Ranked
 from recjudge.systems.sampled import attribute_overlap_scorer, popularity_scorer, sampled_candidate_run
 
 CLOSED = ["Hit@5", "P@5", "R@5", "nDCG@5", "nDCG@10", "nDCG", "RR", "RR@3", "P(rel=2)@5", "Hit(rel=2)@3"]
@@ -246,7 +246,7 @@ def test_each_policy_equals_ir_measures_on_the_resolved_run(tie_heavy, policy, s
 
 def test_hash_key_is_the_disclosed_trec_hash(tie_heavy):
     run, _ = tie_heavy
-    r = _Ranked(run)
+    r = Ranked(run)
     rows = np.arange(len(run))
     for seed in (0, 1, 2**40 + 3):
         expected = hash_keys(r.users[r.u_s], r.docids[r.dcode_s], seed)
@@ -463,7 +463,7 @@ def test_stable_sort_bias_on_a_tie_heavy_scorer(catalogue):
     # relevant-first input order puts the relevant item at the top of its tie block: it can never
     # do worse than the average order, and does strictly better whenever that block is tied
     assert (inp >= exp - 1e-12).all().all()
-    r = _Ranked(s.run, s.qrels)
+    r = Ranked(s.run, s.qrels)
     rel_tied = r.b_size[r.block[r.lab]] > 1
     assert rel_tied.mean() > 0.9
     assert (inp["RR"].to_numpy()[rel_tied] > exp["RR"].to_numpy()[rel_tied]).all()
@@ -631,15 +631,15 @@ def test_input_order_after_a_shuffle_on_a_run_with_more_blocks_times_rows_than_i
     import pandas as pd
 
     from recjudge.data.trec import Run
-    from recjudge.evaluation.ties.ranked import _Ranked, _shuffled_file_positions
+    from recjudge.evaluation.ties.ranked import Ranked, shuffled_file_positions
 
     users = 700
     frame = pd.DataFrame({"qid": np.repeat([f"u{u:03d}" for u in range(users)], 100),
                           "docid": [f"d{i}" for i in range(users * 100)],
                           "score": np.tile(np.repeat(np.arange(50, 0, -1), 2), users).astype(float)})
-    r = _Ranked(Run.from_frame(frame, "pairs"))
+    r = Ranked(Run.from_frame(frame, "pairs"))
     assert int(r.block.max()) * r.n_rows > 2**31
-    file_pos = _shuffled_file_positions(r.qcodes, np.random.default_rng(4))
+    file_pos = shuffled_file_positions(r.qcodes, np.random.default_rng(4))
     got = r.treatment(r.tied_rows, "input", file_pos=file_pos)
     # reference: inside each block, rows by their line after the shuffle
     rows = r.tied_rows

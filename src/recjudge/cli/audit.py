@@ -68,10 +68,10 @@ def _write(args, obj) -> None:
 def run_popularity(args: argparse.Namespace) -> int:
     args = settings_from(args, AuditPopularitySettings)
     from ..data.trec import read_qrels
-    from ..judging.audit import item_popularity, popularity_bias
+    from ..judging.bias import item_popularity, popularity_bias
 
     from ..evaluation.measures import parse_measures
-    from ..judging.audit import popularity_rank_effect
+    from ..judging.bias import popularity_rank_effect
 
     _check(args, [args.llm, args.human, args.collection_config, *(args.runs or [])])
     if args.runs:
@@ -101,7 +101,7 @@ def run_popularity(args: argparse.Namespace) -> int:
 def run_consistency(args: argparse.Namespace) -> int:
     args = settings_from(args, AuditConsistencySettings)
     from ..data.trec import read_qrels
-    from ..judging.audit import self_consistency
+    from ..judging.bias import self_consistency
 
     _check(args, args.qrels)
     res = self_consistency([read_qrels(q) for q in args.qrels])
@@ -113,7 +113,7 @@ def run_consistency(args: argparse.Namespace) -> int:
 
 def run_scan(args: argparse.Namespace) -> int:
     args = settings_from(args, AuditScanSettings)
-    from ..judging.audit import scan_injections
+    from ..judging.bias import scan_injections
 
     _check(args, [args.collection_config])
     collection, _ = _load(args)
@@ -147,7 +147,7 @@ def _llm_setup(args):
 
 def run_position(args: argparse.Namespace) -> int:
     args = settings_from(args, AuditPositionSettings)
-    from ..judging.audit import position_bias
+    from ..judging.bias import position_bias
 
     config, collection, history, pairs = _llm_setup(args)
     res = position_bias(pairs, collection, config, seed=args.seed, cache_path=args.cache, history=history)
@@ -161,7 +161,7 @@ def run_position(args: argparse.Namespace) -> int:
 
 def run_injection(args: argparse.Namespace) -> int:
     args = settings_from(args, AuditInjectionSettings)
-    from ..judging.audit import INJECTION, injection_inflation
+    from ..judging.bias import INJECTION, injection_inflation
 
     config, collection, history, pairs = _llm_setup(args)
     res = injection_inflation(pairs, collection, config, fraction=args.fraction, seed=args.seed, field=args.field,

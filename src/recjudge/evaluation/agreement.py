@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import MAX_LABEL, Qrels, _sorted_codes
+from ..data.trec import MAX_LABEL, Qrels, sorted_codes
 from ..errors import ConfigError
 
 __all__ = [
@@ -232,7 +232,7 @@ def _aligned(reference: Qrels, candidate: Qrels, missing: str | None, clip: tupl
     n_missing = len(rkeys) - n_found
     rule = missing_rule(missing, n_missing, len(rkeys), reference.name, candidate.name) if n_found else (missing or "zero")
     rows = np.arange(len(rkeys)) if rule == "zero" else np.flatnonzero(found)
-    rank = _sorted_codes(rc.qids)  # each distinct user's place in the string order
+    rank = sorted_codes(rc.qids)  # each distinct user's place in the string order
     return _Aligned(rows, rank[rc.qcode[rows]], reference.labels[rows], cand[rows], n_missing,
                     len(candidate) - n_found, rule)
 

@@ -112,7 +112,7 @@ def weighted_tau(reference: Sequence[float], candidate: Sequence[float]) -> floa
     return float(stats.weightedtau(np.asarray(reference, float), np.asarray(candidate, float)).statistic)
 
 
-def _order(scores: np.ndarray, names: Sequence[str]) -> np.ndarray:
+def system_order(scores: np.ndarray, names: Sequence[str]) -> np.ndarray:
     # Score descending, then name, so equal scores never fall back on input order.
     return np.lexsort((np.asarray(names, dtype=str), -np.asarray(scores, float)))
 
@@ -132,8 +132,8 @@ def tau_ap(reference: Sequence[float], candidate: Sequence[float], names: Sequen
         return math.nan
     names = list(names) if names is not None else [f"{i:09d}" for i in range(n)]
     ref_pos = np.empty(n, int)
-    ref_pos[_order(ref, names)] = np.arange(n)
-    cand_order = _order(cand, names)
+    ref_pos[system_order(ref, names)] = np.arange(n)
+    cand_order = system_order(cand, names)
     rp = ref_pos[cand_order]  # reference position of the system at each candidate position
     total = 0.0
     for i in range(1, n):

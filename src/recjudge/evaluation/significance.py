@@ -224,11 +224,11 @@ def pairwise_tests(matrix: pd.DataFrame, label_set: str = "labels", measure: str
 
 def top_overlap(reference: pd.Series, candidate: pd.Series, k: int = 5) -> float:
     """Share of the reference's top ``k`` systems (by mean, ties by name) also in the candidate's top ``k``."""
-    from .metaeval import _order  # τ_AP's order: score descending, then name
+    from .metaeval import system_order  # τ_AP's order: score descending, then name
 
     def top(scores: pd.Series) -> set:
         names = list(scores.index)
-        return {names[i] for i in _order(scores.to_numpy(float), names)[:k]}
+        return {names[i] for i in system_order(scores.to_numpy(float), names)[:k]}
 
     shared = sorted(set(map(str, reference.index)) & set(map(str, candidate.index)))
     if not shared:

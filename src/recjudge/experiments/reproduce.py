@@ -418,6 +418,8 @@ def plan(jobs: Sequence[JudgeJob], collection, history, cache_path: Path | None,
 
 def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seconds: float, published) -> str:
     """The plan as a table, with the totals and the paper's own figures beside them."""
+    from ..report.reproduce import format_duration
+
     lines = [(f"Plan for {model} at concurrency {concurrency} (assumed {call_seconds:g} s per call; "
               "tokens ≈ 4 characters each):"), ""]
     width = max([len("jobs")] + [len(r.tables) for r in rows])
@@ -427,14 +429,14 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
     for r in rows:
         cost = "unknown" if r.cost is None else f"{r.cost:,.2f}" if r.cost >= 1 else f"{r.cost:.4f}"
         lines.append(f"{r.tables:<{width}} {r.pairs:>8,} {r.shared_pairs:>7,} {r.calls:>8,} {r.cache_hits:>7,} "
-                     f"{r.input_tokens:>15,} {r.output_tokens:>11,} {cost:>11} {_duration(r.wall_seconds):>9}")
+                     f"{r.input_tokens:>15,} {r.output_tokens:>11,} {cost:>11} {format_duration(r.wall_seconds):>9}")
     calls = sum(r.calls for r in rows)
     tokens = sum(r.input_tokens for r in rows)
     costs = [r.cost for r in rows]
     total_cost = "unknown (no price for this model; see --prices)" if any(c is None for c in costs) \
         else f"${sum(costs):,.2f}"
     lines += ["", (f"total: {calls:,} calls, {tokens:,} input tokens, {sum(r.output_tokens for r in rows):,} "
-                   f"output tokens, {total_cost}, about {_duration(math.ceil(calls / concurrency) * call_seconds)}")]
+                   f"output tokens, {total_cost}, about {format_duration(math.ceil(calls / concurrency) * call_seconds)}")]
     if calls:
         lines.append(f"input tokens per call: {tokens / calls:,.0f} on average; output tokens are the labels' only "
                      "(a reasoning model's reasoning tokens come on top, so the cost is a lower bound)")
@@ -449,14 +451,6 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
                      f"(Section 3); a participant's full profile with every field averages {paper_tokens.shown()} "
                      "tokens (Section 5.1; the protocol shows 1,000 of its items)")
     return "\n".join(lines)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 # ------------------------------------------------------------------------------------------ run
@@ -481,7 +475,7 @@ CELL_COLUMNS = ["target", "row", "column", "ours", "published", "published_value
                 "cite", "note", "unit"]
 
 
-class _Cells:
+class Cells:
     """Computed cells collected beside their published values."""
 
     def __init__(self, published):
@@ -512,7 +506,7 @@ class _Cells:
         return pd.DataFrame(self.rows, columns=CELL_COLUMNS)
 
 
-def _measures() -> tuple[list[str], str]:
+def target_measures() -> tuple[list[str], str]:
     """The protocol's measures when this recjudge knows them all, else the ir-measures ones (noted)."""
     from ..evaluation.measures import parse_measures
 
@@ -525,7 +519,7 @@ def _measures() -> tuple[list[str], str]:
                                         f"used {', '.join(FALLBACK_MEASURES)}")
 
 
-def _pick(measures: Sequence[str], prefix: str) -> str | None:
+def pick_measure(measures: Sequence[str], prefix: str) -> str | None:
     return next((m for m in measures if m.startswith(prefix)), None)
 
 

@@ -22,9 +22,9 @@ from .reproduce import (
     TABLE9_K,
     ReproduceResult,
     ReproduceSettings,
-    _Cells,
-    _measures,
-    _pick,
+    Cells,
+    target_measures,
+    pick_measure,
     field_sets,
     protocol_settings,
     samples,
@@ -58,7 +58,7 @@ def _ci_note(values: Sequence[float]) -> str:
     return f"mean of {len(values)} experiments, 95% CI [{lo:.4f}, {hi:.4f}]"
 
 
-def _add_mean(cells: _Cells, target: str, row: str, column: str, values: Sequence[float],
+def _add_mean(cells: Cells, target: str, row: str, column: str, values: Sequence[float],
               published_as: tuple[str, str, str] | None = None, note: str = "") -> None:
     """A cell that is a mean over experiments, its CI stated on the published cell's scale (percent or share)."""
     cell = cells.published.cell(*(published_as or (target, row, column)))
@@ -80,9 +80,9 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
             historical: tuple[Mapping, Qrels] | None = None) -> ReproduceResult:
     """Every chosen target's cells, figures and extras; a target whose labels are missing is listed
     as not computed (judging stopped) rather than computed from part of them."""
-    measures, measure_note = _measures()
+    measures, measure_note = target_measures()
     ranking = [m for m in measures if not m.startswith("Judged")]
-    cells = _Cells(published)
+    cells = Cells(published)
     figures: dict[str, Any] = {}
     extras: dict[str, Any] = {"not_computed": {}}
     only = set(s.only)
@@ -183,7 +183,7 @@ def _profile_tokens(collection, base, human: Qrels, users: Sequence[str]) -> flo
     return summary.estimated_input_tokens / max(1, summary.planned_calls)
 
 
-def _dataset(s: ReproduceSettings, cells: _Cells, extras, collection, human: Qrels, runs: Mapping, base) -> None:
+def _dataset(s: ReproduceSettings, cells: Cells, extras, collection, human: Qrels, runs: Mapping, base) -> None:
     """The release against Section 3's and 5.1's statistics, and whether every system ranks every
     participant (a participant a run leaves out scores 0 for that run in every measure)."""
     judged = human.frame.groupby("qid").size()
@@ -245,7 +245,7 @@ def historical_relevance(qrels: Qrels) -> Qrels:
     return Qrels.from_frame(frame, f"{qrels.name}-held-out")
 
 
-def _historical(s, cells: _Cells, figures, extras, runs, run_files, human, historical, ranking) -> dict[str, str]:
+def _historical(s, cells: Cells, figures, extras, runs, run_files, human, historical, ranking) -> dict[str, str]:
     """Table 1 and Figure 2; returns the system each named family stands for (its largest shift)."""
     from ..evaluation.settings_comparison import compare_settings
     from ..data.groups import group_means
@@ -265,7 +265,7 @@ def _historical(s, cells: _Cells, figures, extras, runs, run_files, human, histo
                 cells.add("table1", str(group), f"Judged@100 {label}", value, f"{int(row['systems'])} systems")
                 cells.add("table1", f"{group} (text)", f"Judged@100 {label}", value, "Section 4 rounds Table 1",
                           published_as=("section4", f"Judged@100 {group}", label))
-    ndcg = _pick(ranking, "nDCG") or ranking[0]
+    ndcg = pick_measure(ranking, "nDCG") or ranking[0]
     cmp = compare_settings(hist_runs, held_out, runs, human, [ndcg])
     r = cmp.measures.loc[ndcg]
     note = f"{ndcg}: historical runs under their held-out interactions vs Cranfield runs under the human qrels"
@@ -303,13 +303,13 @@ def _historical(s, cells: _Cells, figures, extras, runs, run_files, human, histo
     return named
 
 
-def published_cell_exists(cells: _Cells, key: tuple[str, str, str]) -> bool:
+def published_cell_exists(cells: Cells, key: tuple[str, str, str]) -> bool:
     return cells.published.cell(*key) is not None
 
 
 # ------------------------------------------------------------------------------ Tables 4, 9, Figure 5
 
-def _rankings(s, cells: _Cells, figures, extras, runs, human, base_labels: Sequence[Qrels],
+def _rankings(s, cells: Cells, figures, extras, runs, human, base_labels: Sequence[Qrels],
               defined: Sequence[Qrels] | None, ranking, named: Mapping[str, str]) -> None:
     """Table 4 (K items per participant, the protocol's judge), Table 9 (both prompts at K = 100) and
     Figure 5 (ranks at K = 100 on nDCG@100): every label set scored in one pass over the runs, each
@@ -346,7 +346,7 @@ def _rankings(s, cells: _Cells, figures, extras, runs, human, base_labels: Seque
                 _add_mean(cells, "table9", row, f"tau {_short(m)}", per_exp(prefix, TABLE9_K, m, "kendall_tau"))
     if only & {"table4", "figure5"}:
         # Section 5.2's K = 100 numbers: the labels it takes and the nDCG@100 τ it quotes
-        ndcg = _pick(ranking, "nDCG") or ranking[0]
+        ndcg = pick_measure(ranking, "nDCG") or ranking[0]
         n_labels = [len(candidates[f"baseline K={TABLE9_K} e{e + 1}"].frame) for e in range(len(base_labels))]
         if TABLE9_K in ks:
             cells.add("figure5", f"K={TABLE9_K}", "LLM labels", _mean(n_labels), _ci_note(n_labels),
@@ -358,7 +358,7 @@ def _rankings(s, cells: _Cells, figures, extras, runs, human, base_labels: Seque
                       per_exp("baseline", TABLE9_K, ndcg, "kendall_tau"),
                       published_as=("section5.2", "K=100", "Kendall tau nDCG@100"))
     if "figure5" in only:
-        ndcg = _pick(ranking, "nDCG") or ranking[0]
+        ndcg = pick_measure(ranking, "nDCG") or ranking[0]
         names = [f"baseline K={TABLE9_K} e{e + 1}" for e in range(len(base_labels))]
         llm_scores = pd.concat([cmp.candidates[n].means(ndcg) for n in names], axis=1).mean(axis=1)
         human_ranks = cmp.reference_table(names[0]).ranks(ndcg)
@@ -420,7 +420,7 @@ def _agreement_rows(s, human, by_row: Mapping[str, Sequence[Qrels]]) -> dict[str
     return out
 
 
-def _figure4(s, cells: _Cells, figures, human, base_labels: Sequence[Qrels]) -> None:
+def _figure4(s, cells: Cells, figures, human, base_labels: Sequence[Qrels]) -> None:
     """Agreement over every pair of distinct human labels, by their distance (Figure 4), K = 50."""
     by_distance: dict[int, dict[str, list[float]]] = {}
     pairs: dict[int, int] = {}
@@ -440,17 +440,17 @@ def _figure4(s, cells: _Cells, figures, human, base_labels: Sequence[Qrels]) -> 
 
 # ------------------------------------------------------------------------------ Table 5
 
-def _pool(s, cells: _Cells, figures, extras, runs, human, llm: Qrels, ranking, collection) -> None:
+def _pool(s, cells: Cells, figures, extras, runs, human, llm: Qrels, ranking, collection) -> None:
     """Table 5 from the LLM's labels of the systems' depth-100 pool: Human-only, LLM fills gaps (the
     calibration estimated on the pool items humans also judged) and Full LLM (those labels alone)."""
     from ..evaluation.calibration import calibrate, fill_gaps, scenarios, write_filled
     from ..evaluation.metaeval import compare
     from ..evaluation.significance import pairwise_tests, significance_agreement
-    from ..judging.audit import item_popularity, popularity_bias
+    from ..judging.bias import item_popularity, popularity_bias
 
     min_overlap = int(protocol_settings("fill").get("min_overlap", 30))
-    compat = _pick(ranking, "Compat") or ranking[0]
-    ndcg = _pick(ranking, "nDCG")
+    compat = pick_measure(ranking, "Compat") or ranking[0]
+    ndcg = pick_measure(ranking, "nDCG")
     full = llm.renamed("Full LLM")
     both = human.frame[["qid", "docid", "label"]].merge(llm.frame[["qid", "docid", "label"]], on=["qid", "docid"],
                                                         suffixes=("_human", "_llm"))

@@ -10,12 +10,12 @@ import pandas as pd
 
 from .._io import write_json
 from .evaluation import (
-    _p_value,
+    format_p_value,
     ci_cell,
     ci_notes,
-    _plain,
-    _pyplot,
-    _save,
+    plain_text,
+    load_pyplot,
+    save_figure,
     ci_label,
     markdown_table,
     md_code,
@@ -33,7 +33,7 @@ CARD_FIELDS = (
 
 
 def _fig_system_scores(out: Path, cmp, measure: str) -> str:
-    plt = _pyplot()
+    plt = load_pyplot()
     cands = list(cmp.candidates)
     fig, axes = plt.subplots(1, len(cands), figsize=(5.0 * len(cands), 4.4), squeeze=False)
     ref = cmp.reference.means(measure)
@@ -42,24 +42,24 @@ def _fig_system_scores(out: Path, cmp, measure: str) -> str:
         ra = cmp.agreement[cand][measure]
         ax.scatter(ref.to_numpy(), c.to_numpy(), s=30)
         for name in ref.index:
-            ax.annotate(_plain(name), (ref[name], c[name]), fontsize=7, xytext=(3, 3),
+            ax.annotate(plain_text(name), (ref[name], c[name]), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
-        ax.set_xlabel(_plain(f"{measure}, historical labels"))
-        ax.set_ylabel(_plain(f"{measure}, {cand}"))
-        ax.set_title(_plain(f"{cand}: every system ties, τ-b undefined" if ra.undefined else
+        ax.set_xlabel(plain_text(f"{measure}, historical labels"))
+        ax.set_ylabel(plain_text(f"{measure}, {cand}"))
+        ax.set_title(plain_text(f"{cand}: every system ties, τ-b undefined" if ra.undefined else
                             f"{cand}: τ-b {ra.kendall_tau:.3f} "
                             f"[{ra.kendall_tau_ci[0]:.2f}, {ra.kendall_tau_ci[1]:.2f}]"), fontsize=10)
         ax.grid(alpha=0.3)
-    fig.suptitle(_plain(f"System scores under each label source: {measure}"), fontsize=11)
+    fig.suptitle(plain_text(f"System scores under each label source: {measure}"), fontsize=11)
     fig.tight_layout()
     name = f"fig-system-scores-{slug(measure)}.png"
-    _save(fig, out / name)
+    save_figure(fig, out / name)
     plt.close(fig)
     return name
 
 
 def _fig_by_distance(out: Path, item_agreement) -> str:
-    plt = _pyplot()
+    plt = load_pyplot()
     by = item_agreement.pairwise_by_distance
     d = sorted(by)
     agree = np.array([by[x].agree for x in d])
@@ -77,7 +77,7 @@ def _fig_by_distance(out: Path, item_agreement) -> str:
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title("Judge vs historical labels: pairwise agreement by label distance", fontsize=10)
     fig.tight_layout()
-    _save(fig, out / "fig-agreement-by-distance.png")
+    save_figure(fig, out / "fig-agreement-by-distance.png")
     plt.close(fig)
     return "fig-agreement-by-distance.png"
 
@@ -85,7 +85,7 @@ def _fig_by_distance(out: Path, item_agreement) -> str:
 def _fig_profile_size(out: Path, sweep: list[dict]) -> str | None:
     if not sweep:
         return None
-    plt = _pyplot()
+    plt = load_pyplot()
     sizes = [r["profile_size"] for r in sweep]
     agree = np.array([r["agree"] for r in sweep])
     lo = np.array([r["agree_ci"][0] for r in sweep])
@@ -101,26 +101,26 @@ def _fig_profile_size(out: Path, sweep: list[dict]) -> str | None:
     ax.legend(fontsize=8)
     ax.set_title("Agreement with historical labels against profile size", fontsize=10)
     fig.tight_layout()
-    _save(fig, out / "fig-agreement-vs-profile-size.png")
+    save_figure(fig, out / "fig-agreement-vs-profile-size.png")
     plt.close(fig)
     return "fig-agreement-vs-profile-size.png"
 
 
 def _fig_judged(out: Path, frame: pd.DataFrame) -> str:
-    plt = _pyplot()
+    plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(max(5.5, 0.8 * len(frame) + 2), 3.8))
     width = 0.8 / len(frame.columns)
     x = np.arange(len(frame))
     for i, col in enumerate(frame.columns):
-        ax.bar(x + i * width, frame[col].to_numpy(), width, label=_plain(col))
-    ax.set_xticks(x + width * (len(frame.columns) - 1) / 2, [_plain(n) for n in frame.index], rotation=30,
+        ax.bar(x + i * width, frame[col].to_numpy(), width, label=plain_text(col))
+    ax.set_xticks(x + width * (len(frame.columns) - 1) / 2, [plain_text(n) for n in frame.index], rotation=30,
                   ha="right", fontsize=8)
     ax.set_ylabel("Judged@100")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=8)
     ax.set_title("Judged@100 per system under each label source", fontsize=10)
     fig.tight_layout()
-    _save(fig, out / "fig-judged-at-100.png")
+    save_figure(fig, out / "fig-judged-at-100.png")
     plt.close(fig)
     return "fig-judged-at-100.png"
 
@@ -262,7 +262,7 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         "",
     ]
     for cand, by in cmp.agreement.items():
-        rows = [{"measure": m, "τ-b": ra.kendall_tau, "p": _p_value(ra), ci_label(cmp.settings): ci_cell(ra),
+        rows = [{"measure": m, "τ-b": ra.kendall_tau, "p": format_p_value(ra), ci_label(cmp.settings): ci_cell(ra),
                  "weighted τ_h": ra.weighted_tau, "τ_AP": ra.tau_ap,
                  "median abs Δrank": ra.median_abs_rank_displacement} for m, ra in by.items()]
         md += [f"Historical vs {md_code(cand)}:", "", markdown_table(pd.DataFrame(rows), index=False), ""]

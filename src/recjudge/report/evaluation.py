@@ -178,7 +178,7 @@ def write_report(out_dir: str | os.PathLike, markdown: str, title: str, protocol
     return path
 
 
-def _pyplot():
+def load_pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -187,41 +187,41 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> None:
+def save_figure(fig, path: Path) -> None:
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=120, bbox_inches="tight")
 
 
 def plot_scatter(ref: pd.Series, cand: pd.Series, measure: str, title: str, path: Path,
                  ref_label: str, cand_label: str) -> None:
-    plt = _pyplot()
+    plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.6))
     ax.scatter(ref.to_numpy(), cand.reindex(ref.index).to_numpy(), s=28, alpha=0.8)
     if len(ref) <= 25:
         for name in ref.index:
-            ax.annotate(_plain(name), (ref[name], cand[name]), fontsize=7, alpha=0.75,
+            ax.annotate(plain_text(name), (ref[name], cand[name]), fontsize=7, alpha=0.75,
                         xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel(f"{measure} under {ref_label}")
     ax.set_ylabel(f"{measure} under {cand_label}")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
 def plot_displacement(displacement: pd.Series, title: str, path: Path) -> None:
-    plt = _pyplot()
+    plt = load_pyplot()
     d = displacement.sort_values(kind="stable")
     fig, ax = plt.subplots(figsize=(6.4, max(2.5, 0.22 * len(d) + 1)))
     colors = ["tab:red" if v > 0 else "tab:blue" if v < 0 else "tab:gray" for v in d.to_numpy()]
-    ax.barh([_plain(i) for i in d.index], d.to_numpy(), color=colors)
+    ax.barh([plain_text(i) for i in d.index], d.to_numpy(), color=colors)
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel("rank under candidate − rank under reference (positive: drops)")
     ax.set_title(title, fontsize=10)
     ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -251,7 +251,7 @@ def _measure_lines(settings: Mapping[str, object]) -> list[str]:
     return [f"  - {md_text(defs.get(m, m))}" for m in settings["measures"]]
 
 
-def _p_value(ra) -> str:
+def format_p_value(ra) -> str:
     """Kendall τ-b's two-sided p-value, when the analysis computed one."""
     p = getattr(ra, "kendall_tau_p", None)
     if p is None or p != p:
@@ -259,7 +259,7 @@ def _p_value(ra) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _plain(text: object) -> str:
+def plain_text(text: object) -> str:
     """Text for a matplotlib label: a name with two ``$`` must not turn into mathtext."""
     return str(text).replace("$", r"\$")
 
@@ -302,7 +302,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
                 "measure": m,
                 "Kendall τ-b": ra.kendall_tau,
                 ci_label(s): ci_cell(ra),
-                "p (τ-b)": _p_value(ra),
+                "p (τ-b)": format_p_value(ra),
                 "weighted τ_h": ra.weighted_tau,
                 "τ_AP": ra.tau_ap,
                 "median abs Δrank": ra.median_abs_rank_displacement,
@@ -322,15 +322,15 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
             base = f"{fig_names[cand]}-{slug(m)}"
             title = (f"{m}: every system ties under one label set" if ra.undefined
                      else f"{m}: τ-b = {ra.kendall_tau:.3f}, τ_AP = {ra.tau_ap:.3f}")
-            plot_scatter(ref_means, cand_means, _plain(m), _plain(title), out / f"scatter-{base}.png",
-                         _plain(ref_label), _plain(cand))
+            plot_scatter(ref_means, cand_means, plain_text(m), plain_text(title), out / f"scatter-{base}.png",
+                         plain_text(ref_label), plain_text(cand))
             alt = md_text(m)
             if ra.undefined:  # shifts between ties are artefacts of the average rank: no displacement figure
                 md += [f"### {md_text(m)}", "", f"![{alt} scatter](scatter-{base}.png)", "",
                        f"No rank displacement: {md_text(ra.undefined)}.", ""]
                 continue
             disp = table.ranks(m) - ref_table.ranks(m)
-            plot_displacement(disp, _plain(f"{m}: rank displacement, {cand} vs reference"),
+            plot_displacement(disp, plain_text(f"{m}: rank displacement, {cand} vs reference"),
                               out / f"displacement-{base}.png")
             md += [f"### {md_text(m)}", "",
                    f"![{alt} scatter](scatter-{base}.png) ![{alt} displacement](displacement-{base}.png)", ""]

@@ -10,10 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..experiments.reproduce import _duration
-from .evaluation import _pyplot, _save, markdown_table, md_text, write_report
+from .evaluation import load_pyplot, markdown_table, md_text, save_figure, write_report
 
-__all__ = ["TARGET_TITLES", "write_reproduce_report"]
+__all__ = ["TARGET_TITLES", "format_duration", "write_reproduce_report"]
 
 TARGET_TITLES = {
     "dataset": "The release against Section 3's statistics, and the systems' coverage",
@@ -31,6 +30,15 @@ TARGET_TITLES = {
     "significance": "Beyond the paper: significance agreement and the top of the ranking (Full LLM vs human)",
     "audit": "Judge audit: popularity bias",
 }
+
+
+def format_duration(seconds: float) -> str:
+    """A wall time as people say it: 45 s, 12 min, 3.5 h."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _num(x: Any) -> str:
@@ -70,7 +78,7 @@ def _plot_figures(result, fig_dir: Path) -> dict[str, Path]:
     figs = result.figures
     if not figs:
         return {}
-    plt = _pyplot()
+    plt = load_pyplot()
     fig_dir.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
 
@@ -90,7 +98,7 @@ def _plot_figures(result, fig_dir: Path) -> dict[str, Path]:
         ax.invert_yaxis()
         ax.grid(alpha=0.3)
         paths[key] = fig_dir / f"{key}.png"
-        _save(fig, paths[key])
+        save_figure(fig, paths[key])
         plt.close(fig)
 
     if "figure2" in figs:
@@ -116,7 +124,7 @@ def _plot_figures(result, fig_dir: Path) -> dict[str, Path]:
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8, loc="lower right")
         paths[key] = fig_dir / f"{key}.png"
-        _save(fig, paths[key])
+        save_figure(fig, paths[key])
         plt.close(fig)
     if figs.get("table4"):
         fig, ax = plt.subplots(figsize=(5.2, 3.8))
@@ -129,7 +137,7 @@ def _plot_figures(result, fig_dir: Path) -> dict[str, Path]:
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
         paths["table4"] = fig_dir / "table4.png"
-        _save(fig, paths["table4"])
+        save_figure(fig, paths["table4"])
         plt.close(fig)
     return paths
 
@@ -169,7 +177,7 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
         lines.append(markdown_table(pd.DataFrame([{
             "jobs": r.tables, "pairs": r.pairs, "shared with an earlier table": r.shared_pairs, "calls": r.calls,
             "cached": r.cache_hits, "input tokens": r.input_tokens, "output tokens": r.output_tokens,
-            "USD": "unknown" if r.cost is None else f"{r.cost:,.4f}", "wall time": _duration(r.wall_seconds)}
+            "USD": "unknown" if r.cost is None else f"{r.cost:,.4f}", "wall time": format_duration(r.wall_seconds)}
             for r in result.plan]), index=False))
         lines.append(f"\nWall time at concurrency {s.get('concurrency')} and an assumed {s.get('call_seconds')} s "
                      "per call; tokens estimated at 4 characters each.")

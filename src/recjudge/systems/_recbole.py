@@ -7,7 +7,7 @@ three stages (actor pretrain → critic pretrain → finetune, each loading the 
 with ``weights_only=False``), NeuMF's missing ``full_sort_predict`` (pairs scored in batches
 under a memory bound), DGCF's thread non-determinism (one thread), ``sys.argv`` parsing and
 tensorboard folders in the working directory. Pop and Random do not come from RecBole (see
-``native``).
+``baselines``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Tokens:
 
     @classmethod
     def of(cls, split: Split) -> Tokens:
-        from .native import catalogue
+        from .baselines import catalogue
 
         frames = [split.train, split.test] + ([split.valid] if split.valid is not None else [])
         users = sorted({u for f in frames for u in f.user.tolist()})

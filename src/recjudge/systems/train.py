@@ -274,9 +274,9 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
         workdir = out / ".work" / f"{cfg.name}-{key[:12]}"
         try:
             if cfg.family.kind == "native":
-                from . import native
+                from . import baselines
 
-                model = native.train(cfg, sp)
+                model = baselines.train(cfg, sp)
             else:
                 from . import _recbole
 

@@ -19,11 +19,11 @@ from .discovery import COMPANION_SUFFIXES, iter_run_files, run_paths
 from .hashing import hash_keys, seeded_hash_keys, string_hashes
 from .reading import IdDictionary, read_qrels, read_run, read_runs
 from .records import (MAX_LABEL, RUN_SUFFIXES, TIE_POLICIES, FrameCodes, Qrel, Qrels, QrelsTable, Run, RunRow,
-                      RunTable, _sorted_codes, frame_codes, run_name)
+                      RunTable, sorted_codes, frame_codes, run_name)
 from .writing import write_qrels, write_run
 
 _POLICY = ("ScoreOrder", "score_order", "resolve_ties", "ensure_tie_free", "is_tie_free", "top_k", "tied_user_share",
-           "order_rows", "_block_starts")
+           "order_rows", "block_starts")
 
 __all__ = [
     "RunRow",

@@ -394,11 +394,11 @@ class IdDictionary:
 
     def order(self) -> np.ndarray:
         """Per code, its rank in string order (code points, as trec_eval's strcmp on UTF-8)."""
-        from .records import _sorted_codes
+        from .records import sorted_codes
 
         with self._lock:
             if self._order is None or len(self._order) < len(self._ids):  # grown since
-                self._order = _sorted_codes(self._ids)
+                self._order = sorted_codes(self._ids)
             return self._order
 
     def __len__(self) -> int:

@@ -80,7 +80,7 @@ def frame_codes(frame: pd.DataFrame) -> FrameCodes:
                       *factorize32(frame["docid"].to_numpy(dtype=object)))
 
 
-def _sorted_codes(values) -> np.ndarray:
+def sorted_codes(values) -> np.ndarray:
     """Integer codes whose order is the values' string order (code points = UTF-8 byte order)."""
     return pd.factorize(np.asarray(values, dtype=object), sort=True)[0].astype(np.int64, copy=False)
 

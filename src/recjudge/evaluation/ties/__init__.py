@@ -35,8 +35,8 @@ import importlib
 # name -> submodule. Loaded on first use: the measure engine imports .policy, and .audit imports the
 # measure engine, so an eager package import would be circular.
 _EXPORTS = {
-    "MeasureTies": "audit", "RunTies": "audit", "TieAudit": "audit", "TieSettings": "audit", "audit_run": "audit",
-    "audit_ties": "audit", "format_audit": "formatting", "PermutationResult": "permutation",
+    "MeasureTies": "sensitivity", "RunTies": "sensitivity", "TieAudit": "sensitivity", "TieSettings": "sensitivity", "audit_run": "sensitivity",
+    "audit_ties": "sensitivity", "format_audit": "formatting", "PermutationResult": "permutation",
     "permutation_test": "permutation", "shuffle_rows": "permutation", "DEFAULT_CUTOFFS": "prevalence",
     "TiePrevalence": "prevalence", "tie_prevalence": "prevalence", "TREATMENTS": "ranked",
     "DEFAULT_TIE_MEASURES": "specs", "MeasureSpec": "specs", "parse_tie_measures": "specs",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .audit import TieAudit
+    from .sensitivity import TieAudit
 
 
 def _pct(x: float | None) -> str:

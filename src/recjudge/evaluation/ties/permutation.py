@@ -10,15 +10,15 @@ import pandas as pd
 
 from ...data.trec import Qrels, Run
 from ...errors import ConfigError
-from .ranked import _Ranked, _shuffled_file_positions, _user_slots
-from .specs import DEFAULT_TIE_MEASURES, _specs
-from .treatments import _Evaluator, _per_user
+from .ranked import Ranked, shuffled_file_positions, user_slots
+from .specs import DEFAULT_TIE_MEASURES, measure_specs
+from .treatments import Evaluator, per_user_values
 
 
 def shuffle_rows(run: Run, seed: int | Sequence[int] = 0) -> Run:
     """The run with each user's rows shuffled among that user's lines (seeded); nothing else changes."""
     qcodes = pd.factorize(run.frame.qid.to_numpy(dtype=object), sort=True)[0]
-    new_index = _shuffled_file_positions(qcodes, np.random.default_rng(seed))
+    new_index = shuffled_file_positions(qcodes, np.random.default_rng(seed))
     frame = run.frame.iloc[np.argsort(new_index)].reset_index(drop=True)
     return Run(run.name, frame, tie_policy=run.tie_policy, seed=run.seed)
 
@@ -41,15 +41,15 @@ def permutation_test(run: Run, qrels: Qrels, measures=DEFAULT_TIE_MEASURES, perm
     """
     if policy not in ("input", "hash"):
         raise ConfigError(f"the permutation test compares 'input' or 'hash' tie-breaking, not {policy!r}")
-    specs = _specs(measures)
-    r = _Ranked(run, qrels)
-    ev = _Evaluator(r, specs)
+    specs = measure_specs(measures)
+    r = Ranked(run, qrels)
+    ev = Evaluator(r, specs)
     rows = r.tied_rows if ev.specs else r.sub_rows
-    base = _per_user(r, specs, ev, [r.treatment(rows, policy, seed=seed)])[0]
-    return _permutation(r, specs, ev, rows, {policy: base}, permutations, seed)[policy]
+    base = per_user_values(r, specs, ev, [r.treatment(rows, policy, seed=seed)])[0]
+    return permute_and_score(r, specs, ev, rows, {policy: base}, permutations, seed)[policy]
 
 
-def _permutation(r: _Ranked, specs, ev, rows, bases: Mapping[str, np.ndarray], permutations: int,
+def permute_and_score(r: Ranked, specs, ev, rows, bases: Mapping[str, np.ndarray], permutations: int,
                  seed: int) -> dict[str, PermutationResult]:
     """One permutation test per policy in ``bases`` (policy -> unshuffled per-user values), sharing
     the shuffles."""
@@ -57,12 +57,12 @@ def _permutation(r: _Ranked, specs, ev, rows, bases: Mapping[str, np.ndarray], p
         raise ConfigError(f"the permutation test needs at least 1 permutation, got {permutations}")
     max_change = {k: np.zeros(len(specs)) for k in bases}
     moved = {k: np.zeros_like(b, dtype=bool) for k, b in bases.items()}
-    slots = _user_slots(r.qcodes)
+    slots = user_slots(r.qcodes)
     for p in range(permutations):
-        file_pos = _shuffled_file_positions(r.qcodes, np.random.default_rng([seed, p]), slots)
+        file_pos = shuffled_file_positions(r.qcodes, np.random.default_rng([seed, p]), slots)
         for policy, base in bases.items():
             pos = r.treatment(rows, policy, seed=seed, file_pos=file_pos)
-            vals = _per_user(r, specs, ev, [pos])[0]
+            vals = per_user_values(r, specs, ev, [pos])[0]
             change = np.abs(vals.mean(axis=1) - base.mean(axis=1))
             max_change[policy] = np.maximum(max_change[policy], change)
             moved[policy] |= ~np.isclose(vals, base, rtol=0.0, atol=1e-12)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ...data.trec.hashing import seeded_hash_keys, string_hashes
-from ...data.trec.records import TIE_POLICIES, FrameCodes, Run, RunTable, _sorted_codes, frame_codes
+from ...data.trec.records import TIE_POLICIES, FrameCodes, Run, RunTable, sorted_codes, frame_codes
 from ...errors import ConfigError
 
 __all__ = [
@@ -67,7 +67,7 @@ class ScoreOrder(NamedTuple):
 def _string_rank(values: np.ndarray, ids) -> np.ndarray:
     """Each of the distinct strings ``values``' rank (0, 1, …) in string order."""
     if ids is None or len(values) == 0:
-        return _sorted_codes(values)
+        return sorted_codes(values)
     codes = ids.encode(values)
     key = ids.order()[codes]  # the dictionary sorts its strings once for every run
     rank = np.empty(len(values), dtype=np.int64)
@@ -123,7 +123,7 @@ def score_order(run: Run) -> ScoreOrder:
     return _score_order_of(run.table)
 
 
-def _block_starts(so: ScoreOrder) -> np.ndarray:
+def block_starts(so: ScoreOrder) -> np.ndarray:
     """Per ordered row: whether it starts a block of equal scores (a new query or a new score)."""
     new_block = np.ones(len(so.score), dtype=bool)
     new_block[1:] = (so.pos[1:] == 0) | (so.score[1:] != so.score[:-1])
@@ -133,7 +133,7 @@ def _block_starts(so: ScoreOrder) -> np.ndarray:
 def _tie_blocks(so: ScoreOrder) -> tuple[np.ndarray, np.ndarray] | None:
     """(ordered positions inside a block of equal scores, their block number), or None when no two
     rows of a query share a score."""
-    new_block = _block_starts(so)
+    new_block = block_starts(so)
     first = np.flatnonzero(new_block)
     if len(first) == len(new_block):
         return None
@@ -158,7 +158,7 @@ def _docid_rank(t: RunTable, dcode: np.ndarray) -> np.ndarray:
         return t.ids.order()[dcode]
     used = _used(dcode, len(c.docids))
     key = np.zeros(len(c.docids), dtype=np.int64)
-    key[used] = _sorted_codes(c.docids[used])
+    key[used] = sorted_codes(c.docids[used])
     return key[dcode]
 
 

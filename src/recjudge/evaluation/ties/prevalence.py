@@ -10,7 +10,7 @@ import numpy as np
 
 from ...data.trec import Qrels, Run
 from ...errors import ConfigError
-from .ranked import _Ranked
+from .ranked import Ranked
 
 DEFAULT_CUTOFFS = (10, 100)
 
@@ -51,14 +51,14 @@ class TiePrevalence(NamedTuple):
         return out
 
 
-def _check_cutoffs(cutoffs: Iterable[int]) -> tuple[int, ...]:
+def check_cutoffs(cutoffs: Iterable[int]) -> tuple[int, ...]:
     ks = tuple(int(k) for k in cutoffs)
     if any(k < 1 for k in ks):
         raise ConfigError(f"cutoffs must be positive integers, got {list(ks)}")
     return tuple(dict.fromkeys(ks))
 
 
-def _prevalence(r: _Ranked, cutoffs: Sequence[int]) -> TiePrevalence:
+def prevalence_of(r: Ranked, cutoffs: Sequence[int]) -> TiePrevalence:
     U = len(r.users)
     tied_b = r.b_size > 1
 
@@ -90,4 +90,4 @@ def _prevalence(r: _Ranked, cutoffs: Sequence[int]) -> TiePrevalence:
 def tie_prevalence(run: Run, qrels: Qrels | None = None, cutoffs: Iterable[int] = DEFAULT_CUTOFFS
                    ) -> TiePrevalence:
     """How often exact (float64) ties occur in ``run``, as shares of the run's users."""
-    return _prevalence(_Ranked(run, qrels), _check_cutoffs(cutoffs))
+    return prevalence_of(Ranked(run, qrels), check_cutoffs(cutoffs))

@@ -12,15 +12,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...data.trec import FrameCodes, Qrels, Run, RunTable, _sorted_codes, seeded_hash_keys, string_hashes
+from ...data.trec import FrameCodes, Qrels, Run, RunTable, sorted_codes, seeded_hash_keys, string_hashes
 from ...errors import ConfigError
 from ..measures import Context, judgments
-from .policy import _block_starts, score_order
+from .policy import block_starts, score_order
 
 TREATMENTS = ("input", "hash", "random")
 
 
-class _Ranked:
+class Ranked:
     """One run sorted once by (user, score desc, input order), split into tie blocks, joined to qrels.
 
     Arrays named ``*_s`` are in that sorted order; ``pos`` is the 0-based position within the
@@ -42,7 +42,7 @@ class _Ranked:
         self.score_s = so.score
         self.dcode_s = c.dcode if so.in_place else c.dcode[so.order]  # into c.docids
         self.docids = c.docids
-        new_block = _block_starts(so)
+        new_block = block_starts(so)
         self.user_len = so.lengths
         self.pos = so.pos
         small = np.int32 if n < 2**31 else np.int64  # row-length index arrays at half the memory
@@ -112,7 +112,7 @@ class _Ranked:
     def docrank(self) -> np.ndarray:
         """Rank of each sorted row's item id in string order: the hash policy's collision fallback."""
         if self._docrank is None:
-            self._docrank = _sorted_codes(self.docids)[self.dcode_s]
+            self._docrank = sorted_codes(self.docids)[self.dcode_s]
         return self._docrank
 
     def positions(self, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -174,16 +174,16 @@ def _order_in_blocks(block: np.ndarray, key: np.ndarray, exact: Callable[[], tup
     return o
 
 
-def _user_slots(qcodes: np.ndarray) -> np.ndarray:
+def user_slots(qcodes: np.ndarray) -> np.ndarray:
     return np.argsort(qcodes, kind="stable")  # each user's lines, in file order
 
 
-def _shuffled_file_positions(qcodes: np.ndarray, rng: np.random.Generator,
+def shuffled_file_positions(qcodes: np.ndarray, rng: np.random.Generator,
                              slots: np.ndarray | None = None) -> np.ndarray:
     """New line index of each row after shuffling every user's rows among that user's lines."""
     n = len(qcodes)
     if slots is None:
-        slots = _user_slots(qcodes)
+        slots = user_slots(qcodes)
     key = rng.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
     moved = _order_in_blocks(qcodes, key, lambda: (key,))  # each user's rows, in random order
     new_index = np.empty(n, dtype=np.int64)

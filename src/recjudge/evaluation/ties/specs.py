@@ -69,7 +69,7 @@ def parse_tie_measures(spec: str | Sequence[str] | None = None) -> tuple[Measure
     return tuple(out)
 
 
-def _specs(measures) -> tuple[MeasureSpec, ...]:
+def measure_specs(measures) -> tuple[MeasureSpec, ...]:
     if isinstance(measures, tuple) and all(isinstance(m, MeasureSpec) for m in measures):
         return measures
     return parse_tie_measures(measures)

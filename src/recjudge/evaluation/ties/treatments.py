@@ -32,13 +32,13 @@ import pandas as pd
 from ...data.trec import Qrels, Run
 from ...errors import ConfigError
 from ..measures import MEASURE_FUNCTIONS, Rows, Scorer, parse_measures, safe_ratio
-from .ranked import _Ranked
-from .specs import DEFAULT_TIE_MEASURES, MeasureSpec, _specs
+from .ranked import Ranked
+from .specs import DEFAULT_TIE_MEASURES, MeasureSpec, measure_specs
 
 _MAX_ORDERS_PER_CALL = 4  # random orders (full-length position arrays) drawn at once
 
 
-def _closed_values(r: _Ranked, spec: MeasureSpec, pos: np.ndarray) -> np.ndarray:
+def _closed_values(r: Ranked, spec: MeasureSpec, pos: np.ndarray) -> np.ndarray:
     """Per counted user, for a tie-free order given by ``pos``: the measure engine's own function.
 
     Only rows labelled >= 1 can add to nDCG, P, R, Hit or RR, so the engine gets those rows alone,
@@ -65,7 +65,7 @@ def _log_choose(n: np.ndarray, k: np.ndarray) -> np.ndarray:
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 
-def _expected_closed(r: _Ranked, spec: MeasureSpec) -> np.ndarray:
+def _expected_closed(r: Ranked, spec: MeasureSpec) -> np.ndarray:
     """Exact expectation per counted user under a uniformly random order within every tie block."""
     U = r.n_counted
     label = r.label_s[r.lab]
@@ -117,7 +117,7 @@ def _expected_closed(r: _Ranked, spec: MeasureSpec) -> np.ndarray:
     raise ConfigError(f"no closed form for {spec.name}")
 
 
-class _Evaluator:
+class Evaluator:
     """Per-user values of the general measures for an order, from the measure engine
     (:func:`recjudge.evaluation.measures.per_query_matrix`'s scorer, whose judgments are built once).
 
@@ -125,7 +125,7 @@ class _Evaluator:
     hash policy after a shuffle) costs nothing. One tie-free copy of the run exists at a time.
     """
 
-    def __init__(self, r: _Ranked, specs: Sequence[MeasureSpec]):
+    def __init__(self, r: Ranked, specs: Sequence[MeasureSpec]):
         self.r = r
         self.specs = [s for s in specs if s.family == "general"]
         self.memo: dict[bytes, np.ndarray] = {}
@@ -154,7 +154,7 @@ class _Evaluator:
                           for s in self.specs])
 
 
-def _per_user(r: _Ranked, specs: Sequence[MeasureSpec], ev: _Evaluator, orders: Sequence[np.ndarray]
+def per_user_values(r: Ranked, specs: Sequence[MeasureSpec], ev: Evaluator, orders: Sequence[np.ndarray]
               ) -> list[np.ndarray]:
     """For each order, an array (len(specs), counted users) in the order of ``specs``."""
     general = ev.values(orders)
@@ -167,18 +167,18 @@ def _per_user(r: _Ranked, specs: Sequence[MeasureSpec], ev: _Evaluator, orders: 
     return out
 
 
-def _frame(r: _Ranked, specs: Sequence[MeasureSpec], values: np.ndarray) -> pd.DataFrame:
+def _frame(r: Ranked, specs: Sequence[MeasureSpec], values: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(values.T, index=pd.Index(r.counted, name="qid"), columns=[s.name for s in specs])
 
 
 def policy_metrics(run: Run, qrels: Qrels, measures=DEFAULT_TIE_MEASURES, policy: str = "hash",
                    seed: int = 0) -> pd.DataFrame:
     """Per-user values (index: qrels' users) with ties ordered by ``policy``: "input", "hash" or "random"."""
-    specs = _specs(measures)
-    r = _Ranked(run, qrels)
+    specs = measure_specs(measures)
+    r = Ranked(run, qrels)
     rng = np.random.default_rng(seed)
     pos = r.treatment(r.tied_rows, policy, seed=seed, rng=rng)
-    return _frame(r, specs, _per_user(r, specs, _Evaluator(r, specs), [pos])[0])
+    return _frame(r, specs, per_user_values(r, specs, Evaluator(r, specs), [pos])[0])
 
 
 def expected_metrics(run: Run, qrels: Qrels, measures=DEFAULT_TIE_MEASURES, mc_samples: int = 100,
@@ -187,13 +187,13 @@ def expected_metrics(run: Run, qrels: Qrels, measures=DEFAULT_TIE_MEASURES, mc_s
 
     Exact for the closed-form families; a mean over ``mc_samples`` seeded random orders otherwise.
     """
-    specs = _specs(measures)
-    r = _Ranked(run, qrels)
-    values, _ = _expected(r, specs, _Evaluator(r, specs), mc_samples, seed)
+    specs = measure_specs(measures)
+    r = Ranked(run, qrels)
+    values, _ = expected_values(r, specs, Evaluator(r, specs), mc_samples, seed)
     return _frame(r, specs, values)
 
 
-def _expected(r: _Ranked, specs: Sequence[MeasureSpec], ev: _Evaluator, mc_samples: int, seed: int
+def expected_values(r: Ranked, specs: Sequence[MeasureSpec], ev: Evaluator, mc_samples: int, seed: int
               ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-user expectations (specs × users) and, for the general measures, each draw's mean."""
     out = np.zeros((len(specs), r.n_counted))

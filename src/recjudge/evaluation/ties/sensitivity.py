@@ -13,11 +13,11 @@ import numpy as np
 
 from ...data.trec import Qrels, Run
 from ...errors import ConfigError, InputError
-from .permutation import _permutation
-from .prevalence import DEFAULT_CUTOFFS, TiePrevalence, _check_cutoffs, _prevalence
-from .ranked import _Ranked
-from .specs import DEFAULT_TIE_MEASURES, _specs
-from .treatments import _Evaluator, _expected, _per_user, mc_interval
+from .permutation import permute_and_score
+from .prevalence import DEFAULT_CUTOFFS, TiePrevalence, check_cutoffs, prevalence_of
+from .ranked import Ranked
+from .specs import DEFAULT_TIE_MEASURES, measure_specs
+from .treatments import Evaluator, expected_values, per_user_values, mc_interval
 
 log = logging.getLogger(__name__)
 
@@ -130,27 +130,27 @@ def audit_run(run: Run, qrels: Qrels | None = None, measures=DEFAULT_TIE_MEASURE
               settings: TieSettings | None = None) -> RunTies:
     """Prevalence and, with qrels, every measure under every tie treatment, plus the permutation test."""
     t0 = time.perf_counter()
-    specs = _specs(measures) if qrels is not None else ()
+    specs = measure_specs(measures) if qrels is not None else ()
     if settings is None:
         settings = TieSettings(tuple(s.name for s in specs), DEFAULT_CUTOFFS)
-    r = _Ranked(run, qrels)
-    prevalence = _prevalence(r, _check_cutoffs(settings.cutoffs))
+    r = Ranked(run, qrels)
+    prevalence = prevalence_of(r, check_cutoffs(settings.cutoffs))
     if not specs:
         return RunTies(run.name, prevalence, (), time.perf_counter() - t0)
-    ev = _Evaluator(r, specs)
+    ev = Evaluator(r, specs)
     rows = r.tied_rows if ev.specs else r.sub_rows
     seed = settings.seed
     if ev.specs and len(r.tied_rows):
         log.info("%s: %s have no closed form; up to %d evaluations of the run (Monte Carlo, hash seeds, "
                  "shuffles)", run.name, ", ".join(s.name for s in ev.specs),
                  2 + settings.seeds + settings.mc_samples + settings.permutations)
-    inp, hsh = _per_user(r, specs, ev, [r.treatment(rows, "input"), r.treatment(rows, "hash", seed=seed)])
+    inp, hsh = per_user_values(r, specs, ev, [r.treatment(rows, "input"), r.treatment(rows, "hash", seed=seed)])
     seed_means = np.stack([
-        _per_user(r, specs, ev, [r.treatment(rows, "hash", seed=seed + i)])[0].mean(axis=1)
+        per_user_values(r, specs, ev, [r.treatment(rows, "hash", seed=seed + i)])[0].mean(axis=1)
         for i in range(settings.seeds)
     ])
-    expected, draws = _expected(r, specs, ev, settings.mc_samples, seed)
-    perm = _permutation(r, specs, ev, rows, {"input": inp, "hash": hsh}, settings.permutations, seed)
+    expected, draws = expected_values(r, specs, ev, settings.mc_samples, seed)
+    perm = permute_and_score(r, specs, ev, rows, {"input": inp, "hash": hsh}, settings.permutations, seed)
     perm_in, perm_hash = perm["input"], perm["hash"]
     out, gi = [], 0
     for i, s in enumerate(specs):
@@ -186,8 +186,8 @@ def audit_ties(runs: Mapping[str, Run] | Iterable[Run], qrels: Qrels | None = No
     """
     if measures is not None and qrels is None:
         raise ConfigError("measures need relevance labels: pass qrels (--qrels QRELS)")
-    specs = _specs(measures if measures is not None else DEFAULT_TIE_MEASURES) if qrels is not None else ()
-    settings = TieSettings(tuple(s.name for s in specs), _check_cutoffs(cutoffs), seed, seeds,
+    specs = measure_specs(measures if measures is not None else DEFAULT_TIE_MEASURES) if qrels is not None else ()
+    settings = TieSettings(tuple(s.name for s in specs), check_cutoffs(cutoffs), seed, seeds,
                            permutations, mc_samples, confidence)
     if isinstance(runs, Mapping):  # the mapping's keys name the runs
         items: Iterable[Run] = (v if v.name == k else v.renamed(k)
