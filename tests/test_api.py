@@ -226,14 +226,33 @@ def test_the_cli_defaults_are_the_settings(argv, settings):
     assert type(settings).from_args(args) == settings
 
 
-def test_the_demo_flags_default_to_demo_settings():
+def test_the_demo_and_reproduce_commands_are_built_from_their_settings():
     from recjudge.cli import build_parser
-    from recjudge.cli.demo import _FLAGS
     from recjudge.experiments.demo import DemoSettings
+    from recjudge.experiments.reproduce import ReproduceSettings
 
-    args = build_parser().parse_args(["demo"])
-    defaults = DemoSettings()
-    assert {name: getattr(args, name) for name in _FLAGS} == {name: getattr(defaults, name) for name in _FLAGS}
+    # no option given: the settings are the model's defaults
+    assert DemoSettings.from_args(build_parser().parse_args(["demo"])) == DemoSettings()
+    # every option given on the command line arrives as its field
+    args = build_parser().parse_args(["demo", "--depth", "5", "--systems", "Pop", "EASE", "--reduced"])
+    assert DemoSettings.from_args(args) == DemoSettings(depth=5, systems=("Pop", "EASE"), reduced=True)
+    argv = ["reproduce", "penha2025", "--collection", "c", "--out", "o", "--only", "table3,figure4",
+            "--k-values", "10,50", "--max-cost", "2.5"]
+    got = ReproduceSettings.from_args(build_parser().parse_args(argv))
+    assert got == ReproduceSettings(collection="c", out="o", only=("table3", "figure4"), k_values=(10, 50),
+                                    max_cost=2.5)
+    hidden = {"collection", "profile_sizes", "tie_policy", "negatives"}  # set in Python, not on the command line
+    flags = {a.dest for a in _subparser("demo")._actions}
+    assert set(DemoSettings.model_fields) - hidden <= flags and not hidden & flags
+
+
+def _subparser(name):
+    import argparse
+
+    from recjudge.cli import build_parser
+
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return subs.choices[name]
 
 
 def test_ties_and_compare_settings_verbs_equal_their_commands_json(tmp_path):

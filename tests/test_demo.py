@@ -126,22 +126,35 @@ def test_demo_with_an_llm_endpoint(tmp_path, fake_openai, monkeypatch, capsys):
 ])
 def test_demo_numbers_out_of_range_exit_2(argv, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exc:  # argparse reports type errors by exiting 2
-        main(["demo", "--reduced", *argv])
-    assert exc.value.code == 2
-    assert f"argument {argv[0]}" in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
+    try:  # argparse refuses what is no number at all (exit 2); the settings refuse the ranges
+        code = main(["demo", "--reduced", *argv])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    assert argv[0] in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing trained, nothing written
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"seed": -1}, "--seed must be from 0"), ({"seed": 2**63}, "--seed must be from 0"),
-    ({"bootstrap": -1}, "--bootstrap must be from 0"), ({"depth": 0}, "--depth must be from 1"),
-    ({"per_user": True}, "--per-user must be a whole number"), ({"epochs": 0}, "--epochs must be from 1"),
-    ({"profile_sizes": (5, 0)}, "profile_sizes must be from 1"), ({"max_users": 2.5}, "--max-users must be a whole"),
+    ({"seed": -1}, "seed= must be at least 0, not -1"),
+    ({"seed": 2**63}, f"seed= must be at most {2**63 - 1}, not {2**63}"),
+    ({"bootstrap": -1}, "bootstrap= must be at least 0, not -1"), ({"depth": 0}, "depth= must be at least 1, not 0"),
+    ({"per_user": True}, "per_user= must be a whole number, not True"),
+    ({"epochs": 0}, "epochs= must be at least 1, not 0"),
+    ({"profile_sizes": (5, 0)}, "profile_sizes= must be at least 1, not 0 (item 1)"),
+    ({"max_users": 2.5}, "max_users= must be a whole number, not 2.5"),
+    ({"fields": "title+colour"}, "fields=: unknown field(s) ['colour']"),
+    ({"judge": "gpt"}, "judge= must be 'overlap', 'popularity' or 'openai', not 'gpt'"),
 ])
 def test_demo_settings_are_range_checked(changes, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
-        DemoSettings(judge="overlap", **changes).resolved()
+        DemoSettings(**{"judge": "overlap", **changes}).resolved()
+
+
+def test_demo_options_are_named_as_flags_on_the_command_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--depth", "0"]) == 2
+    assert "--depth must be at least 1, not 0" in capsys.readouterr().err
 
 
 def _demo_args(root: Path) -> list[str]:
@@ -193,7 +206,7 @@ def test_demo_summary_never_records_url_credentials():
     with pytest.raises(ConfigError) as err:  # the refusal names the endpoint without its secrets
         DemoSettings(judge="overlap", base_url=url).resolved()
     assert "llm.example.org" in str(err.value) and "s3cret" not in str(err.value) and "K3Y" not in str(err.value)
-    assert _settings_json(DemoSettings(judge="overlap", base_url="http://[::1]:8000/v1"))["base_url"] == \
+    assert _settings_json(DemoSettings(judge="openai", base_url="http://[::1]:8000/v1"))["base_url"] == \
         "http://[::1]:8000/v1"
 
 
@@ -220,5 +233,5 @@ def test_an_api_key_alone_never_selects_the_paid_judge(monkeypatch):
     assert DemoSettings().resolved().judge == "overlap"
     assert DemoSettings(base_url="http://127.0.0.1:9/v1").resolved().judge == "openai"
     assert DemoSettings(judge="openai").resolved().judge == "openai"
-    with pytest.raises(ConfigError, match="--base-url .* names an LLM endpoint but --judge is 'overlap'"):
+    with pytest.raises(ConfigError, match="base_url= .* names an LLM endpoint but judge= is 'overlap'"):
         DemoSettings(judge="overlap", base_url="http://127.0.0.1:9/v1").resolved()

@@ -6,10 +6,10 @@ import argparse
 
 import pytest
 
-from recjudge.cli import _command_parsers, build_parser
+from recjudge.cli import build_parser
 
 PARSER = build_parser()
-COMMANDS = _command_parsers(PARSER)
+COMMANDS = dict(next(a for a in PARSER._actions if isinstance(a, argparse._SubParsersAction)).choices)
 # Options that need no default: flags (off unless given) and argparse's own.
 NO_DEFAULT_ACTIONS = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction,
                       argparse._VersionAction, argparse.BooleanOptionalAction)

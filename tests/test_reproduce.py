@@ -639,7 +639,7 @@ def test_systems_are_trained_when_no_runs_are_given(data, tmp_path, fake_openai)
 def test_bad_targets_and_unpriced_budgets_are_refused_before_any_work(data, tmp_path, fake_openai):
     from recjudge.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="--only table7: choose among table1, table3"):
+    with pytest.raises(ConfigError, match=r"only= must be 'table1', 'table3', .* or 'figure5', not 'table7' \(item 0\)$"):
         run_reproduce(_settings(data, tmp_path / "a", only=("table7",)), progress=lambda m: None)
     with pytest.raises(ConfigError, match="--max-cost needs a price for model 'my-model'"):
         run_reproduce(_settings(data, tmp_path / "b", model="my-model", base_url=fake_openai.url, max_cost=1.0),

@@ -290,9 +290,7 @@ def _finite(obj):
 def write_json(path: str | os.PathLike, obj) -> None:
     import json
 
-    from .protocol import stamp
-
-    text = json.dumps(stamp(obj), indent=2, sort_keys=False, default=_json_default)
+    text = json.dumps(obj, indent=2, sort_keys=False, default=_json_default)
     # round trip through Python objects so numpy values are converted before NaN is replaced
     text = json.dumps(_finite(json.loads(text)), indent=2, allow_nan=False)
     with atomic_write(path) as fh:

@@ -9,17 +9,15 @@ lists each setting that differs from it, so a reader never mistakes a variant fo
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, InputError
 
-__all__ = ["Protocol", "ProtocolUse", "load_protocol", "protocol_names", "current", "using", "stamp",
+__all__ = ["Protocol", "ProtocolUse", "load_protocol", "protocol_names",
            "PROTOCOL_DIR", "same_value"]
 
 PROTOCOL_DIR = Path(__file__).with_name("protocols")
@@ -121,100 +119,3 @@ def load_protocol(name_or_path: str | os.PathLike) -> Protocol:
         commands[key] = dict(value)
     return Protocol(name=data["name"], title=data["title"], source=str(data.get("source", "")), path=src,
                     commands=commands, notes=str(data.get("notes", "")))
-
-
-# The protocol the running command follows; outputs written while it is set name it (see ``stamp``).
-_CURRENT: ProtocolUse | None = None
-
-
-def current() -> ProtocolUse | None:
-    return _CURRENT
-
-
-@contextmanager
-def using(use: ProtocolUse | None):
-    """Make ``use`` the protocol every output written inside the block names."""
-    global _CURRENT
-    previous, _CURRENT = _CURRENT, use
-    try:
-        yield use
-    finally:
-        _CURRENT = previous
-
-
-def stamp(payload: Any) -> Any:
-    """``payload`` with a ``protocol`` entry when a protocol is in use (JSON outputs go through here)."""
-    if _CURRENT is None or not isinstance(payload, dict) or "protocol" in payload:
-        return payload
-    return {**payload, "protocol": _CURRENT.as_dict()}
-
-
-# -- the command line -------------------------------------------------------------------------------
-
-def apply_to_parser(protocol: Protocol, command: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
-    """Make the protocol's settings ``parser``'s defaults, refusing keys the command does not have.
-
-    Returns the defaults as the option types parsed them, which ``use_from_args`` compares against.
-    """
-    settings = protocol.settings(command)
-    actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "protocol")}
-    unknown = sorted(set(settings) - set(actions))
-    if unknown:
-        raise InputError(protocol.path, f"[{command}] sets {', '.join(unknown)}, which `recjudge {command}` "
-                         "does not have", f"use option names of `recjudge {command} --help` with _ for -: "
-                         f"{', '.join(sorted(actions))}")
-    defaults = {}
-    for key, value in settings.items():
-        action = actions[key]
-        if isinstance(value, list):
-            value = [_typed(action, protocol, command, key, v) for v in value]
-        elif not isinstance(value, bool):
-            value = _typed(action, protocol, command, key, value)
-        if action.choices is not None:
-            for v in value if isinstance(value, list) else [value]:
-                if v not in action.choices:
-                    raise InputError(protocol.path, f"[{command}] {key} = {_show(v)} is not one of "
-                                     f"{', '.join(map(str, action.choices))}", "use one of those values")
-        defaults[key] = value
-    parser.set_defaults(**defaults)
-    return defaults
-
-
-def _typed(action: argparse.Action, protocol: Protocol, command: str, key: str, value: Any) -> Any:
-    """A protocol value converted by the option's own type, so it is checked as the command line is."""
-    if action.type is None:
-        # an untyped list option (paths) holds strings, as the command line would give them
-        return str(value) if action.nargs and isinstance(value, (int, float)) else value
-    try:
-        return action.type(str(value))
-    except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:
-        raise InputError(protocol.path, f"[{command}] {key} = {_show(value)}: {exc}",
-                         f"see `recjudge {command} --help`") from None
-
-
-def protocol_argument(argv: list[str]) -> str | None:
-    """The value of ``--protocol`` in ``argv`` (before argparse runs, so it can set defaults)."""
-    for i, a in enumerate(argv):
-        if a == "--":
-            break
-        if a == "--protocol" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--protocol="):
-            return a.split("=", 1)[1]
-    return None
-
-
-def use_from_args(protocol: Protocol, command: str, args: argparse.Namespace,
-                  defaults: Mapping[str, Any]) -> ProtocolUse:
-    """The protocol as the parsed command uses it: the settings given that differ from the protocol.
-
-    ``defaults`` are the protocol's values as the options parsed them (``apply_to_parser``), so a
-    value typed differently on the command line (600 vs 600.0) is not a difference.
-    """
-    raw = protocol.settings(command)
-    differs = {}
-    for key, want in defaults.items():
-        used = getattr(args, key, None)
-        if not same_value(used, want):
-            differs[key] = {"protocol": raw[key], "used": used}
-    return ProtocolUse(protocol, command, differs)

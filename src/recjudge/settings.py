@@ -34,7 +34,7 @@ from .data.trec.records import TIE_POLICIES
 from .errors import ConfigError, InputError
 
 
-__all__ = ["Cli", "Conflict", "Settings", "option", "PYTHON", "CLI", "FILE", "Seed", "Count", "Positive",
+__all__ = ["Cli", "Conflict", "Settings", "option", "comma_list", "PYTHON", "CLI", "FILE", "Seed", "Count", "Positive",
            "TiePolicy", "Inputs", "PathText", "MAX_SEED", "MAX_COUNT"]
 
 MAX_SEED = 2**63 - 1     # numpy's Generator and the tie hash both take it
@@ -263,6 +263,10 @@ class Settings(BaseModel, metaclass=_Meta):
     @classmethod
     def _error(cls, exc: ValidationError, spelled: str, source: str | None, only: list | None = None):
         errors = list(only if only is not None else exc.errors())
+        # a list whose items all failed is also "too short" after validation: the items' errors say it
+        itemised = {str(e["loc"][0]) for e in errors if len(e.get("loc") or ()) > 1 and str(e["loc"][1]).isdigit()}
+        errors = [e for e in errors if not (e.get("type") == "too_short" and e.get("loc")
+                                            and str(e["loc"][0]) in itemised)]
         # a value that fits no member of a union (a path or a list of paths) is one error, not one per member
         by_field: dict[str, list] = {}
         for err in errors:
@@ -313,7 +317,7 @@ class Settings(BaseModel, metaclass=_Meta):
         if kind == "too_short":
             return f"{name} must hold at least {ctx.get('min_length')} item(s), not {shown}"
         if kind == "literal_error":
-            return f"{name} must be {ctx.get('expected')}, not {shown}"
+            return f"{name} must be {ctx.get('expected')}, not {shown}{where}"
         bounds = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
                   "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
         if kind in bounds:
@@ -338,7 +342,7 @@ class Settings(BaseModel, metaclass=_Meta):
                 continue
             kwargs: dict[str, Any] = {"help": _help(info)}
             choices = _choices(info.annotation)
-            if choices:
+            if choices and not cli.parse:  # a parser of its own (a comma list) leaves the choices to the model
                 kwargs["choices"] = choices
             if cli.metavar:
                 kwargs["metavar"] = cli.metavar
@@ -351,9 +355,12 @@ class Settings(BaseModel, metaclass=_Meta):
                 if cli.action:
                     kwargs["action"] = cli.action
             if cli.positional:
+                default = argparse.SUPPRESS
                 if not info.is_required():
                     kwargs.setdefault("nargs", "?")
-                parser.add_argument(name, default=argparse.SUPPRESS, **kwargs)
+                    if "choices" in kwargs:  # argparse checks an optional positional's default against them
+                        default = info.default
+                parser.add_argument(name, default=default, **kwargs)
                 continue
             parser.add_argument(cli.flag or "--" + name.replace("_", "-"), dest=name, default=argparse.SUPPRESS,
                                 required=info.is_required() or cli.required, **kwargs)
@@ -448,6 +455,20 @@ def _help(info) -> str:
         return f"{text} (default: off)".strip()
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
     return f"{text} (default: {shown})".strip()
+
+
+def comma_list(kind: type = str) -> Callable[[str], tuple]:
+    """A command-line parser of comma-separated values (``--only table1,table3``); the model checks each."""
+    def parse(text: str) -> tuple:
+        parts = [v.strip() for v in text.split(",") if v.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError("give at least one value")
+        if kind is str:
+            return tuple(parts)
+        return tuple(_number(kind, "a whole number" if kind is int else "a number")(v) for v in parts)
+
+    parse.__name__ = "a comma-separated list"
+    return parse
 
 
 def _parser(annotation: Any) -> Callable[[str], Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError, InputError
@@ -29,7 +29,6 @@ from . import results as _results
 from .inputs import is_path as _is_path
 from .inputs import label_sets as _label_sets
 from .inputs import path_inputs as _path_inputs
-from .inputs import path_list as _paths
 from .inputs import qrels_input as _qrels
 from .inputs import run_files as _run_files
 from .inputs import runs_input as _runs_input

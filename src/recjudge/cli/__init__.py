@@ -52,30 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
-
-
-def _apply_protocol(parser: argparse.ArgumentParser, argv: list[str]):
-    """Load ``--protocol`` and make its settings the command's defaults; (protocol, defaults) or None."""
-    from ..protocol import apply_to_parser, load_protocol, protocol_argument
-
-    name = protocol_argument(argv)
-    if name is None:
-        return None
-    commands = _command_parsers(parser)
-    command = next((a for a in argv if a in commands), None)
-    if command is None:
-        return None  # argparse will say the command is missing
-    if commands[command].get_default("settings_model") is not None:
-        return None  # its settings resolve the protocol themselves (Settings.from_args)
-    protocol = load_protocol(name)
-    return protocol, command, apply_to_parser(protocol, command, commands[command])
-
-
 class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C so temp files are removed and caches closed on the way out."""
 
@@ -87,28 +63,14 @@ def _on_sigterm(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    try:
-        applied = _apply_protocol(parser, argv)
-    except RecjudgeError as exc:
-        print(f"recjudge: error: {exc}", file=sys.stderr)
-        return exc.exit_code
     args = parser.parse_args(argv)
-    use = None
-    if applied is not None:
-        from ..protocol import use_from_args
-
-        use = use_from_args(applied[0], applied[1], args, applied[2])
-        print(use.describe(), file=sys.stderr)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     warnings.simplefilter("default")
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
     previous = _install_sigterm()
     try:
-        from ..protocol import using
-
-        with using(use):
-            return int(args.func(args) or 0)
+        return int(args.func(args) or 0)
     except RecjudgeError as exc:
         print(f"recjudge {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -13,15 +13,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+from pydantic import field_validator, model_validator
 
 import pandas as pd
 
 from .._io import check_output_dir, check_outputs, write_json
 from ..data.trec import Qrels, ensure_tie_free, read_run, write_qrels
 from ..errors import ConfigError
+from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, TiePolicy, option
 from ..urls import public_url
 
 __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS", "DEMO_JUDGES"]
@@ -30,70 +33,77 @@ __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDU
 HISTORICAL_MAPPING = {1.0: 0, 2.0: 1, 3.0: 2, 4.0: 3, 5.0: 4}
 REDUCED_SYSTEMS = ("Pop", "Random", "EASE", "ItemKNN")
 PROFILE_SIZES = (5, 10, 25, 50, 100)
-MAX_SEED = 2**63 - 1  # what numpy's Generator and the tie hash take
 # the offline judges cost nothing; "openai" (any OpenAI-compatible endpoint) is used only when asked for
 DEMO_JUDGES = ("overlap", "popularity", "openai")
 
 
-@dataclass(frozen=True)
-class DemoSettings:
-    out: Path = Path("out/demo")
-    runs_dir: Path | None = None          # default runs/<collection>
-    qrels_dir: Path = Path("qrels")
-    collection: str = "ml-100k"
-    grid: str = "quick"
-    systems: tuple[str, ...] | None = None
-    epochs: int | None = None
-    max_users: int | None = None          # sample the collection's users (seeded) before splitting
-    depth: int = 10
-    per_user: int = 20
-    judge: str | None = None              # None: "openai" when base_url is given, else "overlap"
-    model: str = "gpt-4o-mini"
-    base_url: str | None = None
-    fields: str = "title+genres"
-    profile_size: int = 50
-    profile_sizes: tuple[int, ...] = PROFILE_SIZES
-    seed: int = 0
-    tie_policy: str = "hash"
-    bootstrap: int = 1000
-    negatives: int = 30
-    reduced: bool = False
+class DemoSettings(Settings):
+    """``recjudge demo``: every step's settings, checked on construction (see :mod:`recjudge.settings`)."""
+
+    command: ClassVar[str] = "demo"
+    out: PathText = option("out/demo", "report folder", cli=Cli(metavar="DIR"))
+    runs_dir: PathText | None = option(None, "where runs go (default: runs/<collection>)", cli=Cli(metavar="DIR"))
+    qrels_dir: PathText = option("qrels", "where the qrels go", cli=Cli(metavar="DIR"))
+    collection: str = option("ml-100k", "the collection (the copy inside the recbole wheel)", cli=Cli(hidden=True))
+    grid: str = option("quick", "system grid")
+    systems: tuple[str, ...] | None = option(None, "train only these systems of the grid (default: all of them)",
+                                             cli=Cli(nargs="+", metavar="SYSTEM"))
+    epochs: Positive | None = option(None, "override the epochs of neural systems (default: each system's own)",
+                                     cli=Cli(metavar="N"))
+    max_users: Positive | None = option(None, "sample this many users (seeded) before splitting (default: all)",
+                                        cli=Cli(metavar="N"))
+    depth: Positive = option(10, "judge the union of every run's top-D", cli=Cli(metavar="D"))
+    per_user: Positive = option(20, "also judge K historical items per user, for calibration and agreement",
+                                cli=Cli(metavar="K"))
+    judge: Literal[DEMO_JUDGES] | None = option(
+        None, "overlap and popularity are offline non-LLM baselines; openai calls an LLM (OPENAI_API_KEY, or "
+              "--base-url) and costs money (default: openai when --base-url is given, else overlap; an API key "
+              "alone never selects it)")
+    model: str = option("gpt-4o-mini", "the LLM judge's model")
+    base_url: str | None = option(None, "an OpenAI-compatible endpoint for the LLM judge (default: none: the "
+                                        "offline judge)", cli=Cli(metavar="URL"))
+    fields: str = option("title+genres", "item fields the judge sees, joined by +", cli=Cli(metavar="SET"))
+    profile_size: Positive = option(50, "rated history items shown per user", cli=Cli(metavar="N"))
+    profile_sizes: tuple[Positive, ...] = option(PROFILE_SIZES, "the profile-size sweep", min_length=1,
+                                                 cli=Cli(hidden=True))
+    seed: Seed = option(0, "seed of every random step: users, pairs, profiles, ties, bootstrap")
+    tie_policy: TiePolicy = option("hash", "order of equal scores", cli=Cli(hidden=True))
+    bootstrap: Count = option(1000, "resamples for the CIs (0: none)", cli=Cli(metavar="N"))
+    negatives: Positive = option(30, "sampled negatives per user of the tie audit", cli=Cli(hidden=True))
+    reduced: bool = option(False, "a small, fast setting for checks: 4 systems, 1 epoch, 200 users")
+
+    @field_validator("fields")
+    @classmethod
+    def _known_fields(cls, value: str) -> str:
+        from ..judging.profile import parse_fields
+
+        try:
+            parse_fields(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("out", "runs_dir", "qrels_dir", mode="after")
+    @classmethod
+    def _paths(cls, value):
+        return None if value is None else Path(value)
+
+    @model_validator(mode="after")
+    def _judge_and_endpoint(self):
+        if self.base_url and self.judge not in (None, "openai"):
+            raise Conflict(f"{{base_url}} {public_url(self.base_url)} names an LLM endpoint but {{judge}} is "
+                           f"{self.judge!r}, an offline judge; drop one of them", "base_url", "judge")
+        return self
 
     def resolved(self) -> DemoSettings:
         """Apply ``reduced`` (a few fast systems, 1 epoch, 200 users) and the judge choice."""
         s = self
         if s.reduced:
-            s = _replace(s, systems=s.systems or REDUCED_SYSTEMS, epochs=s.epochs or 1,
-                         max_users=s.max_users or 200, bootstrap=min(s.bootstrap, 200))
+            s = s.replace(systems=s.systems or REDUCED_SYSTEMS, epochs=s.epochs or 1, max_users=s.max_users or 200,
+                          bootstrap=min(s.bootstrap, 200))
         if s.judge is None:
-            s = _replace(s, judge="openai" if s.base_url else "overlap")
-        if s.judge not in DEMO_JUDGES:
-            raise ConfigError(f"--judge must be one of {', '.join(DEMO_JUDGES)}, not {s.judge!r}")
-        if s.base_url and s.judge != "openai":
-            raise ConfigError(f"--base-url {public_url(s.base_url)} names an LLM endpoint but --judge is {s.judge!r}, "
-                              "an offline judge; drop one of them")
-        _check_int("--seed", s.seed, 0, MAX_SEED)
-        _check_int("--bootstrap", s.bootstrap, 0)
-        for option, value in (("--depth", s.depth), ("--per-user", s.per_user), ("--profile-size", s.profile_size),
-                              ("negatives", s.negatives), ("--epochs", s.epochs), ("--max-users", s.max_users)):
-            if value is not None:
-                _check_int(option, value, 1)
-        for size in s.profile_sizes:
-            _check_int("profile_sizes", size, 1)
+            s = s.replace(judge="openai" if s.base_url else "overlap")
         return s
-
-
-def _check_int(option: str, value: object, lo: int, hi: int = 2**31 - 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{option} must be a whole number, not {value!r}")
-    if not lo <= value <= hi:
-        raise ConfigError(f"{option} must be from {lo} to {hi}, not {value}")
-
-
-def _replace(s: DemoSettings, **changes) -> DemoSettings:
-    from dataclasses import replace
-
-    return replace(s, **changes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -289,7 +299,7 @@ def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: 
 
 
 def _settings_json(s: DemoSettings) -> dict:
-    d = asdict(s)
+    d = s.given()
     d["base_url"] = public_url(d["base_url"])
     return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in d.items()}
 

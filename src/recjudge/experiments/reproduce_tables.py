@@ -15,7 +15,7 @@ import pandas as pd
 from ..data.trec import Qrels
 from ..errors import ConfigError
 from .ablate import across_experiments
-from .reproduce import (
+from .reproduce_plan import (
     K_VALUES,
     PROFILE_SIZES,
     STUDY,

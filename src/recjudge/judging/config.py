@@ -4,7 +4,6 @@ share one source (see :mod:`recjudge.settings`)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar, Literal, Mapping
 from urllib.parse import urlsplit
 

@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ConfigError
 
-if TYPE_CHECKING:  # annotations only: the settings name their judge from this registry
+if TYPE_CHECKING:  # annotations only
     from pathlib import Path
 
     import pandas as pd
 
-    from .config import JudgeSettings
     from .profile import ProfileSource
-    from .results import JudgeResult
     from .select import Pair
 
 __all__ = ["JudgeContext", "JudgeSpec", "register_judge", "get_judge", "judge_names",
@@ -30,12 +28,14 @@ BUILTIN_JUDGE_MODULES = ("recjudge.judging.orchestrate", "recjudge.judging.basel
 
 @dataclass(frozen=True)
 class JudgeContext:
-    """What a judge is given: the pairs, the collection, their profiles and the config."""
+    """What a judge is given: the pairs, the collection, their profiles and the judge's settings (a
+    :class:`~recjudge.judging.config.JudgeSettings`; not imported here, since the settings check their
+    judge's name against this registry)."""
 
     pairs: tuple[Pair, ...]
     collection: Any
     profiles: ProfileSource
-    config: JudgeSettings
+    config: Any
     cache_path: Path | None
     name: str
     history: pd.DataFrame | None = None
@@ -49,7 +49,7 @@ class JudgeSpec:
     name: str
     kind: str
     description: str
-    run: Callable[[JudgeContext], JudgeResult]
+    run: Callable[[JudgeContext], Any]  # returns a JudgeResult
 
 
 _JUDGES: dict[str, JudgeSpec] = {}

@@ -70,11 +70,6 @@ _LAZY = {
 
 
 def __getattr__(name: str):
-    if name == "Split":
-        # moved to recjudge.data.splits; kept here for callers not yet updated (splits imports this package)
-        from ..splits import Split
-
-        return Split
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

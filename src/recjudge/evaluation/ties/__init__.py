@@ -19,7 +19,7 @@ package makes that measurable, one module per job:
 - :mod:`.permutation` (:func:`permutation_test`): shuffle each user's rows, rank with a policy,
   and report the largest change of each metric: 0 for a row-order-invariant evaluator (hash),
   large for input order on tie-heavy runs.
-- :mod:`.audit` (:func:`audit_ties`) runs all of it per run; :mod:`.formatting` prints it.
+- :mod:`.sensitivity` (:func:`audit_ties`) runs all of it per run and prints it (:func:`format_audit`).
 
 The sampled-candidate protocol (one held-out positive + N sampled negatives, written
 relevant-first) lives with the systems: :mod:`recjudge.systems.sampled`.
@@ -36,7 +36,7 @@ import importlib
 # measure engine, so an eager package import would be circular.
 _EXPORTS = {
     "MeasureTies": "sensitivity", "RunTies": "sensitivity", "TieAudit": "sensitivity", "TieSettings": "sensitivity", "audit_run": "sensitivity",
-    "audit_ties": "sensitivity", "format_audit": "formatting", "PermutationResult": "permutation",
+    "audit_ties": "sensitivity", "format_audit": "sensitivity", "PermutationResult": "permutation",
     "permutation_test": "permutation", "shuffle_rows": "permutation", "DEFAULT_CUTOFFS": "prevalence",
     "TiePrevalence": "prevalence", "tie_prevalence": "prevalence", "TREATMENTS": "ranked",
     "DEFAULT_TIE_MEASURES": "specs", "MeasureSpec": "specs", "parse_tie_measures": "specs",
