@@ -34,7 +34,7 @@ from .data.trec.records import TIE_POLICIES
 from .errors import ConfigError, InputError
 
 
-__all__ = ["Cli", "Conflict", "Settings", "option", "comma_list", "PYTHON", "CLI", "FILE", "Seed", "Count", "Positive",
+__all__ = ["Cli", "Conflict", "Settings", "option", "checked", "comma_list", "PYTHON", "CLI", "FILE", "Seed", "Count", "Positive",
            "TiePolicy", "Inputs", "PathText", "MAX_SEED", "MAX_COUNT"]
 
 MAX_SEED = 2**63 - 1     # numpy's Generator and the tie hash both take it
@@ -455,6 +455,16 @@ def _help(info) -> str:
         return f"{text} (default: off)".strip()
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
     return f"{text} (default: {shown})".strip()
+
+
+def checked(check: Callable[[Any], Any], value: Any) -> Any:
+    """``value`` once ``check(value)`` accepts it; a refusal (ConfigError) becomes the ValueError pydantic
+    reports under the field's name, so the library's own check is the field's, in the caller's words."""
+    try:
+        check(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return value
 
 
 def comma_list(kind: type = str) -> Callable[[str], tuple]:

@@ -14,7 +14,21 @@ from pydantic import field_validator, model_validator
 
 from ..evaluation.intervals import DEFAULT_TAU_METHOD, TAU_METHODS
 from ..evaluation.measures import DEFAULT_MEASURES
-from ..settings import MAX_COUNT, MAX_SEED, Cli, Conflict, Count, Inputs, PathText, Positive, Seed, Settings, TiePolicy, option
+from ..settings import (
+    MAX_COUNT,
+    MAX_SEED,
+    Cli,
+    Conflict,
+    Count,
+    Inputs,
+    PathText,
+    Positive,
+    Seed,
+    Settings,
+    TiePolicy,
+    checked,
+    option,
+)
 
 __all__ = ["CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings",
            "JudgeCommandSettings", "AuditPopularitySettings", "AuditConsistencySettings", "AuditScanSettings",
@@ -34,22 +48,11 @@ _JSON_HELP = "write the result as JSON (default: none)"
 _REPORT_HELP = "write report.md, report.html and the figures into DIR (default: none)"
 
 
-def _checked(check, value):
-    """``check(value)``'s refusal as the ValueError pydantic reports under the field's name."""
-    from ..errors import RecjudgeError
-
-    try:
-        check(value)
-    except RecjudgeError as exc:
-        raise ValueError(str(exc)) from None
-    return value
-
-
 def _measures(value: str) -> str:
     """ir-measures strings, checked before any file is read (an unknown measure is refused)."""
     from ..evaluation.measures import parse_measures
 
-    return _checked(parse_measures, value)
+    return checked(parse_measures, value)
 
 
 class _Measured(Settings):
@@ -126,7 +129,7 @@ class AgreementSettings(Settings):
     def _check_clip(cls, value):
         from ..evaluation.agreement import parse_clip
 
-        return _checked(parse_clip, value)
+        return checked(parse_clip, value)
 
 
 class FillSettings(Settings):
@@ -157,7 +160,7 @@ class FillSettings(Settings):
         from ..evaluation.calibration import scenario_measures
 
         # an unknown measure is refused before any file is read
-        _checked(lambda m: scenario_measures(m, self.k), self.measures)
+        checked(lambda m: scenario_measures(m, self.k), self.measures)
         return self
 
     def measure_list(self) -> tuple[str, ...]:
@@ -289,11 +292,9 @@ class TrainSettings(Settings):
     @field_validator("split")
     @classmethod
     def _check_split(cls, value: str) -> str:
-        from ..data.splits import SPLITS
+        from ..data.splits import check_split
 
-        if value not in SPLITS:
-            raise ValueError(f"must be one of {', '.join(sorted(SPLITS))}, not {value!r}")
-        return value
+        return checked(check_split, value)
 
     # the option → the split function's keyword; which split takes which keyword is the split's own
     # signature (make_split), not a second table here
@@ -451,11 +452,9 @@ class JudgeCommandSettings(JudgeSettings):
     @field_validator("split")
     @classmethod
     def _check_split(cls, value: str) -> str:
-        from ..data.splits import SPLITS
+        from ..data.splits import check_split
 
-        if value != "none" and value not in SPLITS:
-            raise ValueError(f"must be none or one of {', '.join(sorted(SPLITS))}, not {value!r}")
-        return value
+        return value if value == "none" else checked(check_split, value)
 
     @model_validator(mode="after")
     def _what_to_judge(self):

@@ -236,6 +236,13 @@ SPLITS: dict[str, Callable[..., Split]] = {
 }
 
 
+def check_split(name: str) -> str:
+    """``name`` when it is a split method, else a ConfigError listing them."""
+    if name not in SPLITS:
+        raise ConfigError(f"must be one of {', '.join(SPLITS)}, not {name!r}")
+    return name
+
+
 def make_split(collection: Collection, method: str = "global_time", **options) -> Split:
     """Split by a registered method name; unknown methods or options raise ConfigError."""
     import inspect

@@ -62,7 +62,7 @@ from .._io import atomic_write, check_output_dir, check_outputs, read_toml, writ
 from ..data.trec import Qrels, Run
 from ..errors import ConfigError, InputError
 from ..judging.config import JudgeSettings
-from ..settings import FILE, MAX_SEED, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, option
+from ..settings import FILE, MAX_SEED, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, checked, option
 
 __all__ = ["Estimate", "Experiment", "ExperimentOutcome", "VariantRow", "across_experiments", "derive_seed",
            "load_experiment", "preflight", "run_experiment", "sampled_pairs", "variants", "with_options"]
@@ -133,20 +133,14 @@ class Experiment(Settings):
     def _measures(cls, value: tuple) -> tuple:
         from ..evaluation.measures import parse_measures
 
-        try:
-            parse_measures(list(value))
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-        return value
+        return checked(lambda v: parse_measures(list(v)), value)
 
     @field_validator("split")
     @classmethod
     def _split(cls, value: str) -> str:
-        from ..data.splits import SPLITS
+        from ..data.splits import check_split
 
-        if value not in SPLITS:
-            raise ValueError(f"must be one of {', '.join(SPLITS)}, not {value!r}")
-        return value
+        return checked(check_split, value)
 
     @field_validator("reference")
     @classmethod

@@ -24,7 +24,7 @@ import pandas as pd
 from .._io import check_output_dir, check_outputs, write_json
 from ..data.trec import Qrels, ensure_tie_free, read_run, write_qrels
 from ..errors import ConfigError
-from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, TiePolicy, option
+from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, TiePolicy, checked, option
 from ..urls import public_url
 
 __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS", "DEMO_JUDGES"]
@@ -77,11 +77,7 @@ class DemoSettings(Settings):
     def _known_fields(cls, value: str) -> str:
         from ..judging.profile import parse_fields
 
-        try:
-            parse_fields(value)
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-        return value
+        return checked(parse_fields, value)
 
     @field_validator("out", "runs_dir", "qrels_dir", mode="after")
     @classmethod

@@ -43,55 +43,22 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from . import reproduce_plan
+from .reproduce_plan import *  # noqa: F403 -- the study's definitions, importable from here as before
 from .reproduce_plan import (
     CELL_COLUMNS,
-    FIELD_ROWS,
     JOBS_OF,
-    K_VALUES,
-    PROFILE_SIZES,
     STUDY,
-    TABLE9_K,
-    TARGETS,
-    Cells,
-    JudgeJob,
-    PlanRow,
     ReproduceResult,
     ReproduceSettings,
     base_judge,
-    field_sets,
     format_plan,
-    pick_measure,
     plan,
     plan_jobs,
     protocol_settings,
-    samples,
-    target_measures,
 )
 
-__all__ = [
-    "STUDY",
-    "TARGETS",
-    "K_VALUES",
-    "PROFILE_SIZES",
-    "TABLE9_K",
-    "FIELD_ROWS",
-    "CELL_COLUMNS",
-    "Cells",
-    "JudgeJob",
-    "PlanRow",
-    "ReproduceResult",
-    "ReproduceSettings",
-    "base_judge",
-    "field_sets",
-    "format_plan",
-    "pick_measure",
-    "plan",
-    "plan_jobs",
-    "protocol_settings",
-    "run_reproduce",
-    "samples",
-    "target_measures",
-]
+__all__ = [*reproduce_plan.__all__, "run_reproduce"]
 
 
 def _train(settings: ReproduceSettings, collection, out: Path, historical: bool, say) -> tuple[Path, Path | None]:

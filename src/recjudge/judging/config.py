@@ -9,11 +9,11 @@ from urllib.parse import urlsplit
 
 from pydantic import field_validator, model_validator
 
-from ..settings import Cli, Conflict, Settings, option
+from ..settings import Cli, Conflict, Settings, checked, option
 from ..urls import DEFAULT_ENDPOINT, has_userinfo, public_url
 from .client import GENERATION_PARAMS
 from .dialects import ENDPOINT_KINDS
-from .profile import HISTORY_ORDERS, SAMPLINGS
+from .profile import HISTORY_ORDERS, SAMPLINGS, parse_fields
 
 __all__ = ["JudgeSettings", "AGGREGATIONS", "STRUCTURED", "TRANSPORTS", "JUDGE_HELP"]
 
@@ -118,35 +118,14 @@ class JudgeSettings(Settings):
     @field_validator("fields")
     @classmethod
     def _known_fields(cls, value: str) -> str:
-        from ..errors import ConfigError
-        from .profile import parse_fields
-
-        try:
-            parse_fields(value)
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-        return value
+        return checked(parse_fields, value)
 
     @field_validator("prompt")
     @classmethod
     def _known_prompt(cls, value: str) -> str:
-        # an unknown name is this setting's error; a broken template file raises its own
-        # InputError, which names the template's file and line
-        from pathlib import Path
+        from .prompts import check_template
 
-        from ..errors import ConfigError, InputError
-        from .prompts import load_template
-
-        try:
-            load_template(value)
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-        except InputError:
-            if Path(value).is_file():
-                raise
-            raise ValueError(f"no prompt template named {value!r} and no such file (fix: give a shipped template's "
-                             "name or the path of an existing template file)") from None
-        return value
+        return checked(check_template, value)
 
     @field_validator("base_url", mode="before")
     @classmethod

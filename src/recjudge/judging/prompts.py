@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..errors import ConfigError, InputError
 
-__all__ = ["Template", "Messages", "load_template", "template_names", "prompts_dir", "parse_template"]
+__all__ = ["Template", "Messages", "check_template", "load_template", "template_names", "prompts_dir", "parse_template"]
 
 REQUIRED = ("profile", "candidates", "answer_format")
 OPTIONAL = ("scale_min", "scale_max", "rating_min", "rating_max")
@@ -148,6 +148,16 @@ def load_template(name_or_path: str | Path) -> Template:
         raise InputError(str(path), "prompt template not found", "check the path")
     stat = path.stat()
     return _load(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+def check_template(name_or_path: str | Path) -> Template:
+    """:func:`load_template`, with a path that does not exist refused as an unknown name (ConfigError);
+    a template file that exists but is malformed keeps its InputError, which names its file and line."""
+    text = str(name_or_path)
+    if (Path(text).suffix or "/" in text or "\\" in text) and not Path(text).is_file():
+        raise ConfigError(f"no prompt template named {text!r} and no such file (fix: give a shipped template's "
+                          f"name, one of {', '.join(template_names())}, or the path of an existing template file)")
+    return load_template(name_or_path)
 
 
 @functools.lru_cache(maxsize=64)
