@@ -56,6 +56,25 @@ def test_offline_baseline_judge(workspace, capsys):
     assert "judged  15" in capsys.readouterr().out
 
 
+def test_a_pool_beside_a_reference_sample_judges_their_union(workspace):
+    # the run ranks items 20..27 for u0..u4; the reference judges items 30..33 of u0..u2 and of u9,
+    # whom the run does not rank. Depth 2 → (u, 20), (u, 21) for 5 users = 10 pairs; K = 2 of the
+    # 4 reference items for u0..u2 only = 6 pairs; nothing shared → 16 pairs
+    (workspace / "ref.qrels").write_text("".join(f"u{u} 0 {k} 1\n" for u in (0, 1, 2, 9) for k in range(30, 34)))
+    code = main(base_args(workspace) + ["--judge", "overlap", "--depth", "2", "--reference",
+                                        str(workspace / "ref.qrels"), "--per-user", "2"])
+    assert code == 0
+    pairs = {tuple(line.split()[::2]) for line in (workspace / "qrels" / "j.qrels").read_text().splitlines()}
+    pool = {(f"u{u}", str(k)) for u in range(N_USERS) for k in (20, 21)}
+    sampled = pairs - pool
+    assert pool <= pairs and len(pairs) == 16
+    assert {q for q, _ in sampled} == {"u0", "u1", "u2"} and all(30 <= int(d) <= 33 for _, d in sampled)
+    assert all(sum(q == u for q, _ in sampled) == 2 for u in ("u0", "u1", "u2"))
+    # --depth cuts runs: without them it is refused, naming both flags
+    assert main(["judge", "--collection", str(workspace / "tiny"), "--out", str(workspace / "x.qrels"), "--depth", "2",
+                 "--reference", str(workspace / "ref.qrels"), "--per-user", "2"]) == 2
+
+
 def test_llm_judge_cli_failures_exit_status_and_secret(workspace, capsys, caplog, monkeypatch):
     secret = "sk-cli-SECRETSECRET0123456789"
     monkeypatch.setenv("MY_KEY", secret)
