@@ -19,7 +19,7 @@ class BuildPy(build_py):
     def run(self):
         super().run()
         if getattr(self, "editable_mode", False):
-            return  # an editable install reads the repository's prompts/ (judge.prompts.prompts_dir)
+            return  # an editable install reads the repository's prompts/ (judging.prompts.prompts_dir)
         dest = Path(self.build_lib) / "recjudge" / "prompts"
         dest.mkdir(parents=True, exist_ok=True)
         for f in (HERE / "prompts").iterdir():
