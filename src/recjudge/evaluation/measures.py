@@ -493,6 +493,16 @@ def ranked_run(run: Run, order: ScoreOrder | None = None) -> RankedRun:
     return RankedRun(so.qids, so.qrank, dcode, c.docids, so.score, so.pos, so.lengths)
 
 
+def _resolved_ranking(run: Run, so: ScoreOrder, order: np.ndarray) -> RankedRun:
+    """What ``ranked_run(resolve_ties(run, ...))`` gives, from the run's score order ``so`` and the
+    policy's row ``order`` (:func:`~recjudge.evaluation.ties.policy.tie_order`): the scores rewritten
+    as n, n-1, …, 1 per query; the policy moves rows inside blocks only, so queries and positions stay."""
+    n = np.repeat(so.lengths, so.lengths)
+    n -= so.pos
+    return RankedRun(so.qids, so.qrank, run.codes.dcode[order], run.codes.docids, n.astype(np.float64), so.pos,
+                     so.lengths)
+
+
 class Rows(NamedTuple):
     """Ranked rows with their judgments: what every measure in :data:`MEASURE_FUNCTIONS` reads.
 
@@ -638,39 +648,73 @@ class Context:
 
 def _judged(m, rows: Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
-    hit = rows.judged if cutoff is None else rows.judged & (rows.pos < cutoff)
-    count = np.bincount(rows.group[hit], minlength=rows.ng)
+    hit = rows.judged if cutoff is None or _below(rows.pos, cutoff) else rows.judged & (rows.pos < cutoff)
+    count = np.bincount(rows.group, weights=None if hit is rows.judged and hit.all() else hit, minlength=rows.ng)
     den = rows.length if cutoff is None else np.minimum(rows.length, cutoff)
     return safe_ratio(count.astype(np.float64), den.astype(np.float64))
+
+
+def _below(pos: np.ndarray, cutoff: int) -> bool:
+    """Whether every position is below ``cutoff`` (a run cut at depth <= k): no row needs masking."""
+    return len(pos) == 0 or int(pos.max()) < cutoff
+
+
+def _log2_ranks(ctx, pos: np.ndarray) -> np.ndarray | None:
+    """``log2(pos + 2)`` per row, gathered from a table computed once (np.log2 of the same doubles,
+    so every value is the one computed in place), or None when ``pos`` is not an integer array."""
+    if pos.dtype.kind not in "iu" or len(pos) == 0:
+        return None
+    top = int(pos.max())
+    table = ctx._cache.get("log2")
+    if table is None or len(table) <= top:
+        table = ctx._cache["log2"] = np.log2(np.arange(max(top + 1, 1024), dtype=np.float64) + 2.0)
+    return table[pos]
 
 
 def _ndcg(m, rows: Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
     gains = m.params.get("gains")
     gain = rows.label if gains is None else _apply_gains(rows.label, gains)
-    hit = gain > 0
-    if cutoff is not None:
-        hit &= rows.pos < cutoff
-    dcg = np.bincount(rows.group[hit], weights=gain[hit] / np.log2(rows.pos[hit] + 2.0), minlength=rows.ng)
+    log2 = _log2_ranks(ctx, rows.pos) if isinstance(ctx, Context) else None
+    if log2 is None:
+        hit = gain > 0
+        if cutoff is not None:
+            hit &= rows.pos < cutoff
+        dcg = np.bincount(rows.group[hit], weights=gain[hit] / np.log2(rows.pos[hit] + 2.0), minlength=rows.ng)
+    else:
+        # every row at once, a row without gain adding 0.0: x + 0.0 == x, so each sum is the one over
+        # the rows with gain, in the same order
+        w = np.maximum(gain, 0) / log2
+        if cutoff is not None and not _below(rows.pos, cutoff):
+            w[rows.pos >= cutoff] = 0.0
+        dcg = np.bincount(rows.group, weights=w, minlength=rows.ng)
     return safe_ratio(dcg, ctx.ideal_dcg(cutoff, gains)[rows.gq])
 
 
 def _bpref(m, rows: Rows, ctx) -> np.ndarray:
     rel = int(m["rel"])
     jd = ctx.jd
-    big_r = ctx.relevant(rel)[rows.gq]
-    big_n = ctx.cached(("N", rel), lambda: jd.count((jd.label >= 0) & (jd.label < rel)))[rows.gq]
-    nonrel = (rows.label >= 0) & (rows.label < rel)
-    before = np.cumsum(nonrel, dtype=np.int64) - nonrel  # non-relevant ranked above, from the block start
-    if len(before):
-        before -= np.repeat(before[np.minimum(rows.gstart, len(before) - 1)], rows.nrows)
-    hit = rows.label >= rel
+    big_r = ctx.relevant(rel)
+    big_n = ctx.cached(("N", rel), lambda: jd.count((jd.label >= 0) & (jd.label < rel)))
+    label = rows.label
+    nonrel = (label >= 0) & (label < rel)
+    hit = np.flatnonzero(label >= rel)
     g = rows.group[hit]
-    nr, rr, nn = before[hit], big_r[g], big_n[g]
+    # non-relevant rows ranked above each relevant one inside its group: a running count over all
+    # rows less the count before the group's first row (a relevant row is not non-relevant itself)
+    cum = np.cumsum(nonrel, dtype=np.int64)
+    if len(cum):
+        at = np.minimum(rows.gstart, len(cum) - 1)
+        before_group = cum[at] - nonrel[at]
+        nr = cum[hit] - before_group[g]
+    else:
+        nr = cum
+    q = rows.gq[g]
+    rr, nn = big_r[q], big_n[q]
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(nr > 0, 1.0 - np.minimum(nr, rr) / np.minimum(nn, rr), 1.0)
     total = np.bincount(g, weights=frac, minlength=rows.ng)
-    return safe_ratio(total, big_r.astype(np.float64))
+    return safe_ratio(total, big_r[rows.gq].astype(np.float64))
 
 
 def _precision_family(m, rows: Rows, ctx) -> np.ndarray:
@@ -730,7 +774,9 @@ def _ideal_ranks(rows: Rows, jd: Judgments) -> tuple[np.ndarray, np.ndarray, np.
     hit = np.flatnonzero(rows.label > 0)
     g, lab = rows.group[hit], rows.label[hit]
     ahead = np.empty(len(g), dtype=np.int64)
-    values = np.unique(lab)
+    top = int(lab.max()) if len(lab) else 0
+    # the labels present, counted rather than sorted when they are small (they are > 0 here)
+    values = np.flatnonzero(np.bincount(lab)) if top < 4096 else np.unique(lab)
     if len(values) <= 32:  # labels are a few small integers: one pass per label, no sort
         for v in values:
             same = np.flatnonzero(lab == v)  # rows stay in group, then rank order
@@ -953,7 +999,7 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     from concurrent.futures import ThreadPoolExecutor
 
     from ..data.trec import read_run
-    from .ties.policy import tie_free, tied_user_share
+    from .ties.policy import tie_free, tie_order, tied_user_share
 
     clock = _StageClock(timings)
     parsed = _checked(measures, backend)
@@ -980,6 +1026,7 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
         ahead = reader.submit(load, names[0]) if names else None
         vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
         shared = _SharedJoin([sc.jd for sc in scorers.values()])
+        keep_runs = any(sc.reference is not None for sc in scorers.values())  # ir-measures reads the run
         clock.lap("judgments")
         for col, name in enumerate(names):
             run, doc_codes = ahead.result()
@@ -989,10 +1036,13 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
             shares[name] = tied_user_share(run, k, order=so)
             clock.lap("tie share")
             docids = run.codes.docids
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
-                run, so = tie_free(run, tie_policy, seed, so)
-            ranked = ranked_run(run, so)
+            if keep_runs or is_tie_free(run, order=so):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
+                    run, so = tie_free(run, tie_policy, seed, so)
+                ranked = ranked_run(run, so)
+            else:  # no measure needs the resolved run itself: its ranking alone, as resolve_ties orders it
+                ranked = _resolved_ranking(run, so, tie_order(run, so, tie_policy, seed))
             clock.lap("ensure_tie_free")
             if doc_codes is None or ranked.docids is not docids:  # read before the judgments were ready
                 doc_codes = vocabulary.doc_codes(ranked.docids)
