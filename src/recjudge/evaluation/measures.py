@@ -323,11 +323,11 @@ class Judgments:
     qlookup: _Lookup
     dlookup: _Lookup
     ndoc: int
-    qcode: np.ndarray   # int32
+    qcode: np.ndarray   # the narrowest unsigned integers that hold the query codes
     dcode: np.ndarray   # int32, by bucket inside each query
-    label: np.ndarray   # int32
+    label: np.ndarray   # int8 for labels within ±63, else int16 or int32
     qrow: np.ndarray    # int32
-    above: np.ndarray   # int32
+    above: np.ndarray   # the narrowest unsigned integers that hold the counts
     starts: np.ndarray  # int64, nq + 1
     shift: np.ndarray   # uint32 per query: see _bucket_shift
     boff: np.ndarray    # int64 per query: its first bucket
@@ -433,6 +433,16 @@ def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
     return out
 
 
+def _narrowest(lo: int, hi: int, margin: int = 1) -> type:
+    """The narrowest of int8/int16/int32 (uint16 for non-negative values) holding ``margin`` × [lo, hi]."""
+    if lo >= 0 and hi * margin <= np.iinfo(np.uint16).max and margin == 1:
+        return np.uint8 if hi <= np.iinfo(np.uint8).max else np.uint16
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min < lo * margin and hi * margin < np.iinfo(t).max:
+            return t
+    return np.int64
+
+
 def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     """The judgments of ``queries`` (sorted query ids; query code = index) coded for lookups."""
     qlookup = _Lookup(np.array(queries, dtype=object))
@@ -465,7 +475,12 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     label = (qrels.labels if keep is None else qrels.labels[keep])[order].astype(np.int32)
     del order
     starts = np.searchsorted(qcode, np.arange(nq + 1)).astype(np.int64)
-    above = _labels_above(qcode, label, nq).astype(small)
+    above = _labels_above(qcode, label, nq)
+    # the smallest integers that hold them (a few labels, a few hundred judgments per query: a
+    # quarter of the memory): labels within ±63, so that a difference or a negation still fits
+    above = above.astype(_narrowest(0, int(above.max(initial=0))))
+    label = label.astype(_narrowest(int(label.min(initial=0)), int(label.max(initial=0)), margin=2))
+    qcode = qcode.astype(_narrowest(0, nq))
     return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts, shift, boff,
                      bstart)
 
@@ -548,6 +563,9 @@ def _judged_rows(ranked: RankedRun, qmap: np.ndarray, doc_of_unique: np.ndarray,
                 np.arange(jd.nq, dtype=np.int64), length, np.cumsum(nrows) - nrows, nrows)
 
 
+_JOIN_SLICE = 1 << 20  # judgments joined at a time when label sets are matched (_SharedJoin)
+
+
 class _SharedJoin:
     """One join of a run's rows for several label sets, when their judged pairs allow it.
 
@@ -561,13 +579,20 @@ class _SharedJoin:
         if len(judgments) < 2:
             return
         a = judgments[0]
+        small = np.int32 if max(len(jd.qcode) for jd in judgments) < 2**31 else np.int64
         for i, b in enumerate(judgments[1:], start=1):
-            rows, ja, _ = a.join(a.qlookup(np.asarray(b.queries, dtype=object)), a.dlookup(b.dlookup.keys),
-                                 b.qcode, b.dcode)
-            if len(rows) == len(b.qcode):  # every pair of b is one of a's
-                of_first = np.full(len(a.qcode), -1, dtype=np.int64)
-                of_first[ja] = rows
-                self.of_first[i] = of_first
+            qmap, dmap = a.qlookup(np.asarray(b.queries, dtype=object)), a.dlookup(b.dlookup.keys)
+            of_first = np.full(len(a.qcode), -1, dtype=small)
+            # a slice of b's judgments at a time: the join's temporaries of tens of millions of
+            # judgments would set the peak memory of the whole evaluation
+            for lo in range(0, len(b.qcode), _JOIN_SLICE):
+                hi = min(lo + _JOIN_SLICE, len(b.qcode))
+                rows, ja, _ = a.join(qmap, dmap, b.qcode[lo:hi], b.dcode[lo:hi])
+                if len(rows) < hi - lo:  # a pair of b that a does not judge: b joins alone
+                    of_first = None
+                    break
+                of_first[ja] = rows + lo
+            self.of_first[i] = of_first
 
     def rows(self, i: int, first: tuple[np.ndarray, np.ndarray, np.ndarray] | None, jd: Judgments):
         """The join of label set ``i`` from the first one's (None: join alone)."""
@@ -576,7 +601,7 @@ class _SharedJoin:
         at, ja, _ = first
         j = self.of_first[i][ja]
         keep = np.flatnonzero(j >= 0)
-        j = j[keep]
+        j = j[keep].astype(np.int64)
         return at[keep], j, jd.qcode[j].astype(np.int64)
 
 
