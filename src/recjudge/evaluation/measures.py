@@ -323,11 +323,11 @@ class Judgments:
     qlookup: _Lookup
     dlookup: _Lookup
     ndoc: int
-    qcode: np.ndarray   # int32
+    qcode: np.ndarray   # the narrowest unsigned integers that hold the query codes
     dcode: np.ndarray   # int32, by bucket inside each query
-    label: np.ndarray   # int32
+    label: np.ndarray   # int8 for labels within ±63, else int16 or int32
     qrow: np.ndarray    # int32
-    above: np.ndarray   # int32
+    above: np.ndarray   # the narrowest unsigned integers that hold the counts
     starts: np.ndarray  # int64, nq + 1
     shift: np.ndarray   # uint32 per query: see _bucket_shift
     boff: np.ndarray    # int64 per query: its first bucket
@@ -433,6 +433,16 @@ def _labels_above(qcode: np.ndarray, label: np.ndarray, nq: int) -> np.ndarray:
     return out
 
 
+def _narrowest(lo: int, hi: int, margin: int = 1) -> type:
+    """The narrowest of int8/int16/int32 (uint16 for non-negative values) holding ``margin`` × [lo, hi]."""
+    if lo >= 0 and hi * margin <= np.iinfo(np.uint16).max and margin == 1:
+        return np.uint8 if hi <= np.iinfo(np.uint8).max else np.uint16
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min < lo * margin and hi * margin < np.iinfo(t).max:
+            return t
+    return np.int64
+
+
 def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     """The judgments of ``queries`` (sorted query ids; query code = index) coded for lookups."""
     qlookup = _Lookup(np.array(queries, dtype=object))
@@ -465,7 +475,12 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     label = (qrels.labels if keep is None else qrels.labels[keep])[order].astype(np.int32)
     del order
     starts = np.searchsorted(qcode, np.arange(nq + 1)).astype(np.int64)
-    above = _labels_above(qcode, label, nq).astype(small)
+    above = _labels_above(qcode, label, nq)
+    # the smallest integers that hold them (a few labels, a few hundred judgments per query: a
+    # quarter of the memory): labels within ±63, so that a difference or a negation still fits
+    above = above.astype(_narrowest(0, int(above.max(initial=0))))
+    label = label.astype(_narrowest(int(label.min(initial=0)), int(label.max(initial=0)), margin=2))
+    qcode = qcode.astype(_narrowest(0, nq))
     return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts, shift, boff,
                      bstart)
 
@@ -491,6 +506,16 @@ def ranked_run(run: Run, order: ScoreOrder | None = None) -> RankedRun:
     c = run.codes
     dcode = c.dcode if so.in_place else c.dcode[so.order]
     return RankedRun(so.qids, so.qrank, dcode, c.docids, so.score, so.pos, so.lengths)
+
+
+def _resolved_ranking(run: Run, so: ScoreOrder, order: np.ndarray) -> RankedRun:
+    """What ``ranked_run(resolve_ties(run, ...))`` gives, from the run's score order ``so`` and the
+    policy's row ``order`` (:func:`~recjudge.evaluation.ties.policy.tie_order`): the scores rewritten
+    as n, n-1, …, 1 per query; the policy moves rows inside blocks only, so queries and positions stay."""
+    n = np.repeat(so.lengths, so.lengths)
+    n -= so.pos
+    return RankedRun(so.qids, so.qrank, run.codes.dcode[order], run.codes.docids, n.astype(np.float64), so.pos,
+                     so.lengths)
 
 
 class Rows(NamedTuple):
@@ -538,6 +563,9 @@ def _judged_rows(ranked: RankedRun, qmap: np.ndarray, doc_of_unique: np.ndarray,
                 np.arange(jd.nq, dtype=np.int64), length, np.cumsum(nrows) - nrows, nrows)
 
 
+_JOIN_SLICE = 1 << 20  # judgments joined at a time when label sets are matched (_SharedJoin)
+
+
 class _SharedJoin:
     """One join of a run's rows for several label sets, when their judged pairs allow it.
 
@@ -551,13 +579,20 @@ class _SharedJoin:
         if len(judgments) < 2:
             return
         a = judgments[0]
+        small = np.int32 if max(len(jd.qcode) for jd in judgments) < 2**31 else np.int64
         for i, b in enumerate(judgments[1:], start=1):
-            rows, ja, _ = a.join(a.qlookup(np.asarray(b.queries, dtype=object)), a.dlookup(b.dlookup.keys),
-                                 b.qcode, b.dcode)
-            if len(rows) == len(b.qcode):  # every pair of b is one of a's
-                of_first = np.full(len(a.qcode), -1, dtype=np.int64)
-                of_first[ja] = rows
-                self.of_first[i] = of_first
+            qmap, dmap = a.qlookup(np.asarray(b.queries, dtype=object)), a.dlookup(b.dlookup.keys)
+            of_first = np.full(len(a.qcode), -1, dtype=small)
+            # a slice of b's judgments at a time: the join's temporaries of tens of millions of
+            # judgments would set the peak memory of the whole evaluation
+            for lo in range(0, len(b.qcode), _JOIN_SLICE):
+                hi = min(lo + _JOIN_SLICE, len(b.qcode))
+                rows, ja, _ = a.join(qmap, dmap, b.qcode[lo:hi], b.dcode[lo:hi])
+                if len(rows) < hi - lo:  # a pair of b that a does not judge: b joins alone
+                    of_first = None
+                    break
+                of_first[ja] = rows + lo
+            self.of_first[i] = of_first
 
     def rows(self, i: int, first: tuple[np.ndarray, np.ndarray, np.ndarray] | None, jd: Judgments):
         """The join of label set ``i`` from the first one's (None: join alone)."""
@@ -566,7 +601,7 @@ class _SharedJoin:
         at, ja, _ = first
         j = self.of_first[i][ja]
         keep = np.flatnonzero(j >= 0)
-        j = j[keep]
+        j = j[keep].astype(np.int64)
         return at[keep], j, jd.qcode[j].astype(np.int64)
 
 
@@ -638,39 +673,73 @@ class Context:
 
 def _judged(m, rows: Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
-    hit = rows.judged if cutoff is None else rows.judged & (rows.pos < cutoff)
-    count = np.bincount(rows.group[hit], minlength=rows.ng)
+    hit = rows.judged if cutoff is None or _below(rows.pos, cutoff) else rows.judged & (rows.pos < cutoff)
+    count = np.bincount(rows.group, weights=None if hit is rows.judged and hit.all() else hit, minlength=rows.ng)
     den = rows.length if cutoff is None else np.minimum(rows.length, cutoff)
     return safe_ratio(count.astype(np.float64), den.astype(np.float64))
+
+
+def _below(pos: np.ndarray, cutoff: int) -> bool:
+    """Whether every position is below ``cutoff`` (a run cut at depth <= k): no row needs masking."""
+    return len(pos) == 0 or int(pos.max()) < cutoff
+
+
+def _log2_ranks(ctx, pos: np.ndarray) -> np.ndarray | None:
+    """``log2(pos + 2)`` per row, gathered from a table computed once (np.log2 of the same doubles,
+    so every value is the one computed in place), or None when ``pos`` is not an integer array."""
+    if pos.dtype.kind not in "iu" or len(pos) == 0:
+        return None
+    top = int(pos.max())
+    table = ctx._cache.get("log2")
+    if table is None or len(table) <= top:
+        table = ctx._cache["log2"] = np.log2(np.arange(max(top + 1, 1024), dtype=np.float64) + 2.0)
+    return table[pos]
 
 
 def _ndcg(m, rows: Rows, ctx) -> np.ndarray:
     cutoff = m.params.get("cutoff")
     gains = m.params.get("gains")
     gain = rows.label if gains is None else _apply_gains(rows.label, gains)
-    hit = gain > 0
-    if cutoff is not None:
-        hit &= rows.pos < cutoff
-    dcg = np.bincount(rows.group[hit], weights=gain[hit] / np.log2(rows.pos[hit] + 2.0), minlength=rows.ng)
+    log2 = _log2_ranks(ctx, rows.pos) if isinstance(ctx, Context) else None
+    if log2 is None:
+        hit = gain > 0
+        if cutoff is not None:
+            hit &= rows.pos < cutoff
+        dcg = np.bincount(rows.group[hit], weights=gain[hit] / np.log2(rows.pos[hit] + 2.0), minlength=rows.ng)
+    else:
+        # every row at once, a row without gain adding 0.0: x + 0.0 == x, so each sum is the one over
+        # the rows with gain, in the same order
+        w = np.maximum(gain, 0) / log2
+        if cutoff is not None and not _below(rows.pos, cutoff):
+            w[rows.pos >= cutoff] = 0.0
+        dcg = np.bincount(rows.group, weights=w, minlength=rows.ng)
     return safe_ratio(dcg, ctx.ideal_dcg(cutoff, gains)[rows.gq])
 
 
 def _bpref(m, rows: Rows, ctx) -> np.ndarray:
     rel = int(m["rel"])
     jd = ctx.jd
-    big_r = ctx.relevant(rel)[rows.gq]
-    big_n = ctx.cached(("N", rel), lambda: jd.count((jd.label >= 0) & (jd.label < rel)))[rows.gq]
-    nonrel = (rows.label >= 0) & (rows.label < rel)
-    before = np.cumsum(nonrel, dtype=np.int64) - nonrel  # non-relevant ranked above, from the block start
-    if len(before):
-        before -= np.repeat(before[np.minimum(rows.gstart, len(before) - 1)], rows.nrows)
-    hit = rows.label >= rel
+    big_r = ctx.relevant(rel)
+    big_n = ctx.cached(("N", rel), lambda: jd.count((jd.label >= 0) & (jd.label < rel)))
+    label = rows.label
+    nonrel = (label >= 0) & (label < rel)
+    hit = np.flatnonzero(label >= rel)
     g = rows.group[hit]
-    nr, rr, nn = before[hit], big_r[g], big_n[g]
+    # non-relevant rows ranked above each relevant one inside its group: a running count over all
+    # rows less the count before the group's first row (a relevant row is not non-relevant itself)
+    cum = np.cumsum(nonrel, dtype=np.int64)
+    if len(cum):
+        at = np.minimum(rows.gstart, len(cum) - 1)
+        before_group = cum[at] - nonrel[at]
+        nr = cum[hit] - before_group[g]
+    else:
+        nr = cum
+    q = rows.gq[g]
+    rr, nn = big_r[q], big_n[q]
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(nr > 0, 1.0 - np.minimum(nr, rr) / np.minimum(nn, rr), 1.0)
     total = np.bincount(g, weights=frac, minlength=rows.ng)
-    return safe_ratio(total, big_r.astype(np.float64))
+    return safe_ratio(total, big_r[rows.gq].astype(np.float64))
 
 
 def _precision_family(m, rows: Rows, ctx) -> np.ndarray:
@@ -730,7 +799,9 @@ def _ideal_ranks(rows: Rows, jd: Judgments) -> tuple[np.ndarray, np.ndarray, np.
     hit = np.flatnonzero(rows.label > 0)
     g, lab = rows.group[hit], rows.label[hit]
     ahead = np.empty(len(g), dtype=np.int64)
-    values = np.unique(lab)
+    top = int(lab.max()) if len(lab) else 0
+    # the labels present, counted rather than sorted when they are small (they are > 0 here)
+    values = np.flatnonzero(np.bincount(lab)) if top < 4096 else np.unique(lab)
     if len(values) <= 32:  # labels are a few small integers: one pass per label, no sort
         for v in values:
             same = np.flatnonzero(lab == v)  # rows stay in group, then rank order
@@ -953,7 +1024,7 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     from concurrent.futures import ThreadPoolExecutor
 
     from ..data.trec import read_run
-    from .ties.policy import tie_free, tied_user_share
+    from .ties.policy import tie_free, tie_order, tied_user_share
 
     clock = _StageClock(timings)
     parsed = _checked(measures, backend)
@@ -980,6 +1051,7 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
         ahead = reader.submit(load, names[0]) if names else None
         vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
         shared = _SharedJoin([sc.jd for sc in scorers.values()])
+        keep_runs = any(sc.reference is not None for sc in scorers.values())  # ir-measures reads the run
         clock.lap("judgments")
         for col, name in enumerate(names):
             run, doc_codes = ahead.result()
@@ -989,10 +1061,13 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
             shares[name] = tied_user_share(run, k, order=so)
             clock.lap("tie share")
             docids = run.codes.docids
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
-                run, so = tie_free(run, tie_policy, seed, so)
-            ranked = ranked_run(run, so)
+            if keep_runs or is_tie_free(run, order=so):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
+                    run, so = tie_free(run, tie_policy, seed, so)
+                ranked = ranked_run(run, so)
+            else:  # no measure needs the resolved run itself: its ranking alone, as resolve_ties orders it
+                ranked = _resolved_ranking(run, so, tie_order(run, so, tie_policy, seed))
             clock.lap("ensure_tie_free")
             if doc_codes is None or ranked.docids is not docids:  # read before the judgments were ready
                 doc_codes = vocabulary.doc_codes(ranked.docids)

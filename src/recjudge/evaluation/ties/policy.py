@@ -39,6 +39,7 @@ __all__ = [
     "top_k",
     "tied_user_share",
     "order_rows",
+    "tie_order",
 ]
 
 
@@ -132,15 +133,21 @@ def block_starts(so: ScoreOrder) -> np.ndarray:
 
 def _tie_blocks(so: ScoreOrder) -> tuple[np.ndarray, np.ndarray] | None:
     """(ordered positions inside a block of equal scores, their block number), or None when no two
-    rows of a query share a score."""
-    new_block = block_starts(so)
-    first = np.flatnonzero(new_block)
-    if len(first) == len(new_block):
+    rows of a query share a score. Blocks are numbered 0, 1, … in row order among the tied rows
+    alone (every caller only needs the numbers to order the blocks)."""
+    s = so.score
+    if len(s) < 2:
         return None
-    size = np.diff(np.r_[first, len(new_block)])
-    tied = np.repeat(size > 1, size)
+    cont = np.zeros(len(s), dtype=bool)  # the row continues the block of the row before it
+    np.equal(s[1:], s[:-1], out=cont[1:])
+    cont[1:] &= so.pos[1:] != 0
+    if not cont.any():
+        return None
+    tied = cont.copy()
+    tied[:-1] |= cont[1:]
     at = np.flatnonzero(tied)
-    block = np.repeat(np.arange(len(first)), size)[at]
+    block = np.cumsum(~cont[at], dtype=np.int64)
+    block -= 1
     return at, block
 
 
@@ -183,6 +190,13 @@ def _in_blocks(block: np.ndarray, key: np.ndarray, exact) -> np.ndarray:
     if np.any(c[1:] == c[:-1]):
         o = np.lexsort((*exact(), block))
     return o
+
+
+def tie_order(run: Run, order: ScoreOrder, policy: str = "hash", seed: int = 0) -> np.ndarray:
+    """Row indices of ``run`` by qid, score descending, then ``policy`` (``order``: its :func:`score_order`):
+    the order :func:`resolve_ties` puts the rows in, without building the resolved run."""
+    _check_policy(policy)
+    return _policy_order(run.table, order, policy, seed)
 
 
 def _policy_order(t: RunTable, so: ScoreOrder, policy: str, seed: int) -> np.ndarray:
