@@ -119,3 +119,13 @@ def test_top_overlap_when_k_exceeds_the_systems():
     assert top_overlap(ref, rev, 2) == 0.5
     # only the shared systems count: d is in one series only
     assert top_overlap(ref, pd.concat([rev, pd.Series({"d": 9.0})]), 5) == 1.0
+
+
+def test_paired_test_leaves_out_a_user_missing_a_value():
+    # d = (1, NaN, 2): the NaN user is left out; over (1, 2) the mean is 1.5 and 2 of the 4 flips
+    # (++, −−) reach |mean| 1.5. Before the fix the NaN made every comparison false: p = 0
+    mean, p = paired_permutation_test([1, math.nan, 2], [0, 0, 0])
+    assert (mean, p) == (1.5, 0.5)
+    mean, p = paired_permutation_test([0, 0, 0], [1, math.nan, 2])
+    assert (mean, p) == (-1.5, 0.5)
+    assert all(math.isnan(x) for x in paired_permutation_test([math.nan], [0]))
