@@ -49,7 +49,7 @@ class Mutant:
     find: str        # occurs exactly once in the module
     replace: str
     why: str         # the plausible bug, in one line
-    tests: tuple[str, ...]  # pytest node ids or paths, optionally "path::test" or "path -k expr"
+    tests: tuple[str, ...]  # pytest selections, each run alone: "path", "path::test" or "path -k expr"
 
     def apply(self, text: str) -> str:
         return text.replace(self.find, self.replace, 1)
@@ -93,11 +93,16 @@ def load_mutants(path: Path = MUTANTS, root: Path = ROOT) -> list[Mutant]:
     return out
 
 
-def _pytest_args(tests: tuple[str, ...]) -> list[str]:
-    args: list[str] = []
-    for t in tests:
-        args += t.split()
-    return args
+def _run_selections(tests: tuple[str, ...], env: dict, timeout: float) -> tuple[str, float, str]:
+    """Each selection in its own pytest process (a ``-k`` applies to its own paths only), stopping at
+    the first that does not pass: ('pass' | 'fail' | 'timeout', seconds, output tail)."""
+    total, status, out = 0.0, "pass", ""
+    for selection in tests:
+        status, secs, out = _run(selection.split(), env, max(1.0, timeout - total))
+        total += secs
+        if status != "pass":
+            break
+    return status, total, out
 
 
 def _run(args: list[str], env: dict, timeout: float) -> tuple[str, float, str]:
@@ -175,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         try:
             if not args.no_baseline:
-                selection = list(dict.fromkeys(t for m in mutants for t in m.tests))
-                status, secs, out = _run(_pytest_args(tuple(selection)), env, args.timeout * 4)
+                selection = tuple(dict.fromkeys(t for m in mutants for t in m.tests))
+                status, secs, out = _run_selections(selection, env, args.timeout * len(selection))
                 print(f"baseline: {len(selection)} selections {status} unmutated in {secs:.0f} s", flush=True)
                 if status != "pass":
                     print(out, file=sys.stderr)
@@ -187,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                 original = path.read_text("utf-8")
                 try:
                     path.write_text(m.apply(original), "utf-8")
-                    status, secs, out = _run(_pytest_args(m.tests), env, args.timeout)
+                    status, secs, out = _run_selections(m.tests, env, args.timeout)
                 finally:
                     path.write_text(original, "utf-8")
                 verdict = "survived" if status == "pass" else "killed" + (" (timeout)" if status == "timeout" else "")

@@ -289,3 +289,49 @@ def test_confusion_every_other_cell_by_hand(confusion, tmp_path, fake_openai):
 
     # the release: 12 ML-32M users
     assert c[("dataset", "ML-32M", "users")] == 12
+
+
+def _fives(system, text, user, movie, human):
+    """Every fifth movie a participant judged gets 7; the others their own label (unjudged: 3 or 0,
+    as the confusion judge): enough to move systems under nDCG and not under Compat."""
+    if human is None:
+        return 3 if movie % 3 == 0 else 0
+    return 7 if movie % 5 == 0 else human
+
+
+def test_confusion_a_judge_that_moves_systems(confusion, tmp_path, fake_openai):
+    scripted(fake_openai, confusion, _fives)
+    result = run_reproduce(_settings(confusion, tmp_path / "out", model="gpt-4o-mini", base_url=fake_openai.url,
+                                     experiments=1, profile_size=12, permutations=200, bootstrap=50, concurrency=8,
+                                     only=("table5", "figure5")), progress=lambda m: None)
+    assert result.complete
+    c = _cells(result)
+    human, scores, users = confusion["human"], confusion["scores"], confusion["users"]
+    names = sorted(scores)
+    # Figure 5: K = 100 covers every judged item; nDCG@100 ranks by scipy
+    truth = _means(scores, human, users, MEASURES["nDCG"])
+    llm = _means(scores, {(q, d): 7 if int(d) % 5 == 0 else lab for (q, d), lab in human.items()}, users,
+                 MEASURES["nDCG"])
+    h_rank = dict(zip(names, stats.rankdata([-truth[n] for n in names])))
+    l_rank = dict(zip(names, stats.rankdata([-llm[n] for n in names])))
+    displacement = pd.Series({n: abs(l_rank[n] - h_rank[n]) for n in names})
+    assert displacement.median() != displacement.mean()  # so that the one cannot pass for the other
+    assert c[("figure5", "LLM vs Cranfield", "median |rank displacement|")] == displacement.median()
+    moved = [f for f in ("SimpleX", "DGCF", "NCEPLRec") if l_rank[f"{f}-1"] != h_rank[f"{f}-1"]]
+    assert moved
+    for family in ("SimpleX", "DGCF", "NCEPLRec"):
+        assert c[("figure5", family, "rank LLM")] == l_rank[f"{family}-1"], family
+        if family != "DGCF":  # Section 4 gives no Cranfield rank for DGCF
+            assert c[("figure5", family, "rank Cranfield")] == h_rank[f"{family}-1"], family
+    assert c[("figure5", "K=100", "Kendall tau nDCGexp@100")] == pytest.approx(
+        stats.kendalltau([truth[n] for n in names], [llm[n] for n in names]).statistic)
+    # Table 5: τ on Compat between the human qrels and the LLM's labels of the pool (not on nDCG)
+    pool = {(q, d) for by_user in scores.values() for q, items in by_user.items() for d in items}
+    full = {(q, d): (7 if int(d) % 5 == 0 else human[(q, d)]) if (q, d) in human else (3 if int(d) % 3 == 0 else 0)
+            for q, d in pool}
+    tau = {m: stats.kendalltau([_means(scores, human, users, MEASURES[m])[n] for n in names],
+                               [_means(scores, full, users, MEASURES[m])[n] for n in names]).statistic
+           for m in ("Compat", "nDCG")}
+    assert tau["Compat"] != pytest.approx(tau["nDCG"])
+    assert c[("table5", "vs. Human-only", "Full LLM")] == pytest.approx(tau["Compat"])
+    assert c[("table5", "vs. Full LLM", "Human-only")] == pytest.approx(tau["Compat"])
