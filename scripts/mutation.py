@@ -12,11 +12,12 @@ selection runs in a fresh process with a timeout, and the mutant is killed when 
 table per module gives mutants, killed, survivors and the score; the exit status is 1 when any
 module scores below ``--min-score``, 2 when the mutant list no longer matches the code.
 
-Why not mutmut or cosmic-ray: both generate every operator swap of every line (hundreds of mutants
-for reproduce_tables.py alone, most of them in report wording) and run the tests covering each
-function; with the end-to-end reproduce tests at 7-20 s each on two shared cores that is hours, and
-mutmut 3 also needs a clean full-suite run in its own copy first. The hand list holds the bugs the
-issue names (off-by-one, < for <=, wrong column, wrong K, Bonferroni for Holm, …) and runs in minutes.
+Why not mutmut or cosmic-ray (not tried here): both mutate every operator, number and string of a
+module (hundreds of mutants for reproduce_tables.py alone, most of them in report wording) and run
+the tests covering each; with the end-to-end reproduce tests at 5-20 s each on two shared cores that
+would take hours, and mutmut 3 first runs the whole suite (about 6 minutes) in its own copy. The hand
+list holds the bugs worth catching (off-by-one, < for <=, wrong column, wrong K, Bonferroni for Holm,
+…); the whole list runs in about 12 minutes.
 """
 
 from __future__ import annotations
