@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -71,16 +72,35 @@ def test_unwritable_outputs_are_refused_before_work(tmp_path):
     check_outputs({"--out": tmp_path / "new" / "deeper" / "x.qrels"})  # created on write
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders; covered by the access check below")
 def test_read_only_folder_is_refused(tmp_path):
-    ro = tmp_path / "ro"
+    # the kernel's own answer: as root (CI) root writes anywhere, so the check runs in a child that
+    # has dropped to the nobody user, in a folder that user can enter
+    from permissions import is_root, shared_tmp, unprivileged
+
+    root = is_root()
+    base = shared_tmp() if root else tmp_path
+    ro = base / "ro"
     ro.mkdir()
-    ro.chmod(0o500)
-    try:
-        with pytest.raises(OutputError, match="not writable"):
+    ro.chmod(0o555)
+    writable = Path(tempfile.gettempdir()) if root else base  # /tmp: anyone may create files there
+
+    def check():
+        with pytest.raises(OutputError, match=f"the folder {ro} is not writable"):
             check_outputs({"--out": ro / "x.qrels"})
+        check_outputs({"--out": writable / "x.qrels"})  # the same user can write elsewhere
+
+    try:
+        if root:
+            ok, why = unprivileged(check)
+            assert ok, why
+        else:
+            check()
     finally:
-        ro.chmod(0o700)
+        ro.chmod(0o755)
+        if base != tmp_path:
+            import shutil
+
+            shutil.rmtree(base)
 
 
 def test_read_only_folder_is_refused_by_the_access_check(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from recjudge.cli import main
 from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError, InputError
 from recjudge.judging import JudgeSettings, judge_pairs, load_template
-from recjudge.judging.budget import cost, load_models, load_prices, output_estimate
+from recjudge.judging.budget import cost, load_models, load_prices
 from recjudge.judging.cache import Usage
 from recjudge.judging.profile import HistoryProfiles
 from recjudge.judging.prompts import OPTIONAL, REQUIRED, prompts_dir
@@ -198,8 +198,8 @@ def test_dry_run_with_gpt5_prints_a_cost(workspace, capsys):
     tokens = int(re.search(r"est\. input tokens\s+([\d,]+)", out).group(1).replace(",", ""))
     calls = int(re.search(r"calls to make\s+([\d,]+)", out).group(1))
     assert calls == 6
-    # input at $1.25/M, each call's expected answer (one label) at $10/M
-    expected = tokens * 1.25 / 1e6 + calls * output_estimate(load_template("baseline"), 1) * 10.00 / 1e6
+    # input at $1.25/M, each call's expected answer at $10/M: 10 tokens a call + 8 for its one label
+    expected = tokens * 1.25 / 1e6 + calls * (10 + 8) * 10.00 / 1e6
     assert re.search(r"est\. cost\s+\$([\d.,]+)", out).group(1) == f"{expected:,.4f}"
     assert "unknown" not in out
 

@@ -106,11 +106,13 @@ def smallest_holm_p(n_users: int, n_pairs: int, permutations: int) -> float:
 
 def paired_permutation_test(a: Sequence[float], b: Sequence[float], permutations: int = DEFAULT_PERMUTATIONS,
                             seed: int = 0) -> tuple[float, float]:
-    """(mean of a − b, two-sided sign-flip p-value) over paired per-user values."""
+    """(mean of a − b, two-sided sign-flip p-value) over paired per-user values; a user missing
+    either value (NaN) is left out, as :func:`pairwise_tests` does."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.shape != b.shape or a.ndim != 1:
         raise ConfigError(f"a paired test needs two equal-length vectors, got shapes {a.shape} and {b.shape}")
-    d = (a - b)[:, None]
+    d = a - b
+    d = d[~np.isnan(d)][:, None]  # a NaN difference would make every flip fail the comparison: p = 0
     return float(d.mean()) if len(d) else math.nan, float(_p_values(d, permutations, seed)[0])
 
 
