@@ -107,11 +107,7 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
                           s.groups) if p is not None]
     if not s.dry_run:
         check_output_dir(s.out, "--out", inputs)
-    base, not_applied = base_judge(s)
-    from ..judging.prompts import load_template
-
-    for template in (base.prompt, s.defined_scale_prompt):
-        load_template(template)  # a missing or malformed template file stops here, before any work
+    base, not_applied = base_judge(s)  # its settings check the baseline template, before any work
     if s.max_cost is not None and not s.dry_run:
         from ..judging.budget import model_entry
 

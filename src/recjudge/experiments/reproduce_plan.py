@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import field_validator, model_validator
 
 from ..errors import ConfigError
-from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, comma_list, option
+from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, checked, comma_list, option
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -166,6 +166,14 @@ class ReproduceSettings(Settings):
     @classmethod
     def _paths(cls, value):
         return None if value is None else Path(value)
+
+    @field_validator("prompt", "defined_scale_prompt")
+    @classmethod
+    def _templates(cls, value: str | None) -> str | None:
+        # a missing or malformed template stops here, before anything is trained or judged
+        from ..judging.prompts import check_template
+
+        return value if value is None else checked(check_template, value)
 
     @model_validator(mode="after")
     def _historical_pair(self):
