@@ -62,7 +62,7 @@ USERS = (25, 50, 200, 1000)
 LAYOUTS = ("separated", "close")
 SETTINGS = ("shared", "own")
 OWN_COMMON = 0.8  # share of each label set's users that the other also judges, under "own"
-SHARE_DEFAULT = "Korn–Graubard, linearised SE (shipped)"  # share_interval as recjudge calls it
+SHARE_DEFAULT = "Korn–Graubard, bootstrap SE (shipped)"  # share_interval as recjudge calls it
 
 
 def _measure(latent: np.ndarray) -> np.ndarray:
@@ -409,8 +409,8 @@ def run_shares(reps: int, resamples: int, seed: int, users=SHARE_USERS, pairs_pe
                             ("Wilson at n_eff, bootstrap SE", _wilson_effective(h, m, _sd(boot))),
                             ("Wilson at n_eff, linearised SE", _wilson_effective(h, m, _linearised_se(h, m))),
                             ("logit t, linearised SE", _logit_t(h, m)),
-                            ("Korn–Graubard, bootstrap SE", share_interval(h, m, replicates=boot)),
-                            (SHARE_DEFAULT, share_interval(h, m))):
+                            ("Korn–Graubard, linearised SE", share_interval(h, m)),
+                            (SHARE_DEFAULT, share_interval(h, m, replicates=boot))):
                         res[method].append((lo <= truth <= hi, lo - 1e-12 <= est <= hi + 1e-12,
                                             lo >= 0 and hi <= 1, hi - lo))
                 for method, v in res.items():
