@@ -11,8 +11,10 @@ many reference pairs the candidate lacks and how many candidate pairs the refere
 
 - Pairwise agreement (Penha et al. 2025): over pairs of items of the same user whose reference
   labels differ, the candidate *agrees* (orders them the same way), *ties* (equal labels) or
-  *disagrees*. Shares with 95% CIs (Wilson at the effective number of pairs, SE from a user
-  bootstrap: :func:`recjudge.evaluation.intervals.share_interval`); also for binarised labels (0 vs ≥ 1,
+  *disagrees*. Shares with 95% CIs (Korn–Graubard: Clopper–Pearson at the effective number of
+  pairs, SE from a user bootstrap: :func:`recjudge.evaluation.intervals.share_interval`), each with
+  the number of users it rests on and, where that is few, a note of the coverage measured for it
+  (:func:`recjudge.evaluation.intervals.share_coverage_note`); also for binarised labels (0 vs ≥ 1,
   both sides) and broken down by the distance between the two reference labels.
 - Relevant vs not (the paper's Table 3 / Figure 3 / Table 8): pairs of one user's items with
   reference label 0 versus reference label ≥ 1, compared on the candidate's *raw* labels — the
