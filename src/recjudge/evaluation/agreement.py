@@ -153,7 +153,8 @@ class AgreementResult:
             "kappa_lin": f"{self.cohen_kappa_linear:.4f}",
             "alpha_ord": f"{self.krippendorff_alpha_ordinal:.4f}",
             "alpha_int": f"{self.krippendorff_alpha_interval:.4f}",
-            "agree": f"{pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]" + (CI_FLAG if pw.ci_note else ""),
+            "agree": (f"{pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]"
+                      + (CI_FLAG if pw.ci_note else "")),
             "tie": f"{pw.tie:.3f}",
             "disagree": f"{pw.disagree:.3f}",
             "binary agree": f"{self.pairwise_binary.agree:.3f}",

@@ -455,7 +455,9 @@ def share_interval(hits: np.ndarray, totals: np.ndarray, level: float = 0.95,
 # --sections C --share-constants): users with pairs → (coverage pooled over the simulated
 # populations, the lowest population's). The band of n users is the largest simulated number ≤ n
 # (coverage grows with the users, so the band's figure is the conservative one).
-SHARE_COVERAGE: dict[int, tuple[float, float]] = {5: (0.923, 0.859), 10: (0.916, 0.864), 25: (0.934, 0.903), 50: (0.942, 0.925), 200: (0.949, 0.934)}
+SHARE_COVERAGE: dict[int, tuple[float, float]] = {
+    5: (0.923, 0.859), 10: (0.916, 0.864), 25: (0.934, 0.903), 50: (0.942, 0.925), 200: (0.949, 0.934),
+}
 
 
 def share_coverage_note(n_users: int, level: float = 0.95) -> tuple[float, str]:
