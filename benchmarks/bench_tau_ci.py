@@ -1,6 +1,6 @@
 """Coverage of the confidence intervals recjudge prints, by simulation where the truth is known.
 
-    .venv/bin/python benchmarks/bench_tau_ci.py [--reps 500] [--resamples 1000] [--quick]
+    .venv/bin/python benchmarks/bench_tau_ci.py [--reps 500] [--resamples 1000] [--sections ABCDE] [--quick]
 
 A. τ over users (``compare``). A finite population of 100,000 users, each with a measure value per
    system under a reference and a candidate label set: latent score = system effect + user effect
@@ -22,10 +22,19 @@ B. The interval across N experiments (``ablate``): N values drawn from a known d
    sample τ of a cell of A; Beta-shaped shares and τ), the mean of that distribution covered or
    not by the plain t-interval, by the t-interval on the Fisher-z scale of the range
    (``bounded_t``, shipped) and by t on the mean of atanh values.
-C. Shares of pairs pooled over users (``agreement``): users with a heavy-tailed number of pairs and
-   their own agreement rate; percentile and BCa over a user bootstrap against the Wilson interval
-   at the effective number of pairs (``share_interval``) with a linearised or a bootstrap SE.
-D. Speed: the vectorised τ replicates against scipy.stats.bootstrap resampling user indices.
+C. Shares of pairs pooled over users (``agreement``): a population of users with a heavy-tailed number
+   of pairs (negative binomial, mean 40 or 400) and each their own agreement rate (Beta around a
+   population share of 0.2–0.97), 5–200 users drawn: the Wilson interval that treats pairs as
+   independent, percentile and BCa over a user bootstrap, Wilson at the effective number of pairs,
+   a logit t-interval, and the Korn–Graubard interval (``share_interval``, shipped with the
+   bootstrap SE) — coverage, containment, range. ``--share-constants`` prints the
+   ``intervals.SHARE_COVERAGE`` table behind the coverage note ``agreement`` prints with few users.
+D. Significance tests (``pairwise_tests``, ``significance_agreement``): per-user values of k systems
+   with known latent effects on A's graded measure, all equal (5 and 10 systems) or three equal
+   and three better by 0.1–0.5, 25–200 users; the family-wise error rate of the Holm-corrected
+   sign-flip tests at α = 0.05, power by true difference, wrong-direction calls, and how a faithful
+   candidate label set's decisions agree with the reference's.
+E. Speed: the vectorised τ replicates against scipy.stats.bootstrap resampling user indices.
 
 Prints the tables the README carries and, with ``--constants``, the coverage table by number of
 users and bootstrap bias that ``recjudge.evaluation.intervals.TAU_COVERAGE`` holds.
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 import math
 import time
 from collections import defaultdict
@@ -61,6 +71,7 @@ USERS = (25, 50, 200, 1000)
 LAYOUTS = ("separated", "close")
 SETTINGS = ("shared", "own")
 OWN_COMMON = 0.8  # share of each label set's users that the other also judges, under "own"
+SHARE_DEFAULT = "Korn–Graubard, bootstrap SE (shipped)"  # share_interval as recjudge calls it
 
 
 def _measure(latent: np.ndarray) -> np.ndarray:
@@ -321,59 +332,274 @@ def print_experiments(rows) -> None:
 
 # ------------------------------------------------------------------------------ C: shares of pairs
 
-def run_shares(reps: int, resamples: int, seed: int, users=USERS + (10,)):
-    rng = np.random.default_rng([seed, 7])
+SHARE_USERS = (5, 10, 25, 50, 200)
+PAIRS_PER_USER = (40, 400)  # mean pairs per user (negative binomial, r = 2: heavy-tailed)
+SHARES = ((0.5, 5.0), (0.85, 5.0), (0.9, 20.0), (0.97, 10.0), (0.2, 2.0))  # (mean, concentration) of users' rates
+
+
+def _wilson(p: float, n: float, c: float) -> tuple[float, float]:
+    den = 1 + c * c / n
+    centre = (p + c * c / (2 * n)) / den
+    half = c * math.sqrt(p * (1 - p) / n + c * c / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _naive_wilson(h: np.ndarray, m: np.ndarray) -> tuple[float, float]:
+    """Wilson over every pair as if independent: what an interval that ignores users gives."""
+    return _wilson(h.sum() / m.sum(), m.sum(), 1.959963984540054)
+
+
+def _linearised_se(h: np.ndarray, m: np.ndarray) -> float:
+    p, users = h.sum() / m.sum(), int(np.count_nonzero(m))
+    return math.sqrt(users / (users - 1) * float(np.sum((h - p * m) ** 2))) / m.sum()
+
+
+def _wilson_effective(h: np.ndarray, m: np.ndarray, se: float) -> tuple[float, float]:
+    """Wilson at n_eff = p(1 − p)/SE² (capped at the pairs), t quantile on users − 1 df."""
+    from scipy import stats
+
+    p, users = h.sum() / m.sum(), int(np.count_nonzero(m))
+    n_eff = min(m.sum(), p * (1 - p) / se ** 2) if se > 0 and 0 < p < 1 else m.sum()
+    return _wilson(p, n_eff, float(stats.t.ppf(0.975, users - 1)))
+
+
+def _logit_t(h: np.ndarray, m: np.ndarray) -> tuple[float, float]:
+    """t-interval (users − 1 df) on the logit scale, delta-method linearised SE."""
+    from scipy import stats
+
+    p, users = h.sum() / m.sum(), int(np.count_nonzero(m))
+    if not 0 < p < 1:
+        return (p, p)
+    half = float(stats.t.ppf(0.975, users - 1)) * _linearised_se(h, m) / (p * (1 - p))
+    g = math.log(p / (1 - p))
+    return (1 / (1 + math.exp(-(g - half))), 1 / (1 + math.exp(-(g + half))))
+
+
+def share_population(mean: float, conc: float, pairs_mean: float, rng: np.random.Generator,
+                     size: int = POPULATION) -> tuple[np.ndarray, np.ndarray]:
+    """(hits, pairs) per user of a population: heavy-tailed pairs per user (negative binomial, r = 2),
+    each user's own agreement rate drawn from a Beta of that mean and concentration (the within-user
+    correlation that makes pairs of one user a cluster)."""
+    pairs = rng.negative_binomial(2, 2 / (2 + pairs_mean), size)
+    hits = rng.binomial(pairs, rng.beta(mean * conc, (1 - mean) * conc, size))
+    return hits, pairs
+
+
+def run_shares(reps: int, resamples: int, seed: int, users=SHARE_USERS, pairs_per_user=PAIRS_PER_USER,
+               shares=SHARES):
+    """Section C: per (pairs per user, population share, users), each interval's coverage of the
+    population share and whether it contains the estimate and stays in [0, 1]."""
     rows = []
-    for mean, conc in ((0.5, 5.0), (0.85, 5.0), (0.97, 10.0), (0.2, 2.0)):
-        pairs = rng.negative_binomial(2, 2 / (2 + 40), POPULATION)  # pairs per user: mean 40, heavy tail
-        hits = rng.binomial(pairs, rng.beta(mean * conc, (1 - mean) * conc, POPULATION))
-        truth = hits.sum() / pairs.sum()
-        for n in sorted(users):
-            res = defaultdict(list)
-            for _ in range(reps):
-                idx = rng.choice(POPULATION, n, replace=False)
-                h, m = hits[idx].astype(float), pairs[idx].astype(float)
-                if m.sum() == 0:
-                    continue
-                est = h.sum() / m.sum()
-                # multinomial counts of n draws with replacement, drawn as indices (same law, faster)
-                draws = rng.integers(0, n, (resamples, n)) + n * np.arange(resamples)[:, None]
-                w = np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n).astype(float)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    boot = (w @ h) / (w @ m)
-                boot = boot[~np.isnan(boot)]
-                keep = m > 0
-                jk = (h.sum() - h[keep]) / (m.sum() - m[keep])
-                for method, (lo, hi) in (("percentile", percentile(boot)),
-                                         ("BCa", bias_corrected(boot, est, 0.95, jk[np.isfinite(jk)])),
-                                         ("Wilson, linearised SE", share_interval(h, m)),
-                                         ("Wilson, bootstrap SE", share_interval(h, m, replicates=boot))):
-                    res[method].append((lo <= truth <= hi, lo - 1e-12 <= est <= hi + 1e-12))
-            for method, v in res.items():
-                a = np.array(v)
-                rows.append((truth, n, method, a[:, 0].mean(), a[:, 1].mean()))
+    for pi, pm in enumerate(pairs_per_user):
+        for si, (mean, conc) in enumerate(shares):
+            rng = np.random.default_rng([seed, 7, pi, si])
+            hits, pairs = share_population(mean, conc, pm, rng)
+            truth = hits.sum() / pairs.sum()
+            for n in sorted(users):
+                res = defaultdict(list)
+                for _ in range(reps):
+                    idx = rng.choice(POPULATION, n, replace=False)
+                    h, m = hits[idx].astype(float), pairs[idx].astype(float)
+                    if np.count_nonzero(m) < 2:
+                        continue  # recjudge gives no interval from fewer than two users with pairs
+                    est = h.sum() / m.sum()
+                    # multinomial counts of n draws with replacement, drawn as indices (same law, faster)
+                    draws = rng.integers(0, n, (resamples, n)) + n * np.arange(resamples)[:, None]
+                    w = np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n).astype(float)
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        boot = (w @ h) / (w @ m)
+                    boot = boot[~np.isnan(boot)]
+                    keep = m > 0
+                    jk = (h.sum() - h[keep]) / (m.sum() - m[keep])
+                    for method, (lo, hi) in (
+                            ("Wilson, pairs independent", _naive_wilson(h, m)),
+                            ("percentile", percentile(boot)),
+                            ("BCa", bias_corrected(boot, est, 0.95, jk[np.isfinite(jk)])),
+                            ("Wilson at n_eff, bootstrap SE", _wilson_effective(h, m, _sd(boot))),
+                            ("Wilson at n_eff, linearised SE", _wilson_effective(h, m, _linearised_se(h, m))),
+                            ("logit t, linearised SE", _logit_t(h, m)),
+                            ("Korn–Graubard, linearised SE", share_interval(h, m)),
+                            (SHARE_DEFAULT, share_interval(h, m, replicates=boot))):
+                        res[method].append((lo <= truth <= hi, lo - 1e-12 <= est <= hi + 1e-12,
+                                            lo >= 0 and hi <= 1, hi - lo))
+                for method, v in res.items():
+                    a = np.array(v)
+                    rows.append({"pairs": pm, "truth": truth, "n": n, "method": method, "coverage": a[:, 0].mean(),
+                                 "contains": a[:, 1].mean(), "in_range": a[:, 2].mean(), "width": a[:, 3].mean(),
+                                 "reps": len(a)})
     return rows
 
 
-def print_shares(rows) -> None:
-    print("\nC. Shares of pairs pooled over users (agreement): coverage of the population share, "
-          "% containing the estimate\n")
-    methods = list(dict.fromkeys(r[2] for r in rows))
-    print("| population share | users | " + " | ".join(methods) + " |")
-    print("|---|---|" + "---|" * len(methods))
-    table = {(round(t, 6), n, m): (c, k) for t, n, m, c, k in rows}
-    for t, n in dict.fromkeys((round(r[0], 6), r[1]) for r in rows):
-        print(f"| {t:.3f} | {n} | " + " | ".join(
-            _pct(table[(t, n, m)][0])
-            + ("" if table[(t, n, m)][1] == 1 else f" (contains {_pct(table[(t, n, m)][1])})")
-            for m in methods) + " |")
+def _sd(values: np.ndarray) -> float:
+    return float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
+
+
+def share_coverage(rows, method: str = None) -> dict[int, tuple[float, float]]:
+    """users → (coverage pooled over the simulated populations, lowest population's) of ``method``."""
+    method = method or SHARE_DEFAULT
+    out = {}
+    for n in sorted({r["n"] for r in rows}):
+        cov = [r["coverage"] for r in rows if r["n"] == n and r["method"] == method]
+        out[n] = (float(np.mean(cov)), float(np.min(cov)))
+    return out
+
+
+def print_shares(rows, reps: int, resamples: int) -> None:
+    print(f"\nC. Shares of pairs pooled over users (agreement): coverage of the population share, % of {reps} "
+          f"replications ({resamples} user-bootstrap resamples each; nominal 95%). Population of "
+          f"{POPULATION:,} users, pairs per user negative binomial (r = 2) with the mean shown, each user's "
+          "agreement rate Beta-distributed around the population share (pairs of one user are a cluster)\n")
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    print("| pairs per user (mean) | population share | users | " + " | ".join(methods) + " |")
+    print("|---|---|---|" + "---|" * len(methods))
+    table = {(r["pairs"], round(r["truth"], 6), r["n"], r["method"]): r for r in rows}
+    for pm, t, n in dict.fromkeys((r["pairs"], round(r["truth"], 6), r["n"]) for r in rows):
+        cells = []
+        for m in methods:
+            r = table[(pm, t, n, m)]
+            cells.append(_pct(r["coverage"]) + ("" if r["contains"] == 1 else f" (contains {_pct(r['contains'])})"))
+        print(f"| {pm} | {t:.3f} | {n} | " + " | ".join(cells) + " |")
+    print("\nBy number of users, pooled over the populations (lowest population in brackets), % covering\n")
+    users = sorted({r["n"] for r in rows})
+    print("| interval | " + " | ".join(f"{n} users" for n in users)
+          + " | mean abs. deviation from 95 | always in [0, 1] | always contains the share |")
+    print("|---|" + "---|" * len(users) + "---|---|---|")
     for m in methods:
-        cov = np.array([r[3] for r in rows if r[2] == m])
-        print(f"- {m}: mean |coverage − 95| {np.mean(np.abs(cov - NOMINAL)) * 100:.1f} points, "
-              f"lowest {_pct(cov.min())}")
+        cov = share_coverage(rows, m)
+        mine = [r for r in rows if r["method"] == m]
+        dev = np.mean([abs(r["coverage"] - NOMINAL) for r in mine]) * 100
+        print(f"| {m} | " + " | ".join(f"{_pct(cov[n][0])} ({_pct(cov[n][1])})" for n in users)
+              + f" | {dev:.1f} | {'yes' if min(r['in_range'] for r in mine) == 1 else 'no'} | "
+              f"{'yes' if min(r['contains'] for r in mine) == 1 else 'no'} |")
 
 
-# ------------------------------------------------------------------------------ D: speed
+def share_constants(rows) -> str:
+    cov = share_coverage(rows)
+    body = ", ".join(f"{n}: ({c:.3f}, {lo:.3f})" for n, (c, lo) in cov.items())
+    return f"SHARE_COVERAGE: dict[int, tuple[float, float]] = {{{body}}}"
+
+
+# ------------------------------------------------------------------------------ D: significance tests
+
+SIG_USERS = (25, 50, 200)
+ALPHA = 0.05
+# latent system effects (in the units of the per-user noise SD of A's populations, 0.6 per system):
+# all-null families of 5 and 10 systems, and a mixed family of 6: three equal, three better by 0.1–0.5
+SIG_SCENARIOS = (("all null, 5 systems", (0.0,) * 5), ("all null, 10 systems", (0.0,) * 10),
+                 ("mixed, 6 systems", (0.0, 0.0, 0.0, 0.1, 0.25, 0.5)))
+
+
+class SigPopulation:
+    """Per-user measure values of k systems under a reference and a candidate label set, drawn fresh
+    each time (an infinite population): latent = system effect + user effect + user × system noise,
+    the graded measure of section A (0.1 lattice, mass at 0: ties and zero differences). The
+    candidate sees the same users and system effects, its noise correlated with the reference's
+    (noise_corr) plus a per-user shift of its own: a faithful judge whose labels are noisy."""
+
+    def __init__(self, effects, user_sd: float = 1.2, noise_sd: float = 0.6, noise_corr: float = 0.6,
+                 shift_sd: float = 0.4):
+        self.effects = np.asarray(effects, float)
+        self.user_sd, self.noise_sd, self.noise_corr, self.shift_sd = user_sd, noise_sd, noise_corr, shift_sd
+
+    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        k = len(self.effects)
+        user = self.user_sd * rng.standard_normal((n, 1))
+        e_ref, e_own = rng.standard_normal((n, k)), rng.standard_normal((n, k))
+        ref = _measure(self.effects + user + self.noise_sd * e_ref)
+        cand = _measure(self.effects + user + self.shift_sd * rng.standard_normal((n, 1)) + self.noise_sd * (
+            self.noise_corr * e_ref + math.sqrt(1 - self.noise_corr ** 2) * e_own))
+        return ref.astype(np.float64), cand.astype(np.float64)
+
+    def true_differences(self, rng: np.random.Generator, size: int = 400_000) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, standardised mean = mean / SD) of each system pair's per-user reference difference,
+        over ``size`` users: exactly 0 for equal effects (the per-user difference is symmetric)."""
+        ref, _ = self.sample(size, rng)
+        i, j = np.array(list(itertools.combinations(range(len(self.effects)), 2))).T
+        d = ref[:, i] - ref[:, j]
+        return d.mean(0), d.mean(0) / d.std(0)
+
+
+def run_significance(reps: int, permutations: int, seed: int, users=SIG_USERS, scenarios=SIG_SCENARIOS):
+    """Section D: recjudge's pairwise sign-flip tests, Holm at ALPHA, over replications where the true
+    system effects are known: family-wise error (any equal pair called significant), power per true
+    difference, wrong-direction calls, and the candidate's decision agreement with the reference."""
+    import pandas as pd
+
+    from recjudge.evaluation.significance import pairwise_tests, significance_agreement
+
+    rows = []
+    for ci, (name, effects) in enumerate(scenarios):
+        pop = SigPopulation(effects)
+        pairs = list(itertools.combinations(range(len(effects)), 2))
+        latent = np.array([effects[j] - effects[i] for i, j in pairs])  # b − a: pairs are (a, b), a < b
+        _, std_diff = pop.true_differences(np.random.default_rng([seed, 11, ci]))
+        names = [f"s{i:02d}" for i in range(len(effects))]
+        for n in users:
+            rng = np.random.default_rng([seed, 11, ci, n])
+            any_false, wrong_dir, power = [], [], defaultdict(list)
+            agree, fp, fn, perms = [], [], [], set()
+            t0 = time.perf_counter()
+            for r in range(reps):
+                ref, cand = pop.sample(n, rng)
+                tests = pairwise_tests(pd.DataFrame(ref, columns=names), "reference", "m", ALPHA, permutations,
+                                       seed=int(rng.integers(2 ** 31)))
+                perms.add(tests.permutations)
+                dec = np.array([t.decision for t in tests.tests])  # +1: a better, −1: b better
+                null = latent == 0
+                any_false.append(bool((dec[null] != 0).any()))
+                # a real difference called in the wrong direction (b is the better system: decision +1)
+                wrong_dir.append(bool((dec[~null] == 1).any()))
+                for d in sorted(set(latent[~null])):
+                    power[d].extend((dec[latent == d] == -1).tolist())
+                cand_tests = pairwise_tests(pd.DataFrame(cand, columns=names), "candidate", "m", ALPHA, permutations,
+                                            seed=int(rng.integers(2 ** 31)))
+                sa = significance_agreement(tests, cand_tests)
+                agree.append(sa.agreement)
+                fp.append(sa.false_positive_rate)
+                fn.append(sa.false_negative_rate)
+            rows.append({"scenario": name, "systems": len(effects), "pairs": len(pairs), "n": n, "reps": reps,
+                         "permutations": sorted(perms), "fwer": float(np.mean(any_false)),
+                         "wrong_direction": float(np.mean(wrong_dir)),
+                         "power": {d: (float(np.mean(v)), float(np.mean(np.abs(std_diff[latent == d]))),
+                                       int((latent == d).sum())) for d, v in power.items()},
+                         "agreement": float(np.mean(agree)), "fp_rate": float(np.nanmean(fp)),
+                         "fn_rate": float(np.nanmean(fn)) if not np.isnan(fn).all() else math.nan,
+                         "seconds": time.perf_counter() - t0})
+    return rows
+
+
+def print_significance(rows, permutations: int) -> None:
+    reps = rows[0]["reps"] if rows else 0
+    used = sorted({p for r in rows for p in r["permutations"]})
+    print(f"\nD. Significance tests (pairwise_tests: paired sign-flip test per system pair over users, Holm "
+          f"over the pairs, α = {ALPHA:g}), {reps} replications per row. Per-user values of each system on "
+          "section A's graded measure (0.1 lattice, zeros; user effect SD 1.2, user × system noise SD 0.6 "
+          "on the latent scale), users drawn fresh each replication; true system effects known. "
+          f"Sign flips per pair: {', '.join(f'{p:,}' for p in used)} ({permutations:,} requested; "
+          "recjudge draws at least 10·pairs/α). Family-wise error: share of replications calling any pair "
+          "of equal systems significant (Holm keeps it ≤ α). Power: share of pairs with that true latent "
+          "difference called significant in the right direction (the standardised per-user effect, "
+          "mean / SD of the difference, in brackets). Wrong direction: replications calling any unequal "
+          "pair significant the wrong way round.\n")
+    print("| systems (pairs) | users | family-wise error | wrong direction | power by latent difference |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        power = "; ".join(f"{d:g} ({s:.2f}): {_pct(p)}" for d, (p, s, k) in sorted(r["power"].items())) or "–"
+        print(f"| {r['scenario']} ({r['pairs']}) | {r['n']} | {_pct(r['fwer'])} | "
+              f"{_pct(r['wrong_direction']) if r['power'] else '–'} | {power} |")
+    print("\nDecision agreement of a faithful candidate (same users and system effects, noise correlated 0.6 "
+          "with the reference's, its own per-user shift) with the reference (significance_agreement): share of "
+          "pairs with the same decision, and its false positive / false negative rates against the reference\n")
+    print("| systems (pairs) | users | agreement | false positive rate | false negative rate |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        fn = _pct(r["fn_rate"]) if r["power"] else "– (every reference call is a false one)"
+        print(f"| {r['scenario']} ({r['pairs']}) | {r['n']} | {_pct(r['agreement'])} | {_pct(r['fp_rate'])} | {fn} |")
+    print("\nThe rates are against the reference's decisions, not the truth: with real differences the "
+          "reference's own misses (power below 100%) count as the candidate's false positives.")
+
+
+# ------------------------------------------------------------------------------ E: speed
 
 def speed(resamples: int, seed: int) -> None:
     from scipy import stats
@@ -395,7 +621,7 @@ def speed(resamples: int, seed: int) -> None:
                           **{seed_kw: np.random.default_rng(seed)})
     theirs = time.perf_counter() - t0
     ours_bca = bias_corrected(reps.bootstrap, reps.estimate, 0.95, reps.jackknife)
-    print(f"\nD. Speed, 200 users × {pop.n_systems} systems, {resamples} resamples + jackknife: recjudge "
+    print(f"\nE. Speed, 200 users × {pop.n_systems} systems, {resamples} resamples + jackknife: recjudge "
           f"(kendall_tau_replicates) {ours:.2f} s; scipy.stats.bootstrap resampling user indices (BCa, "
           f"statistic called per resample) {theirs:.2f} s ({theirs / ours:.0f}×). Same kind of interval "
           f"from both: BCa {tuple(round(v, 3) for v in ours_bca)} "
@@ -406,22 +632,40 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=500, help="replications per cell (default 500)")
     ap.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples per interval (default 1000)")
+    ap.add_argument("--permutations", type=int, default=10_000,
+                    help="sign flips per system pair in section D, as recjudge's default (default 10000)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the whole simulation (default 0)")
+    ap.add_argument("--sections", default="ABCDE",
+                    help="which sections to run, e.g. CD (default ABCDE; B needs A's sample τ)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 20 replications, 200 resamples, a small grid")
     ap.add_argument("--constants", action="store_true", help="also print TAU_COVERAGE for intervals.py")
+    ap.add_argument("--share-constants", action="store_true", help="also print SHARE_COVERAGE for intervals.py")
     args = ap.parse_args()
     reps, resamples = (20, 200) if args.quick else (args.reps, args.resamples)
+    sections = set(args.sections.upper())
     grid = dict(layouts=LAYOUTS, targets=(0.6, 0.9) if args.quick else TARGETS,
                 users=(25, 200) if args.quick else USERS, settings=SETTINGS)
     t0 = time.perf_counter()
-    print(f"τ coverage simulation: {reps} replications per cell, {resamples} resamples, seed {args.seed}")
-    cells, by_band, worst = run_tau(reps, resamples, args.seed, log=lambda s: print(s, flush=True), **grid)
-    print_tau(cells, by_band, worst, reps, resamples)
-    print_compact(cells)
-    print_experiments(run_experiments(cells, reps, args.seed))
-    print_shares(run_shares(reps, resamples, args.seed, users=(10, 200) if args.quick else USERS + (10,)))
-    speed(resamples, args.seed)
-    if args.constants:
+    print(f"Coverage simulation: {reps} replications per cell, {resamples} resamples, seed {args.seed}, "
+          f"sections {''.join(sorted(sections))}")
+    if sections & {"A", "B"}:
+        cells, by_band, worst = run_tau(reps, resamples, args.seed, log=lambda s: print(s, flush=True), **grid)
+        if "A" in sections:
+            print_tau(cells, by_band, worst, reps, resamples)
+            print_compact(cells)
+        if "B" in sections:
+            print_experiments(run_experiments(cells, reps, args.seed))
+    if "C" in sections:
+        rows = run_shares(reps, resamples, args.seed, users=(10, 200) if args.quick else SHARE_USERS)
+        print_shares(rows, reps, resamples)
+        if args.share_constants:
+            print("\n" + share_constants(rows))
+    if "D" in sections:
+        print_significance(run_significance(reps, args.permutations, args.seed,
+                                            users=(25,) if args.quick else SIG_USERS), args.permutations)
+    if "E" in sections:
+        speed(resamples, args.seed)
+    if args.constants and sections & {"A", "B"}:
         print("\n" + constants(by_band, worst))
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
 

@@ -189,11 +189,11 @@ def test_byte_order_mark_does_not_stick_to_the_first_id(tmp_path):
     assert read_qrels(path).frame.qid.tolist() == ["q1"]
 
 
-def test_pairwise_ci_is_wilson_at_the_effective_pairs_of_the_user_bootstrap():
+def test_pairwise_ci_is_korn_graubard_at_the_effective_pairs_of_the_user_bootstrap():
     # Recompute the overall CI from the same resamples: per-user (agree, tie, disagree) counts by
     # brute force, the multinomial draws the first resampling step makes with the same seed, their
-    # shares' standard deviation SE, n_eff = p(1 − p)/SE², and Wilson's interval at n_eff with the
-    # t quantile of users − 1 degrees of freedom.
+    # shares' standard deviation SE, n_eff = p(1 − p)/SE² shrunk by (z / t_{users − 1})², and the
+    # Clopper–Pearson bounds at p·n_df of n_df, checked by their tail equations (betainc).
     rng = np.random.default_rng(8)
     n_users = 25
     qids = np.repeat([f"u{i:02d}" for i in range(n_users)], 8)
@@ -214,13 +214,15 @@ def test_pairwise_ci_is_wilson_at_the_effective_pairs_of_the_user_bootstrap():
     keep = sums.sum(1) > 0
     shares = sums[keep] / sums[keep].sum(1, keepdims=True)
     pw = res.pairwise
-    c = stats.t.ppf(0.975, n_users - 1)
+    from scipy.special import betainc
+
+    shrink = (stats.norm.ppf(0.975) / stats.t.ppf(0.975, n_users - 1)) ** 2
     for j, ci in enumerate((pw.agree_ci, pw.tie_ci, pw.disagree_ci)):
         p = counts[:, j].sum() / counts.sum()
-        n_eff = min(counts.sum(), p * (1 - p) / shares[:, j].std(ddof=1) ** 2)
-        centre = (p + c * c / (2 * n_eff)) / (1 + c * c / n_eff)
-        half = c * np.sqrt(p * (1 - p) / n_eff + c * c / (4 * n_eff ** 2)) / (1 + c * c / n_eff)
-        assert ci == pytest.approx((centre - half, centre + half), abs=1e-12)
+        n_df = min(counts.sum(), p * (1 - p) / shares[:, j].std(ddof=1) ** 2) * shrink
+        x = p * n_df
+        assert betainc(x, n_df - x + 1, ci[0]) == pytest.approx(0.025, abs=1e-9)
+        assert betainc(x + 1, n_df - x, ci[1]) == pytest.approx(0.975, abs=1e-9)
         assert ci[0] <= p <= ci[1]
 
 

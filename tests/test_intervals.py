@@ -214,27 +214,85 @@ def test_bounded_t_on_a_share_is_the_logit_t_interval():
     assert bounded_t(x, (0.0, 1.0)) == pytest.approx(want, abs=1e-12)
 
 
-def test_share_interval_wilson_with_effective_pairs_by_hand():
+def _cp_bounds_hold(lo: float, hi: float, x: float, n: float, alpha: float = 0.05) -> None:
+    """Clopper–Pearson bounds at x of n (real-valued): the regularised incomplete beta I_lo(x, n − x + 1)
+    is α/2 and I_hi(x + 1, n − x) is 1 − α/2 (the defining tail equations, checked with betainc)."""
+    from scipy.special import betainc
+
+    assert betainc(x, n - x + 1, lo) == pytest.approx(alpha / 2, abs=1e-9)
+    assert betainc(x + 1, n - x, hi) == pytest.approx(1 - alpha / 2, abs=1e-9)
+
+
+def test_share_interval_korn_graubard_by_hand():
     # 4 users, 10 pairs each, 6 / 4 / 8 / 2 agree: p = 20/40 = 0.5; residuals h − p·m = 1, −1, 3, −3;
-    # linearised SE = sqrt(4/3 · 20) / 40; n_eff = 0.25 / SE²; Wilson at t(0.975, 3 df)
+    # linearised SE = sqrt(4/3 · 20) / 40 = 0.1291; n* = 0.25 / SE² = 15; shrunk for 3 df:
+    # n*_df = 15 · (1.95996 / 3.18245)² = 5.689; x* = 2.845 "successes"
     hits, totals = np.array([6, 4, 8, 2]), np.array([10, 10, 10, 10])
     se = math.sqrt(4 / 3 * 20) / 40
-    n_eff = 0.25 / se ** 2
-    c = stats.t.ppf(0.975, 3)
-    centre = (0.5 + c * c / (2 * n_eff)) / (1 + c * c / n_eff)
-    half = c * math.sqrt(0.25 / n_eff + c * c / (4 * n_eff ** 2)) / (1 + c * c / n_eff)
-    assert share_interval(hits, totals) == pytest.approx((centre - half, centre + half), abs=1e-12)
-    # every pair agrees: SE 0, n_eff the 40 pairs, the Wilson interval [40/(40 + c²), 1]
+    assert 0.25 / se ** 2 == pytest.approx(15.0)
+    t3 = stats.t.ppf(0.975, 3)  # 3.1824 in a printed t table
+    n_df = 15.0 * (Z / t3) ** 2
+    lo, hi = share_interval(hits, totals)
+    _cp_bounds_hold(lo, hi, 0.5 * n_df, n_df)
+    assert lo == pytest.approx(1 - hi, abs=1e-12)  # p = 0.5: symmetric
+    # 2.8 of 5.7 "pairs": a little wider than the exact interval of 3 of 6, far wider than any on 40 pairs
+    ci = stats.binomtest(3, 6).proportion_ci(0.95, method="exact")
+    assert lo < ci.low < ci.high < hi and ci.low - lo < 0.02
+    # every pair agrees: SE 0, n* the 40 pairs; Clopper–Pearson at x = n has the closed form
+    # [(α/2)^(1/n), 1] with n = 40 · (z/t)²
     lo, hi = share_interval(totals, totals)
-    assert lo == pytest.approx(40 / (40 + c * c), abs=1e-12) and hi == 1.0
-    # replicates give the SE instead
+    n_df = 40.0 * (Z / t3) ** 2
+    assert lo == pytest.approx(0.025 ** (1 / n_df), abs=1e-12) and hi == 1.0
+    # none agrees: [0, 1 − (α/2)^(1/n)]
+    lo, hi = share_interval(np.zeros(4), totals)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / n_df), abs=1e-12)
+    # replicates give the SE instead: SD 0.1 → n* = 25
     reps = np.array([0.4, 0.5, 0.6])
-    n_eff = 0.25 / 0.01
-    centre = (0.5 + c * c / (2 * n_eff)) / (1 + c * c / n_eff)
-    half = c * math.sqrt(0.25 / n_eff + c * c / (4 * n_eff ** 2)) / (1 + c * c / n_eff)
-    assert share_interval(hits, totals, replicates=reps) == pytest.approx((centre - half, centre + half), abs=1e-12)
+    lo, hi = share_interval(hits, totals, replicates=reps)
+    n_df = 25.0 * (Z / t3) ** 2
+    _cp_bounds_hold(lo, hi, 0.5 * n_df, n_df)
     # one user: no spread between users to measure
     assert all(math.isnan(v) for v in share_interval(np.array([3]), np.array([5])))
+
+
+def test_share_interval_is_the_exact_binomial_interval_when_users_do_not_differ():
+    # every user at the same rate: SE 0, so n* is capped at the pairs and only the df shrinkage
+    # remains; with many users (t ≈ z) that is scipy's exact (Clopper–Pearson) binomial interval
+    hits, totals = np.full(2000, 5), np.full(2000, 10)  # p = 0.5 exactly, SE 0
+    lo, hi = share_interval(hits, totals)
+    n_df = 20000 * (Z / stats.t.ppf(0.975, 1999)) ** 2
+    _cp_bounds_hold(lo, hi, 0.5 * n_df, n_df)
+    ci = stats.binomtest(10000, 20000).proportion_ci(0.95, method="exact")
+    assert (lo, hi) == pytest.approx((ci.low, ci.high), abs=2e-5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_share_interval_stays_in_range_and_contains_the_share(seed):
+    rng = np.random.default_rng(seed)
+    for n in (2, 3, 5, 8, 40):
+        totals = rng.integers(0, 60, n)
+        totals[:2] = np.maximum(totals[:2], 1)
+        rate = rng.choice([0.0, 0.02, 0.5, 0.97, 1.0])
+        hits = rng.binomial(totals, rng.beta(1 + 20 * rate, 1 + 20 * (1 - rate), n))
+        p = hits.sum() / totals.sum()
+        for reps in (None, rng.uniform(max(0, p - 0.1), min(1, p + 0.1), 50)):
+            lo, hi = share_interval(hits, totals, replicates=reps)
+            assert 0.0 <= lo <= p <= hi <= 1.0
+
+
+def test_share_coverage_note_for_few_users_and_none_for_many():
+    from recjudge.evaluation.intervals import SHARE_COVERAGE, share_coverage_note
+
+    # the measured table: below 93% with fewest users, near nominal by 200
+    assert min(SHARE_COVERAGE) <= 8 and SHARE_COVERAGE[200][0] >= 0.93
+    cov, note = share_coverage_note(8)
+    assert cov < 0.93 and note.startswith("below nominal coverage: 8 users")
+    assert f"{cov:.0%}" in note and "bench_tau_ci.py section C" in note
+    assert share_coverage_note(200) == (SHARE_COVERAGE[200][0], "")
+    assert share_coverage_note(5000)[1] == ""
+    cov, note = share_coverage_note(3)  # fewer than any simulated case
+    assert math.isnan(cov) and note.startswith("coverage unknown: 3 users")
+    assert share_coverage_note(8, level=0.9) == (pytest.approx(math.nan, nan_ok=True), "")
 
 
 def test_fisher_z_intervals_reach_an_estimate_of_one():

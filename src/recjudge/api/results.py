@@ -174,7 +174,7 @@ class AgreementReport(Result):
         s = self.options
         rows = [res.summary_row() for res in self.results.values()]
         missing = s["missing"] or "zero up to 1% missing, else refused"
-        notes = "".join(f"\n{name}: {res.missing_note}" for name, res in self.results.items())
+        notes = "".join(f"\n{line}" for res in self.results.values() for line in res.notes())  # missing, CI coverage
         return (f"reference: {self.reference} ({s.get('reference_path')}; missing={missing}, "
                 f"clip={s['clip'] or 'none'})\n" + pd.DataFrame(rows).to_string(index=False) + notes)
 

@@ -11,8 +11,10 @@ many reference pairs the candidate lacks and how many candidate pairs the refere
 
 - Pairwise agreement (Penha et al. 2025): over pairs of items of the same user whose reference
   labels differ, the candidate *agrees* (orders them the same way), *ties* (equal labels) or
-  *disagrees*. Shares with 95% CIs (Wilson at the effective number of pairs, SE from a user
-  bootstrap: :func:`recjudge.evaluation.intervals.share_interval`); also for binarised labels (0 vs ≥ 1,
+  *disagrees*. Shares with 95% CIs (Korn–Graubard: Clopper–Pearson at the effective number of
+  pairs, SE from a user bootstrap: :func:`recjudge.evaluation.intervals.share_interval`), each with
+  the number of users it rests on and, where that is few, a note of the coverage measured for it
+  (:func:`recjudge.evaluation.intervals.share_coverage_note`); also for binarised labels (0 vs ≥ 1,
   both sides) and broken down by the distance between the two reference labels.
 - Relevant vs not (the paper's Table 3 / Figure 3 / Table 8): pairs of one user's items with
   reference label 0 versus reference label ≥ 1, compared on the candidate's *raw* labels — the
@@ -54,6 +56,7 @@ MISSING = ("zero", "drop")
 # The share of the reference's pairs a candidate may lack before the rule for them must be chosen:
 # at 1% either rule moves κ and the shares by well under their bootstrap spread.
 MISSING_SHARE_LIMIT = 0.01
+CI_FLAG = "*"  # beside a CI whose measured coverage is below nominal, as compare flags a τ interval
 
 
 class PairwiseAgreement(NamedTuple):
@@ -64,12 +67,16 @@ class PairwiseAgreement(NamedTuple):
     agree_ci: tuple[float, float]
     tie_ci: tuple[float, float]
     disagree_ci: tuple[float, float]
+    n_users: int = 0        # users with at least one such pair: the clusters the CIs rest on
+    ci_coverage: float = math.nan  # measured coverage of such 95% CIs from this many users (NaN: unknown)
+    ci_note: str = ""       # said beside the CIs when that coverage is below nominal
 
     def to_json(self) -> dict:
         return {
             "agree": self.agree, "tie": self.tie, "disagree": self.disagree, "n_pairs": self.n_pairs,
             "agree_ci": list(self.agree_ci), "tie_ci": list(self.tie_ci),
-            "disagree_ci": list(self.disagree_ci),
+            "disagree_ci": list(self.disagree_ci), "n_users": self.n_users,
+            "ci_coverage": self.ci_coverage, "ci_note": self.ci_note,
         }
 
 
@@ -117,6 +124,7 @@ class AgreementResult:
             "n_candidate_only": self.n_candidate_only,
             "missing": self.missing,
             "missing_note": self.missing_note,
+            "ci_note": self.pairwise.ci_note,
             "confusion": {
                 "reference_labels": [int(x) for x in self.confusion.index],
                 "candidate_labels": [int(x) for x in self.confusion.columns],
@@ -145,7 +153,8 @@ class AgreementResult:
             "kappa_lin": f"{self.cohen_kappa_linear:.4f}",
             "alpha_ord": f"{self.krippendorff_alpha_ordinal:.4f}",
             "alpha_int": f"{self.krippendorff_alpha_interval:.4f}",
-            "agree": f"{pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]",
+            "agree": (f"{pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]"
+                      + (CI_FLAG if pw.ci_note else "")),
             "tie": f"{pw.tie:.3f}",
             "disagree": f"{pw.disagree:.3f}",
             "binary agree": f"{self.pairwise_binary.agree:.3f}",
@@ -153,8 +162,13 @@ class AgreementResult:
             "rel>non agree/tie": f"{rv.agree:.3f}/{rv.tie:.3f}",
         }
 
+    def notes(self) -> list[str]:
+        """The lines printed under the table: the missing pairs, and the CI's coverage note if any."""
+        ci = [f"{CI_FLAG} {self.candidate}: agree CI: {self.pairwise.ci_note}"] if self.pairwise.ci_note else []
+        return [f"{self.candidate}: {self.missing_note}", *ci]
+
     def format(self) -> str:
-        return pd.DataFrame([self.summary_row()]).to_string(index=False) + f"\n{self.candidate}: {self.missing_note}"
+        return "\n".join([pd.DataFrame([self.summary_row()]).to_string(index=False), *self.notes()])
 
 
 def parse_clip(text: str | None) -> tuple[int, int] | None:
@@ -363,16 +377,19 @@ def _pairwise(counts: np.ndarray, n_boot: int, rng: np.random.Generator, chunk: 
         return PairwiseAgreement(math.nan, math.nan, math.nan, 0, nan2, nan2, nan2)
     shares = counts.sum(0) / total
     cis = [(math.nan, math.nan)] * 3
+    n_users = int(np.count_nonzero(counts.sum(1)))
+    coverage, note = math.nan, ""
     if n_boot > 0:
-        # Wilson at the effective number of pairs (pairs of one user are a cluster), SE from the user
-        # bootstrap: nearest to 95% coverage in benchmarks/bench_tau_ci.py (section C), always
-        # containing the share; the percentile interval covered 81-88% at 10 users
-        from .intervals import share_interval
+        # Korn–Graubard (Clopper–Pearson at the effective number of pairs: pairs of one user are a
+        # cluster): nearest to 95% coverage in benchmarks/bench_tau_ci.py (section C), always in
+        # [0, 1] and containing the share; with few users none reached 95%, so the note says so
+        from .intervals import share_coverage_note, share_interval
 
-        n_users = counts.shape[0]
+        coverage, note = share_coverage_note(n_users)
+        units = counts.shape[0]  # resampled: every user, those without such pairs too
         samples = []
         for start in range(0, n_boot, chunk):
-            w = rng.multinomial(n_users, np.full(n_users, 1.0 / n_users),
+            w = rng.multinomial(units, np.full(units, 1.0 / units),
                                 size=min(chunk, n_boot - start)).astype(np.float64)
             sums = w @ counts
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -381,7 +398,8 @@ def _pairwise(counts: np.ndarray, n_boot: int, rng: np.random.Generator, chunk: 
         s = s[~np.isnan(s).any(1)]
         per_user = counts.sum(1)
         cis = [share_interval(counts[:, j], per_user, replicates=s[:, j]) for j in range(3)]
-    return PairwiseAgreement(float(shares[0]), float(shares[1]), float(shares[2]), int(total), *cis)
+    return PairwiseAgreement(float(shares[0]), float(shares[1]), float(shares[2]), int(total), *cis,
+                             n_users, coverage, note)
 
 
 def _summed(counts: dict[int, np.ndarray], n_users: int) -> np.ndarray:

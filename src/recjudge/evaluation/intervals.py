@@ -12,8 +12,9 @@ achieved in simulation (``benchmarks/bench_tau_ci.py``), not by its name:
   τ with the larger of the jackknife and bootstrap standard errors and clipped to [−1, 1].
 - A statistic averaged over N independent experiments (``recjudge ablate``): :func:`bounded_t`,
   a Student t-interval on the Fisher-z scale of the statistic's range, which never leaves it.
-- A share of item pairs pooled over users (pairwise agreement): :func:`share_interval`, a Wilson
-  interval with the effective number of pairs of a cluster sample.
+- A share of item pairs pooled over users (pairwise agreement): :func:`share_interval`, the
+  Korn–Graubard interval (Clopper–Pearson at the effective number of pairs of a cluster sample),
+  with :func:`share_coverage_note` where its measured coverage is below nominal (few users).
 
 Every interval here contains its estimate, except the percentile, basic, BC and BCa intervals
 of τ, kept so that their coverage can be compared (``--ci-method``).
@@ -43,6 +44,8 @@ __all__ = [
     "tau_normal",
     "bounded_t",
     "share_interval",
+    "share_coverage_note",
+    "SHARE_COVERAGE",
     "fisher_z",
 ]
 
@@ -405,17 +408,20 @@ def bounded_t(values: Sequence[float], bounds: tuple[float, float] = (-1.0, 1.0)
 
 def share_interval(hits: np.ndarray, totals: np.ndarray, level: float = 0.95,
                    replicates: np.ndarray | None = None) -> tuple[float, float]:
-    """Wilson score interval for a share of pairs pooled over users, with the effective number of
-    pairs of a cluster sample.
+    """Korn–Graubard interval for a share of pairs pooled over users: Clopper–Pearson at the
+    effective number of pairs of a cluster sample, adjusted for the degrees of freedom.
 
-    ``hits[u]`` of ``totals[u]`` pairs of user u count; the share is Σhits / Σtotals. Pairs of one
-    user are not independent, so the Wilson interval (Wilson 1927) is taken at the effective size
-    n_eff = p(1 − p)/SE² (Kish's design effect; Korn & Graubard 1998), SE from ``replicates``
-    (bootstrap shares over users) when given, else the linearised ratio-estimator SE over users, and
-    the t quantile with users − 1 degrees of freedom (Dean & Pagano 2015 found this Wilson variant
-    near nominal for clustered proportions). n_eff is capped at the number of pairs (never more
-    informative than independent pairs), which is also its value when p is 0 or 1 (SE 0). The
-    interval stays in [0, 1] and always contains the share. NaN without pairs or with pairs from
+    ``hits[u]`` of ``totals[u]`` pairs of user u count; the share is p = Σhits / Σtotals. Pairs of
+    one user are not independent, so (Korn & Graubard 1998) the exact binomial interval is taken at
+    n* = p(1 − p)/SE² (Kish's effective size), SE the linearised ratio-estimator SE over users
+    (or the SD of ``replicates``, bootstrap shares over users, when given), shrunk for the few users
+    that SE rests on: n*_df = n* · (z / t_{users − 1})², with x* = p · n*_df "successes": lower
+    bound the α/2 quantile of Beta(x*, n*_df − x* + 1), upper the 1 − α/2 quantile of
+    Beta(x* + 1, n*_df − x*). n* is capped at the number of pairs (never more informative than
+    independent pairs), which is also its value when p is 0 or 1 (SE 0). Of the intervals
+    benchmarks/bench_tau_ci.py (section C) compared, this covered the population share nearest to
+    95%; it stays in [0, 1] and contains the share. With few users no construction reaches 95%:
+    :func:`share_coverage_note` says so beside the interval. NaN without pairs or with pairs from
     fewer than two users.
     """
     from scipy import stats
@@ -437,9 +443,39 @@ def share_interval(hits: np.ndarray, totals: np.ndarray, level: float = 0.95,
     n_eff = n_pairs
     if math.isfinite(se) and se > 0 and 0 < p < 1:
         n_eff = min(n_pairs, p * (1 - p) / se ** 2)
-    c = float(stats.t.ppf(0.5 + level / 2, users - 1))
-    c2 = c * c
-    den = 1 + c2 / n_eff
-    centre = (p + c2 / (2 * n_eff)) / den
-    half = c * math.sqrt(p * (1 - p) / n_eff + c2 / (4 * n_eff * n_eff)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    n_df = n_eff * (_z(level) / float(stats.t.ppf(0.5 + level / 2, users - 1))) ** 2
+    x = p * n_df
+    alpha = 1 - level
+    lo = 0.0 if x <= 0 else float(stats.beta.ppf(alpha / 2, x, n_df - x + 1))
+    hi = 1.0 if x >= n_df else float(stats.beta.ppf(1 - alpha / 2, x + 1, n_df - x))
+    return (min(lo, p), max(hi, p))  # Clopper–Pearson contains x/n; min/max only guard rounding
+
+
+# Measured coverage of the population share by 95% share_interval's (benchmarks/bench_tau_ci.py
+# --sections C --share-constants): users with pairs → (coverage pooled over the simulated
+# populations, the lowest population's). The band of n users is the largest simulated number ≤ n
+# (coverage grows with the users, so the band's figure is the conservative one).
+SHARE_COVERAGE: dict[int, tuple[float, float]] = {
+    5: (0.923, 0.859), 10: (0.916, 0.864), 25: (0.934, 0.903), 50: (0.942, 0.925), 200: (0.949, 0.934),
+}
+
+
+def share_coverage_note(n_users: int, level: float = 0.95) -> tuple[float, str]:
+    """(measured coverage, note) for a 95% :func:`share_interval` from ``n_users`` users with pairs:
+    the note is empty when the pooled coverage of :data:`SHARE_COVERAGE` is at least
+    :data:`NOMINAL_LOW`, and otherwise says what was measured and why."""
+    if level != 0.95 or not SHARE_COVERAGE or n_users < 2:
+        return (math.nan, "")
+    simulated = sorted(SHARE_COVERAGE)
+    if n_users < simulated[0]:
+        return (math.nan, f"coverage unknown: {n_users} users, fewer than any case simulated "
+                          f"({simulated[0]}; benchmarks/bench_tau_ci.py section C); few users say little about "
+                          "how agreement varies between users, so the true share may lie well outside the interval")
+    band = max(n for n in simulated if n <= n_users)
+    pooled, lowest = SHARE_COVERAGE[band]
+    if pooled >= NOMINAL_LOW:
+        return (pooled, "")
+    return (pooled, f"below nominal coverage: {n_users} users; in simulation {pooled:.0%} of such 95% intervals "
+                    f"from {band} users covered the population share ({lowest:.0%} for the worst simulated population; "
+                    "benchmarks/bench_tau_ci.py section C): a user's pairs are not independent, and few users say "
+                    "little about how agreement varies between users")
