@@ -647,8 +647,9 @@ def notes(exp: Experiment) -> list[str]:
               "pairs.")]
     seeds = [derive_seed(exp.seed, e, "pairs") for e in range(exp.experiments)]
     if exp.experiments == 1:
-        lines.append(f"One experiment (seed {exp.seed}): pairwise shares with 95% CIs within it (Wilson at the "
-                     "effective number of pairs, SE from a user bootstrap); no interval "
+        lines.append(f"One experiment (seed {exp.seed}): pairwise shares with 95% CIs within it (Korn–Graubard: "
+                     "Clopper–Pearson at the effective number of pairs, SE from a user bootstrap; with fewer than 25 "
+                     "users they covered below 95% in simulation, see `recjudge agreement`); no interval "
                      "across experiments (set experiments = N, or --experiments N, for N independent experiments).")
     else:
         lines.append(f"Mean of {exp.experiments} independent experiments, each its own sample of judged items "
@@ -677,8 +678,8 @@ def write_results(exp: Experiment, rows: Sequence[VariantRow], protocol=None) ->
               "seed": exp.seed, "pairs_seeds": [derive_seed(exp.seed, e, "pairs") for e in range(exp.experiments)],
               "interval": ("95% Student t-interval across experiments, on the Fisher-z scale of each metric's "
                            "range (shares [0, 1]; κ, α, τ [−1, 1])" if exp.experiments > 1
-                           else "none across experiments (N = 1); pairwise shares: Wilson at the effective "
-                                "number of pairs, SE from a user bootstrap"),
+                           else "none across experiments (N = 1); pairwise shares: Korn-Graubard (Clopper-Pearson "
+                                "at the effective number of pairs, SE from a user bootstrap)"),
               "tau_reference": TAU_REFERENCE, "mode": exp.mode, "judge": dict(exp.judge),
               "grid": {k: list(v) for k, v in exp.grid.items()}}
     write_json(paths["json"], {"experiment": header, "rows": records,
