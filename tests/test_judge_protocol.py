@@ -204,6 +204,23 @@ def test_dry_run_with_gpt5_prints_a_cost(workspace, capsys):
     assert "unknown" not in out
 
 
+def test_the_cost_line_counts_prompts_with_the_margin_not_four_characters(workspace, capsys, fake_openai):
+    """The 4-character rule undercounted OpenAI's tokenizer by ~21% on these prompts: the dry run's
+    input tokens for the OpenAI API are ⌈characters / 3⌉ + 9 (three message frames and the reply's)."""
+    run = workspace / "one.run"
+    run.write_text("u0 Q0 50 1 3 sys\n")
+    args = cli_args(workspace, "--model", "gpt-5-2025-08-07")
+    args[args.index("--runs") + 1] = str(run)
+    assert main(args + ["--dry-run"]) == 0
+    tokens = int(re.search(r"est\. input tokens\s+([\d,]+)", capsys.readouterr().out).group(1).replace(",", ""))
+    # the same prompt, sent: its characters counted here
+    assert main(args + ["--base-url", fake_openai.url]) == 0
+    (sent,) = fake_openai.chat_log()
+    chars = sum(len(m["content"]) for m in sent.json["messages"])
+    assert tokens == -(-chars // 3) + 9
+    assert tokens > (chars + 3) // 4 + 9  # more than the old rule's count
+
+
 def one_prompt_tokens(ws, capsys, user: str) -> int:
     """The estimated tokens of ``user``'s first prompt: a dry run over that user's first pair."""
     run = ws / f"{user}.run"
@@ -219,9 +236,9 @@ def test_a_profile_above_the_context_window_is_reported_per_user_and_never_sent(
     small, large = one_prompt_tokens(workspace, capsys, "u0"), one_prompt_tokens(workspace, capsys, "u1")
     assert large > 5 * small  # u1's 40 long history lines against u0's 3
     # without a tokenizer the window check of a local server of unknown kind counts 2.5 characters per
-    # token (8/5 of the 4-character estimate of the dry run's cost line): u0's prompts (the same size:
-    # only the candidate's number differs) fit, u1's do not
-    window = small * 8 // 5 + 20
+    # token, 6/5 of the dry run's count for the OpenAI API (3 characters per token, the margin its cost
+    # line uses too): u0's prompts (the same size: only the candidate's number differs) fit, u1's do not
+    window = small * 6 // 5 + 20
     args = cli_args(workspace, "--base-url", fake_openai.url, "--model", "fake-model",
                     "--context-tokens", str(window), "--profile-size", "1000")
     # a dry run names the user before anything is paid for
@@ -229,7 +246,7 @@ def test_a_profile_above_the_context_window_is_reported_per_user_and_never_sent(
     dry = capsys.readouterr()
     counted = int(re.search(r"user u1: prompt of ~([\d,]+) tokens exceeds the context window of "
                             rf"{window:,} tokens", dry.err).group(1).replace(",", ""))
-    assert large * 8 / 5 - 10 <= counted <= large * 8 / 5 + 10
+    assert large * 6 / 5 - 10 <= counted <= large * 6 / 5 + 10
     assert "context overflow" in dry.out and fake_openai.log == []
     assert main(args) == 4  # incomplete: u1's pairs have no label
     err = capsys.readouterr().err

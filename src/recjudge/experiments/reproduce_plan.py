@@ -434,7 +434,7 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
     from ..report.reproduce import format_duration
 
     lines = [(f"Plan for {model} at concurrency {concurrency} (assumed {call_seconds:g} s per call; "
-              "tokens ≈ 4 characters each):"), ""]
+              "tokens ≈ 3 characters each, the margin OpenAI models get):"), ""]
     width = max([len("jobs")] + [len(r.tables) for r in rows])
     head = f"{'jobs':<{width}} {'pairs':>8} {'shared':>7} {'calls':>8} {'cached':>7} {'input tok':>15} " \
            f"{'output tok':>11} {'USD':>11} {'wall':>9}"

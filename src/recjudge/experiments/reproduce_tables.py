@@ -203,7 +203,7 @@ def _dataset(s: ReproduceSettings, cells: Cells, extras, collection, human: Qrel
     if len(profile):
         mean_tokens = _profile_tokens(collection, base, human, list(profile.index))
         most = _profile_tokens(collection, base, human, [profile.idxmax()])
-        note = "recjudge's prompt with every field, 4 characters per token, no call"
+        note = "recjudge's prompt with every field, ≈3 characters per token (the margin of OpenAI models), no call"
         cells.add("dataset", "profiles", "mean tokens, full profile, all fields", mean_tokens, note,
                   published_as=("section5.1", "profiles", "mean tokens, full profile, all fields"))
         cells.add("dataset", "profiles", "tokens of the largest profile, all fields", most,

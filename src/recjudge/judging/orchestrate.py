@@ -156,7 +156,11 @@ class LLMJob:
         return dataclasses.replace(req, items=items, keys=keys, messages=messages)
 
     def _est(self, req: Request) -> tuple[int, float]:
-        tokens = estimate_messages_tokens(req.messages.system, req.messages.user)
+        # costs and budgets count prompts as the window check does (the endpoint's tokenizer, else the
+        # safety margin): the plain 4-character rule undercounted OpenAI's tokenizer by ~21%
+        counted = self.counted.get(req.prompt_sha)
+        tokens = counted[0] if counted else safe_messages_tokens(req.messages.system, req.messages.user,
+                                                                 self._chars_per_token())
         out = output_estimate(self.template, len(req.items))
         return tokens, cost(Usage(tokens, 0, out, 0), self.price) or 0.0
 
@@ -202,16 +206,20 @@ class LLMJob:
     def _say(self, message: str) -> None:
         (self.progress or log.warning)(message)
 
+    def _chars_per_token(self) -> float:
+        """The safety margin of the endpoint's kind; a dry run asks nothing: the OpenAI API's figure
+        for its host, a local model's otherwise."""
+        if self.client is not None:
+            return self.client.chars_per_token()
+        return get_dialect("openai" if is_openai_host(self.config.endpoints()[0]) else "generic").chars_per_token
+
     async def _tokens(self, r: Request) -> int:
         """``r``'s prompt tokens as the window check counts them: the endpoint's tokenizer when it has
         one and the prompt could come near the window, else the safety-margin estimate."""
         if r.prompt_sha in self.counted:
             return self.counted[r.prompt_sha][0]
         client = self.client
-        if client is not None:
-            per = client.chars_per_token()
-        else:  # a dry run asks nothing: the OpenAI API's figure for its host, a local model's otherwise
-            per = get_dialect("openai" if is_openai_host(self.config.endpoints()[0]) else "generic").chars_per_token
+        per = self._chars_per_token()
         tokens = safe_messages_tokens(r.messages.system, r.messages.user, per)
         how = f"estimate (about {per:g} characters per token)"
         if client is not None and not self.config.dry_run and client.has_tokenizer() \

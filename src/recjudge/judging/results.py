@@ -65,7 +65,7 @@ class Overflow:
     """A user whose prompt is estimated above the model's context window: its pairs were not asked."""
 
     user: str
-    estimated_tokens: int   # the largest of the user's prompts, ≈4 characters per token
+    estimated_tokens: int   # the largest of the user's prompts, as the window check counts them
     window: int             # the most prompt tokens the model accepts (see JudgeSettings.context_tokens)
     pairs: int              # the user's pairs left unjudged (reason context_overflow)
 
@@ -141,7 +141,9 @@ class Summary:
                      ("cache hits", f"{self.cache_hits:,}")]
             if self.dry_run:
                 rows += [("calls to make", f"{self.planned_calls - self.cache_hits - self.shared_calls:,}"),
-                         ("est. input tokens", f"{self.estimated_input_tokens:,} (≈4 characters per token)"),
+                         ("est. input tokens", f"{self.estimated_input_tokens:,} (as the window check counts them: the "
+                                                                  "endpoint's tokenizer, else ≈3 characters per token "
+                                                                  "for OpenAI models, 2.5 for others)"),
                          ("est. cost", _money(self.estimated_cost)
                           + ("" if self.estimated_cost is None else " (prompts and labels; a reasoning model's "
                              "reasoning tokens come on top)"))]
