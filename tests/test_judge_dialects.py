@@ -114,7 +114,9 @@ def test_concurrency_adapts_when_latency_grows_with_requests_in_flight():
 
 
 def test_a_parallel_server_keeps_its_concurrency():
-    with FakeOpenAI(kind="openai", latency=0.05) as server:
+    # 200 ms per answer: a busy test machine adds milliseconds per request, far from the 3× growth of
+    # a one-slot server that makes the limiter step down
+    with FakeOpenAI(kind="openai", latency=0.2) as server:
         res = judge(server, pairs_for(range(10, 30), ["u0", "u1"]), concurrency=8)
         (ep,) = res.summary.endpoints.values()
         assert ep["concurrency"] == 8 and "concurrency_changes" not in ep
