@@ -360,13 +360,15 @@ class Judgments:
         # holds more, a few rounds on fewer and fewer rows
         first = self.dcode[np.minimum(at, len(self.dcode) - 1)]
         j = np.where((at < end) & (first == d), at, -1).astype(np.int64)
-        todo = np.flatnonzero((j < 0) & (at + 1 < end))
+        # a bucket holds its documents in code order: past a larger code, the row's document is not there
+        todo = np.flatnonzero((first < d) & (at + 1 < end))
         step = 1
         while len(todo):
             a = at[todo] + step
-            hit = self.dcode[a] == d[todo]
+            got, want = self.dcode[a], d[todo]
+            hit = got == want
             j[todo[hit]] = a[hit]
-            todo = todo[~hit & (a + 1 < end[todo])]
+            todo = todo[(got < want) & (a + 1 < end[todo])]
             step += 1
         found = np.flatnonzero(j >= 0)
         rows = found if live is None else live[found]
