@@ -319,3 +319,23 @@ def test_compare_from_files_equals_compare_of_runs_in_memory(tmp_path):
     want = compare(in_memory, human, [llm], bootstrap=50, seed=3).to_json()
     assert all(s["tied_user_share"] > 0 for s in want["systems"])  # the runs do tie
     assert from_files == want
+
+
+def test_a_dictionary_codes_each_new_docid_once_and_still_refuses_an_odd_one(tmp_path):
+    # read with a dictionary, a run's docids are coded by polars' categorical codes: only strings the
+    # dictionary has not seen are checked and added, so a new odd id must still be refused on its line
+    good, odd, later = tmp_path / "good.run", tmp_path / "odd.run", tmp_path / "later.run"
+    good.write_text("u1 Q0 a 1 2 t\nu1 Q0 b 2 1 t\n")
+    odd.write_text("u1 Q0 b 1 2 t\nu1 Q0 c\u00a0x 2 1 t\n")
+    later.write_text("u2 Q0 c 1 3 t\nu2 Q0 b 2 2 t\nu2 Q0 a 3 1 t\n")
+    dictionary = trec.IdDictionary()
+    first = read_run(good, dictionary=dictionary)
+    with pytest.raises(InputError, match="U\\+00A0") as refused:
+        read_run(odd, dictionary=dictionary)
+    assert refused.value.line == 2
+    assert dictionary.ids().tolist() == ["a", "b"]  # nothing of the refused run was added
+    third = read_run(later, dictionary=dictionary)
+    assert dictionary.ids().tolist() == ["a", "b", "c"]
+    c = third.codes
+    assert c.docids[c.dcode].tolist() == ["c", "b", "a"] and c.dcode.tolist() == [2, 1, 0]
+    assert first.codes.dcode.tolist() == [0, 1]

@@ -360,13 +360,15 @@ class Judgments:
         # holds more, a few rounds on fewer and fewer rows
         first = self.dcode[np.minimum(at, len(self.dcode) - 1)]
         j = np.where((at < end) & (first == d), at, -1).astype(np.int64)
-        todo = np.flatnonzero((j < 0) & (at + 1 < end))
+        # a bucket holds its documents in code order: past a larger code, the row's document is not there
+        todo = np.flatnonzero((first < d) & (at + 1 < end))
         step = 1
         while len(todo):
             a = at[todo] + step
-            hit = self.dcode[a] == d[todo]
+            got, want = self.dcode[a], d[todo]
+            hit = got == want
             j[todo[hit]] = a[hit]
-            todo = todo[~hit & (a + 1 < end[todo])]
+            todo = todo[(got < want) & (a + 1 < end[todo])]
             step += 1
         found = np.flatnonzero(j >= 0)
         rows = found if live is None else live[found]
@@ -799,6 +801,12 @@ def _ideal_ranks(rows: Rows, jd: Judgments) -> tuple[np.ndarray, np.ndarray, np.
     hit = np.flatnonzero(rows.label > 0)
     g, lab = rows.group[hit], rows.label[hit]
     ahead = np.empty(len(g), dtype=np.int64)
+    if lab.dtype.itemsize <= 2:
+        # NumPy's stable sort of 8- and 16-bit integers is a radix sort: one linear pass, rows kept
+        # in group, then rank order inside each label
+        by_label = np.argsort(lab, kind="stable")
+        ahead[by_label] = _within_group_position(lab[by_label], g[by_label])
+        return hit, g, jd.above[rows.j[hit]] + ahead
     top = int(lab.max()) if len(lab) else 0
     # the labels present, counted rather than sorted when they are small (they are > 0 here)
     values = np.flatnonzero(np.bincount(lab)) if top < 4096 else np.unique(lab)

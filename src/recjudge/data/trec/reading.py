@@ -123,14 +123,28 @@ def _codes(col, kind: str) -> tuple[np.ndarray, np.ndarray, bool]:
     return lut[phys], np.asarray(strings.to_numpy(), dtype=object), _odd(strings)
 
 
-def _columns(df, layout: _Layout) -> dict | None:
-    """The parsed columns as numpy (ids as codes), or None when a field is missing or holds an odd character."""
+_ODD_VALUE = object()  # IdDictionary.encode_categorical: a new id holds an odd character
+
+
+def _columns(df, layout: _Layout, dictionary: IdDictionary | None = None) -> dict | None:
+    """The parsed columns as numpy (ids as codes), or None when a field is missing or holds an odd character.
+
+    With a ``dictionary``, a run's docids are coded in it at once when polars allows it
+    (:meth:`IdDictionary.encode_categorical`): ``out["docid"]`` is then ``(codes, dictionary)``.
+    """
     if df is None or df.height == 0 or sum(df.null_count().row(0)) > 0:
         return None
     out = {}
     for name, kind in zip(layout.names, layout.kinds):
         col = df.get_column(name)
         df = df.drop(name)  # each column's buffers go once it is converted
+        if dictionary is not None and name == "docid" and layout.what == "run":
+            coded = dictionary.encode_categorical(col)
+            if coded is not None:
+                if coded is _ODD_VALUE:
+                    return None
+                out[name] = (coded, dictionary)
+                continue
         if kind in ("id", "label"):
             codes, values, odd = _codes(col, "qid" if name == "qid" else kind)
             if odd:
@@ -145,7 +159,8 @@ def _run_table(cols: dict, dictionary: IdDictionary | None) -> RunTable:
     dcode, docids = cols["docid"]
     ids = None
     if dictionary is not None:
-        dcode = dictionary.encode(docids)[dcode]
+        if docids is not dictionary:  # not coded while converting (_columns)
+            dcode = dictionary.encode(docids)[dcode]
         docids, ids = dictionary.ids(), dictionary
     return RunTable(FrameCodes(*cols["qid"], dcode, docids), cols["rank"].astype(np.int64, copy=False),
                     cols["score"].astype(np.float64, copy=False), *cols["tag"], ids)
@@ -296,10 +311,12 @@ def _name_bad_number(plain: bytes, layout: _Layout, name: str, lines: np.ndarray
 
 # ------------------------------------------------------------------------------------- readers
 
-def _read(source: Source, layout: _Layout) -> tuple[str, dict, np.ndarray | None]:
-    """(name, columns, each row's line or None when rows are lines 1, 2, …)."""
+def _read(source: Source, layout: _Layout, dictionary: IdDictionary | None = None
+          ) -> tuple[str, dict, np.ndarray | None]:
+    """(name, columns, each row's line or None when rows are lines 1, 2, …); ``dictionary`` as in
+    :func:`_columns`."""
     src, data = _source(source, layout.what)
-    cols = _columns(_parse(data, layout), layout)
+    cols = _columns(_parse(data, layout), layout, dictionary)
     if cols is not None:
         return src, cols, None
     cols, lines = _careful(_raw(data, src, layout.what), layout, src)
@@ -325,7 +342,7 @@ def read_run(source: Source, name: str | None = None, *, dictionary: IdDictionar
 
     ``dictionary``: document ids shared with the other runs read with it (:class:`IdDictionary`).
     """
-    src, cols, lines = _read(source, RUN)
+    src, cols, lines = _read(source, RUN, dictionary)
     table = _run_table(cols, dictionary)
     check_run(table, src, _line_of(lines))
     return Run(name if name is not None else _source_run_name(src), table=table)
@@ -360,19 +377,56 @@ class IdDictionary:
         self._hashes = np.empty(0, dtype=np.uint64)
         self._order: np.ndarray | None = None
         self._issued: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+        self._by_phys = np.zeros(0, dtype=np.int32)  # code per polars global categorical code (-1: not seen)
+        self._categories: list = []  # a categorical column per batch of new strings: their table stays alive
         self._lock = threading.Lock()
 
     def encode(self, values: np.ndarray) -> np.ndarray:
         """The code of each of ``values`` (distinct strings; int32), new strings added."""
         with self._lock:
-            code = self._code
-            before = len(code)
-            out = np.fromiter((code.setdefault(v, len(code)) for v in values.tolist()), dtype=np.int32,
-                              count=len(values))
-            if len(code) > before:  # new strings, in code order; a new array, so one a run holds never changes
-                self._ids = np.concatenate([self._ids, np.asarray(values, dtype=object)[out >= before]])
-                self._issued[id(self._ids)] = self._ids
-            return out
+            return self._encode(values)
+
+    def _encode(self, values: np.ndarray) -> np.ndarray:
+        code = self._code
+        before = len(code)
+        out = np.fromiter((code.setdefault(v, len(code)) for v in values.tolist()), dtype=np.int32,
+                          count=len(values))
+        if len(code) > before:  # new strings, in code order; a new array, so one a run holds never changes
+            self._ids = np.concatenate([self._ids, np.asarray(values, dtype=object)[out >= before]])
+            self._issued[id(self._ids)] = self._ids
+        return out
+
+    def encode_categorical(self, col):
+        """The code of each row of a polars categorical column of the global categories (int32), new
+        strings added; :data:`_ODD_VALUE` when a new string holds a character a field may not hold
+        (nothing added); None when the column is not such a column.
+
+        polars codes such a column with the process's one string table, whose codes stay (a string
+        keeps its code while categories are alive; the dictionary holds a column of them). So
+        only strings new to this dictionary become Python strings: each one once for all the runs.
+        """
+        pl = _polars()
+        if col.dtype != pl.Categorical or not col.dtype.categories.is_global() or len(col) == 0:
+            return None
+        phys = col.to_physical().to_numpy()
+        with self._lock:
+            top = int(phys.max())
+            if top >= len(self._by_phys):
+                self._by_phys = np.concatenate([self._by_phys, np.full(top + 1 - len(self._by_phys), -1, np.int32)])
+            out = self._by_phys[phys]
+            new = np.flatnonzero(out < 0)
+            if len(new) == 0:
+                return out
+            # the new strings in first-seen order, as encode() would number them
+            _, first = np.unique(phys[new], return_index=True)
+            rows = new[np.sort(first)]
+            strings = col.gather(rows).cast(pl.String)
+            if _odd(strings):
+                return _ODD_VALUE
+            codes = self._encode(np.asarray(strings.to_numpy(), dtype=object))
+            self._by_phys[phys[rows]] = codes
+            self._categories.append(col.gather(rows[:1]))
+            return self._by_phys[phys]
 
     def ids(self) -> np.ndarray:
         """Every id so far, by code."""

@@ -86,7 +86,14 @@ def sorted_codes(values) -> np.ndarray:
 
 
 def _pair_keys(codes: FrameCodes) -> np.ndarray:
-    return codes.qcode.astype(np.int64) * max(len(codes.docids), 1) + codes.dcode
+    """One integer per (qid, docid) pair: uint32 when every pair fits (a sort of half the bytes)."""
+    width = max(len(codes.docids), 1)
+    if max(len(codes.qids), 1) * width <= 2**32:
+        key = codes.qcode.astype(np.uint32)
+        key *= np.uint32(width)
+        key += codes.dcode.astype(np.uint32, copy=False)
+        return key
+    return codes.qcode.astype(np.int64) * width + codes.dcode
 
 
 def has_duplicate_pairs(codes: FrameCodes) -> bool:
