@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 import math
 
-import ir_measures
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from test_reproduce import _per_user as _per_user_values
 from test_reproduce import (
     CONFUSED_SYSTEMS,
     F_ALL,
@@ -179,14 +179,7 @@ def _by_distance(human: dict, pairs, label) -> dict[int, tuple[float, float, flo
 
 def _per_user(scores: dict, qrels: dict, users, measure: str) -> pd.DataFrame:
     """ir-measures' per-user values, users × systems (a user without a value: 0)."""
-    m = ir_measures.parse_measure(measure)
-    q = [ir_measures.Qrel(u, d, lab) for (u, d), lab in qrels.items()]
-    cols = {}
-    for name, by_user in scores.items():
-        run = [ir_measures.ScoredDoc(u, d, s) for u, items in by_user.items() for d, s in items.items()]
-        per = {r.query_id: r.value for r in ir_measures.iter_calc([m], q, run)}
-        cols[name] = [per.get(u, 0.0) for u in users]
-    return pd.DataFrame(cols, index=list(users))
+    return pd.DataFrame(_per_user_values(scores, qrels, list(users), measure), index=list(users))
 
 
 def test_confusion_every_other_cell_by_hand(confusion, tmp_path, fake_openai):

@@ -452,8 +452,8 @@ MEASURES = {"Compat": "Compat(p=0.95)", "nDCG": "nDCG(gains={0:0,1:1,2:3,3:7,4:1
             "Bpref": "Bpref"}
 
 
-def _means(scores: dict, qrels: dict, users, measure: str) -> dict[str, float]:
-    """ir-measures' per-user values averaged over ``users`` (a user without a value counts 0)."""
+def _per_user(scores: dict, qrels: dict, users, measure: str) -> dict[str, list[float]]:
+    """ir-measures' per-user values, system → one per user of ``users`` (a user without a value: 0)."""
     import ir_measures
 
     m = ir_measures.parse_measure(measure)
@@ -462,9 +462,15 @@ def _means(scores: dict, qrels: dict, users, measure: str) -> dict[str, float]:
     for name, by_user in scores.items():
         run = [ir_measures.ScoredDoc(u, d, s) for u, items in by_user.items() for d, s in items.items()]
         per = {r.query_id: r.value for r in ir_measures.iter_calc([m], q, run)}
-        # rounded as recjudge rounds system means: equal means summed in another order must tie
-        out[name] = round(sum(per.get(u, 0.0) for u in users) / len(users), 12)
+        out[name] = [per.get(u, 0.0) for u in users]
     return out
+
+
+def _means(scores: dict, qrels: dict, users, measure: str) -> dict[str, float]:
+    """ir-measures' per-user values averaged over ``users`` (a user without a value counts 0)."""
+    # rounded as recjudge rounds system means: equal means summed in another order must tie
+    return {name: round(sum(values) / len(values), 12)
+            for name, values in _per_user(scores, qrels, list(users), measure).items()}
 
 
 def _tau(a: dict, b: dict, weighted: bool = False) -> float:
