@@ -24,7 +24,8 @@ import pandas as pd
 from .._io import check_output_dir, check_outputs, write_json
 from ..data.trec import Qrels, ensure_tie_free, read_run, write_qrels
 from ..errors import ConfigError
-from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, TiePolicy, checked, option
+from ..judging.config import FieldSet
+from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, TiePolicy, option
 from ..urls import public_url
 
 __all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS", "DEMO_JUDGES"]
@@ -62,7 +63,7 @@ class DemoSettings(Settings):
     model: str = option("gpt-4o-mini", "the LLM judge's model")
     base_url: str | None = option(None, "an OpenAI-compatible endpoint for the LLM judge (default: none: the "
                                         "offline judge)", cli=Cli(metavar="URL"))
-    fields: str = option("title+genres", "item fields the judge sees, joined by +", cli=Cli(metavar="SET"))
+    fields: FieldSet = option("title+genres", "item fields the judge sees, joined by +", cli=Cli(metavar="SET"))
     profile_size: Positive = option(50, "rated history items shown per user", cli=Cli(metavar="N"))
     profile_sizes: tuple[Positive, ...] = option(PROFILE_SIZES, "the profile-size sweep", min_length=1,
                                                  cli=Cli(hidden=True))
@@ -71,13 +72,6 @@ class DemoSettings(Settings):
     bootstrap: Count = option(1000, "resamples for the CIs (0: none)", cli=Cli(metavar="N"))
     negatives: Positive = option(30, "sampled negatives per user of the tie audit", cli=Cli(hidden=True))
     reduced: bool = option(False, "a small, fast setting for checks: 4 systems, 1 epoch, 200 users")
-
-    @field_validator("fields")
-    @classmethod
-    def _known_fields(cls, value: str) -> str:
-        from ..judging.profile import parse_fields
-
-        return checked(parse_fields, value)
 
     @field_validator("out", "runs_dir", "qrels_dir", mode="after")
     @classmethod

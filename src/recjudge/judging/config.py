@@ -4,10 +4,10 @@ share one source (see :mod:`recjudge.settings`)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Mapping
+from typing import Annotated, Any, ClassVar, Literal, Mapping
 from urllib.parse import urlsplit
 
-from pydantic import field_validator, model_validator
+from pydantic import AfterValidator, field_validator, model_validator
 
 from ..settings import Cli, Conflict, Settings, checked, option
 from ..urls import DEFAULT_ENDPOINT, has_userinfo, public_url
@@ -15,12 +15,14 @@ from .client import GENERATION_PARAMS
 from .dialects import ENDPOINT_KINDS
 from .profile import HISTORY_ORDERS, SAMPLINGS, parse_fields
 
-__all__ = ["JudgeSettings", "AGGREGATIONS", "STRUCTURED", "TRANSPORTS", "JUDGE_HELP"]
+__all__ = ["JudgeSettings", "FieldSet", "AGGREGATIONS", "STRUCTURED", "TRANSPORTS", "JUDGE_HELP"]
 
 AGGREGATIONS = ("mean", "mode")
 STRUCTURED = ("auto", "on", "off")
 TRANSPORTS = ("sdk", "aiohttp")
 MAX_SEED = 2**63 - 1
+# a field set the collections can show ("title+genres", "all", …): the judge's, the demo's
+FieldSet = Annotated[str, AfterValidator(lambda value: checked(parse_fields, value))]
 JUDGE_HELP = ("openai: an LLM through any OpenAI-compatible endpoint; overlap, popularity: offline non-LLM "
               "baselines (declared as such in every output)")
 
@@ -43,7 +45,7 @@ class JudgeSettings(Settings):
                          cli=Cli(metavar="NAME_OR_PATH"))
     # "all": every text field the collection holds (posters and external ids left out), then the
     # derived average rating and number of ratings
-    fields: str = option("title+genres", "item fields shown: a field set (title, title+genres, title+directors, "
+    fields: FieldSet = option("title+genres", "item fields shown: a field set (title, title+genres, title+directors, "
                                          "…), 'all' (every text field the collection holds, plus average and number "
                                          "of ratings) or fields joined by '+'", cli=Cli(metavar="SET"))
     profile_size: int = option(50, "rated items per profile", ge=1, le=2**31 - 1, cli=Cli(metavar="N"))
@@ -114,11 +116,6 @@ class JudgeSettings(Settings):
         if value not in judge_names():
             raise ValueError(f"must be one of {', '.join(judge_names())}, not {value!r}")
         return value
-
-    @field_validator("fields")
-    @classmethod
-    def _known_fields(cls, value: str) -> str:
-        return checked(parse_fields, value)
 
     @field_validator("prompt")
     @classmethod
