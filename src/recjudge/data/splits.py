@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Annotated, Callable, Mapping
 
 import numpy as np
 import pandas as pd
+from pydantic import AfterValidator
 
 from ..errors import ConfigError
+from ..settings import checked
 from .collections import Collection
 from .trec import Qrels
 
 __all__ = [
     "Split",
     "SPLITS",
+    "SplitName",
+    "check_split",
     "make_split",
     "global_time_split",
     "user_ratio_split",
@@ -241,6 +245,10 @@ def check_split(name: str) -> str:
     if name not in SPLITS:
         raise ConfigError(f"must be one of {', '.join(SPLITS)}, not {name!r}")
     return name
+
+
+# a settings field naming a split method (train's, an ablation file's)
+SplitName = Annotated[str, AfterValidator(lambda value: checked(check_split, value))]
 
 
 def make_split(collection: Collection, method: str = "global_time", **options) -> Split:

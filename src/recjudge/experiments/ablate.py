@@ -62,6 +62,7 @@ from .._io import atomic_write, check_output_dir, check_outputs, read_toml, writ
 from ..data.trec import Qrels, Run
 from ..errors import ConfigError, InputError
 from ..judging.config import JudgeSettings
+from ..data.splits import SplitName
 from ..settings import FILE, MAX_SEED, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, checked, option
 
 __all__ = ["Estimate", "Experiment", "ExperimentOutcome", "VariantRow", "across_experiments", "derive_seed",
@@ -88,7 +89,7 @@ class Experiment(Settings):
     name: str | None = option(None, "the experiment's name (default: the file's name)", min_length=1)
     collection: str = option(help="a registered collection or a path", min_length=1)
     collection_options: dict[str, Any] = option(help="the collection loader's options", default_factory=dict)
-    split: str = option("global_time", "the split whose training part gives the profiles")
+    split: SplitName = option("global_time", "the split whose training part gives the profiles")
     split_options: dict[str, Any] = option(help="the split's options", default_factory=dict)
     reference: str = option(help="historical[:MAPPING] (the split's held-out ratings) or a qrels path",
                             min_length=1)
@@ -134,13 +135,6 @@ class Experiment(Settings):
         from ..evaluation.measures import parse_measures
 
         return checked(lambda v: parse_measures(list(v)), value)
-
-    @field_validator("split")
-    @classmethod
-    def _split(cls, value: str) -> str:
-        from ..data.splits import check_split
-
-        return checked(check_split, value)
 
     @field_validator("reference")
     @classmethod
