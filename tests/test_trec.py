@@ -214,6 +214,19 @@ def test_negative_labels_are_integers():
     assert q.frame.label.tolist() == [-1, 2]
 
 
+@pytest.mark.parametrize("labels, dtype", [
+    ([0, 7, -1], np.int8), ([-128, 127], np.int8), ([128, 0], np.int16), ([-129], np.int16),
+    ([40_000, 1], np.int32), ([-999_999_999, 999_999_999], np.int32),
+])
+def test_qrels_tables_hold_labels_narrow_and_hand_out_int64(labels, dtype):
+    text = "".join(f"u1 0 i{i} {lab}\n" for i, lab in enumerate(labels))
+    for q in (read_qrels(text), Qrels("f", read_qrels(text).to_frame())):
+        assert q.table.label.dtype == dtype  # 0-7 labels: a byte each
+        assert q.labels.dtype == np.int64 and q.labels.tolist() == labels
+        assert q.frame.label.dtype == np.int64 and q.frame.label.tolist() == labels
+        # a caller's arithmetic on .labels cannot wrap at the narrow width
+        assert (q.labels * 1000).tolist() == [lab * 1000 for lab in labels]
+
 def test_write_run_and_qrels_round_trip_atomically(tmp_path):
     run = read_run(RUN, name="sysA")
     out = write_run(run, tmp_path / "sub" / "sysA.run")

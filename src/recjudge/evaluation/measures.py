@@ -474,7 +474,8 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     del key
     qrow = (order if keep is None else keep[order]).astype(small)
     qcode, dcode = qcode[order], dcode[order].astype(np.int32)
-    label = (qrels.labels if keep is None else qrels.labels[keep])[order].astype(np.int32)
+    table_label = qrels.table.label  # narrow: no int64 copy of every label
+    label = (table_label if keep is None else table_label[keep])[order].astype(np.int32)
     del order
     starts = np.searchsorted(qcode, np.arange(nq + 1)).astype(np.int64)
     above = _labels_above(qcode, label, nq)

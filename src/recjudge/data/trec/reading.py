@@ -34,7 +34,7 @@ from ..._io import Source, existing_file, gzip_error, is_inline, source_name
 from ...errors import InputError
 from .discovery import run_paths
 from .records import (MAX_LABEL, FrameCodes, Qrels, QrelsTable, Run, RunTable, check_qrels, check_run,
-                      factorize32, run_name)
+                      factorize32, label_column, run_name)
 
 __all__ = ["read_run", "read_qrels", "read_runs", "IdDictionary"]
 
@@ -168,7 +168,7 @@ def _run_table(cols: dict, dictionary: IdDictionary | None) -> RunTable:
 
 def _qrels_table(cols: dict) -> QrelsTable:
     return QrelsTable(FrameCodes(*cols["qid"], *cols["docid"]), *cols["iteration"],
-                      cols["label"].astype(np.int64, copy=False))
+                      label_column(cols["label"]))
 
 
 # -------------------------------------------------------------------------------------- sources

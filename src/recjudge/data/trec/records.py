@@ -65,7 +65,20 @@ class QrelsTable(NamedTuple):
     codes: FrameCodes   # qid and docid codes
     icode: np.ndarray   # int32 per row: the iteration's code
     iterations: np.ndarray  # object: the distinct iteration values
-    label: np.ndarray   # int64 per row
+    label: np.ndarray   # per row, the narrowest signed integers that hold them (label_column); Qrels.labels is int64
+
+
+def label_column(values: np.ndarray) -> np.ndarray:
+    """Labels in the narrowest of int8/int16/int32/int64 that holds them: int8 for the usual scales, an
+    eighth of int64's memory (two qrels of 100,000 users hold 120 million labels)."""
+    values = np.asarray(values)
+    if len(values) == 0:
+        return values.astype(np.int64)
+    lo, hi = int(values.min()), int(values.max())
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return values.astype(t, copy=False)
+    return values.astype(np.int64, copy=False)
 
 
 def factorize32(values) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +240,7 @@ class Qrels:
             if frame is None:
                 raise TypeError("Qrels needs a frame or a table")
             table = QrelsTable(frame_codes(frame), *factorize32(frame["iteration"].to_numpy(dtype=object)),
-                               frame["label"].to_numpy(dtype=np.int64))
+                               label_column(frame["label"].to_numpy(dtype=np.int64)))
         self._name, self._table, self._frame = name, table, frame
 
     name = property(lambda self: self._name)
@@ -241,7 +254,8 @@ class Qrels:
         if self._frame is None:  # memoised, as Run.frame
             t, c = self._table, self._table.codes
             self._frame = pd.DataFrame({"qid": _strings(c.qids)[c.qcode], "iteration": _strings(t.iterations)[t.icode],
-                                        "docid": _strings(c.docids)[c.dcode], "label": t.label})
+                                        "docid": _strings(c.docids)[c.dcode],
+                                        "label": t.label.astype(np.int64)})
         return self._frame
 
     @property
@@ -250,8 +264,8 @@ class Qrels:
 
     @property
     def labels(self) -> np.ndarray:
-        """int64 per row, in row order."""
-        return self._table.label
+        """int64 per row, in row order (a copy: the table holds them narrower, :attr:`table`)."""
+        return self._table.label.astype(np.int64)
 
     def __len__(self) -> int:
         return len(self._table.codes.qcode)
