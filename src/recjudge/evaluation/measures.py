@@ -739,8 +739,12 @@ def _bpref(m, rows: Rows, ctx) -> np.ndarray:
         nr = cum
     q = rows.gq[g]
     rr, nn = big_r[q], big_n[q]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(nr > 0, 1.0 - np.minimum(nr, rr) / np.minimum(nn, rr), 1.0)
+    # 1 - min(n, R) / min(N, R), and 1 when n = 0: then the quotient is 0 / (min(N, R) or 1), so one
+    # expression gives both, bit for bit (n > 0 implies N >= n > 0 and R >= 1 here)
+    den = np.minimum(nn, rr)
+    np.maximum(den, 1, out=den)
+    frac = np.minimum(nr, rr) / den
+    np.subtract(1.0, frac, out=frac)
     total = np.bincount(g, weights=frac, minlength=rows.ng)
     return safe_ratio(total, big_r[rows.gq].astype(np.float64))
 

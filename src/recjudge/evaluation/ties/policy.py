@@ -65,17 +65,6 @@ class ScoreOrder(NamedTuple):
         return np.diff(np.r_[self.starts, len(self.qrank)])
 
 
-def _string_rank(values: np.ndarray, ids) -> np.ndarray:
-    """Each of the distinct strings ``values``' rank (0, 1, …) in string order."""
-    if ids is None or len(values) == 0:
-        return sorted_codes(values)
-    codes = ids.encode(values)
-    key = ids.order()[codes]  # the dictionary sorts its strings once for every run
-    rank = np.empty(len(values), dtype=np.int64)
-    rank[np.argsort(key)] = np.arange(len(values))
-    return rank
-
-
 def _string_hashes(values: np.ndarray, ids) -> np.ndarray:
     """``B(v)`` of each of the distinct strings ``values``."""
     if ids is None:
@@ -86,7 +75,9 @@ def _string_hashes(values: np.ndarray, ids) -> np.ndarray:
 
 def _score_order_of(t: RunTable) -> ScoreOrder:
     c, score = t.codes, t.score
-    rank = _string_rank(c.qids, t.ids)
+    # a run's own qids sorted, not through the docid dictionary: its order of every string would be
+    # sorted again whenever the reading thread adds a docid (4× the time of this sort, measured)
+    rank = sorted_codes(c.qids)
     qids = np.empty(len(c.qids), dtype=object)
     qids[rank] = c.qids
     small = np.int32 if len(score) < 2**31 else np.int64
