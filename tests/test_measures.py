@@ -385,6 +385,25 @@ def test_compat_zero_score_ties_with_unretrieved_documents(backend):
     assert m["Compat(p=0.5)"].loc["u", "r"] == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.parametrize("layout, dtype", [("grouped", np.uint16), ("scattered", np.int32)])
+def test_compat_qrels_order_survives_narrow_row_numbers(layout, dtype):
+    # As above, with 70,000 filler judgments so that row numbers pass 16 bits: written user by
+    # user, the judgments keep their row within the user (16 bits); u's rows 70,000 lines apart
+    # keep their absolute rows. Either way c stays ahead of b in the ideal list.
+    from recjudge.evaluation.measures import judgments
+
+    filler = "".join(f"f{i // 50} 0 d{i % 50} 1\n" for i in range(70_000))
+    u = ["u 0 a 1\n", "u 0 c 1\n", "u 0 b 1\n"]
+    text = filler + "".join(u) if layout == "grouped" else u[0] + u[1] + filler + u[2]
+    qrels = read_qrels(text)
+    assert judgments(qrels, qrels.qids).qrow.dtype == dtype
+    run = Run.from_frame(pd.DataFrame({"qid": ["u", "u"], "docid": ["a", "b"], "score": [2.0, 0.0]}), "r")
+    run = Run("r", resolve_ties(run, "docid").frame.assign(score=[2.0, 0.0]), tie_policy="docid")
+    m = per_query_matrix({"r": run}, qrels, ["Compat(p=0.5)"], queries=["u"], backend="numpy")
+    expected = (1 + 0.5 * 1 / 2 + 0.25 * 2 / 3) / (1 + 0.5 * 2 / 2 + 0.25 * 3 / 3)
+    assert m["Compat(p=0.5)"].loc["u", "r"] == pytest.approx(expected, abs=1e-12)
+
+
 MIXED_NDCG = r"""
 import json, sys
 from recjudge.evaluation.measures import per_query_matrix

@@ -314,9 +314,10 @@ class Judgments:
 
     Inside a query, documents are ordered by a hash bucket (then code): a document is looked up
     among the few of its bucket (``bstart[boff[q] + bucket]`` to the next), the join of a ranked
-    row being a few vectorised gathers. ``qrow`` is the original qrels row (Compat's ideal list
-    breaks full ties by qrels order); ``above`` is, for a label > 0, the number of documents of the
-    query with a higher label; ``starts[q]:starts[q + 1]`` are the rows of query ``q``.
+    row being a few vectorised gathers. ``qrow`` orders a query's judgments as the qrels list them
+    (Compat's ideal list breaks full ties by qrels order; :func:`_rows_in_query`); ``above`` is, for
+    a label > 0, the number of documents of the query with a higher label; ``starts[q]:starts[q + 1]``
+    are the rows of query ``q``.
     """
 
     queries: list[str]
@@ -326,7 +327,7 @@ class Judgments:
     qcode: np.ndarray   # the narrowest unsigned integers that hold the query codes
     dcode: np.ndarray   # int32, by bucket inside each query
     label: np.ndarray   # int8 for labels within ±63, else int16 or int32
-    qrow: np.ndarray    # int32
+    qrow: np.ndarray    # per judgment, its qrels row less its query's first (uint16 when they fit, else int32)
     above: np.ndarray   # the narrowest unsigned integers that hold the counts
     starts: np.ndarray  # int64, nq + 1
     shift: np.ndarray   # uint32 per query: see _bucket_shift
@@ -401,6 +402,19 @@ class Judgments:
         keep = pos < cutoff if cutoff is not None else np.ones(len(q), bool)
         gains = lab[keep] / np.log2(pos[keep] + 2.0)
         return np.bincount(q[keep], weights=gains, minlength=self.nq)
+
+
+def _rows_in_query(qrow: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The qrels rows made relative to their query's first row, 16-bit when they fit (qrels written
+    user by user): only compared within one query (Compat's qrels order), they keep that order."""
+    n = len(qrow)
+    if n == 0 or np.iinfo(np.uint16).max >= n:
+        return qrow.astype(np.uint16) if n else qrow
+    nonempty = starts[:-1] < starts[1:]
+    first = np.zeros(len(starts) - 1, dtype=qrow.dtype)
+    first[nonempty] = np.minimum.reduceat(qrow, starts[:-1][nonempty])
+    rel = qrow - np.repeat(first, np.diff(starts))
+    return rel.astype(np.uint16) if int(rel.max()) <= np.iinfo(np.uint16).max else qrow
 
 
 def _apply_gains(label: np.ndarray, gains: Mapping[int, int]) -> np.ndarray:
@@ -484,6 +498,7 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
     above = above.astype(_narrowest(0, int(above.max(initial=0))))
     label = label.astype(_narrowest(int(label.min(initial=0)), int(label.max(initial=0)), margin=2))
     qcode = qcode.astype(_narrowest(0, nq))
+    qrow = _rows_in_query(qrow, starts)
     return Judgments(queries, qlookup, _Lookup(docs), ndoc, qcode, dcode, label, qrow, above, starts, shift, boff,
                      bstart)
 
