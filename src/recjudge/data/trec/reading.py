@@ -70,9 +70,11 @@ def _parse(data, layout: _Layout, numbers: bool = True):
     try:
         frame = pl.scan_csv(data, separator=" ", has_header=False, quote_char=None, schema=schema,
                             raise_if_empty=False)
-        # qrels are six times a run's size: every id coded while parsing keeps the peak low; a run's
-        # qids are coded by segment instead (cheaper)
-        coded = ["docid"] if layout.what == "run" else [n for n, k in zip(layout.names, layout.kinds) if k == "id"]
+        # qrels are six times a run's size: every text column coded while parsing keeps the peak low
+        # (the iteration column held as strings alone took 40-70 MB at 6 million lines); a run's qids
+        # are coded by segment instead (cheaper)
+        coded = ["docid"] if layout.what == "run" else [n for n, k in zip(layout.names, layout.kinds)
+                                                         if k in ("id", "label")]
         # the streaming engine parses in pieces (a third less peak memory on big qrels); rows keep file order
         return frame.with_columns(pl.col(*coded).cast(pl.Categorical)).collect(engine="streaming")
     except (pl.exceptions.PolarsError, OSError, EOFError, zlib.error, ValueError):
@@ -92,6 +94,10 @@ def _odd(strings) -> bool:
     return bool(strings.str.contains(_ODD_POLARS).any()) or bool((strings.str.len_bytes() == 0).any())
 
 
+def _one_code(phys) -> bool:
+    return phys.min() == phys.max()
+
+
 def _codes(col, kind: str) -> tuple[np.ndarray, np.ndarray, bool]:
     """(int32 code per row, the distinct strings in first-seen order, whether one is odd).
 
@@ -102,8 +108,9 @@ def _codes(col, kind: str) -> tuple[np.ndarray, np.ndarray, bool]:
     """
     pl = _polars()
     n = len(col)
-    if kind == "label" and col.dtype == pl.String and (col == col[0]).all():
-        values = col.head(1)
+    if kind == "label" and n and (col.dtype == pl.String and (col == col[0]).all()
+                                  or col.dtype == pl.Categorical and _one_code(col.to_physical())):
+        values = col.head(1).cast(pl.String)
         # one code for every row: a read-only view of one zero, no memory per row
         return np.broadcast_to(np.int32(0), (n,)), np.asarray(values.to_numpy(), dtype=object), _odd(values)
     if kind == "qid" and col.dtype == pl.String:
