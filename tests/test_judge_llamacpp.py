@@ -36,6 +36,10 @@ def llama():
     port_file, log = run_dir / f"llamacpp-{os.getpid()}.port", run_dir / f"llamacpp-{os.getpid()}.log"
     started = subprocess.run(["bash", str(serve), str(venv), str(port_file), str(log)], capture_output=True,
                              text=True, timeout=900)
+    if started.returncode != 0 and "Illegal instruction" in started.stderr:
+        # the shared wheel is built with -march=native: a host without those instructions cannot run it
+        pytest.skip("the llama.cpp wheel in ../shared/llamacpp uses CPU instructions this machine lacks "
+                    "(SIGILL); build llama-cpp-python 0.3.36 here from its PyPI source to run these tests")
     if started.returncode != 0:
         pytest.fail(f"the llama.cpp server did not start: {started.stderr[-2000:]}")
     pid = int(started.stdout.strip().splitlines()[-1])
