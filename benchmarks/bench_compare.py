@@ -2,7 +2,7 @@
 
     .venv-core/bin/python benchmarks/bench_compare.py [--users 1000] [--rounds 3] [--peer-rounds N]
         [--rounds-for TOOL=N ...] [--skip TOOL,...] [--keep DIR] [--bootstrap 1000] [--profile]
-        [--systems 52] [--depth 100] [--judged 600] [--items 40000] [--seed 0]
+        [--systems 52] [--depth 100] [--judged 600] [--items 40000] [--seed 0] [--runs-only]
 
 Data (written by a child process, one run at a time, so 100,000 users fit): ``--systems`` runs of
 the top ``--depth`` items per user over a catalogue of ``--items`` items with Zipf popularity, and
@@ -31,6 +31,10 @@ The peers read a second copy of the runs in which every tie is already resolved 
 to recjudge, the machine load at start and end. Values are checked untimed afterwards: recjudge on
 the peers' copy against each peer and the floor. A peer that is not installed, skipped or failing
 is shown as such; nothing is estimated.
+
+``--runs-only`` writes no tie-free copy (the runs as written are the same) and times recjudge
+alone, for sizes the peers cannot run at: ``--users 100000 --rounds 1 --runs-only --keep DIR``
+prints recjudge's peak memory on 52 runs × 100,000 users.
 """
 
 from __future__ import annotations
@@ -100,8 +104,9 @@ def tie_rows(scores):
     return (np.diff(s, axis=1) == 0).any(axis=1)
 
 
-def generate(folder: Path, shape: Shape) -> dict:
-    """Write runs/, runs-tie-free/, reference.qrels, candidate.qrels and manifest.json into ``folder``."""
+def generate(folder: Path, shape: Shape, copy: bool = True) -> dict:
+    """Write runs/, runs-tie-free/ (unless ``copy`` is False), reference.qrels, candidate.qrels and
+    manifest.json into ``folder``. The runs as written are the same either way."""
     import numpy as np
 
     rng = np.random.default_rng(shape.seed)
@@ -141,7 +146,7 @@ def generate(folder: Path, shape: Shape) -> dict:
                                "l": labels[lo:hi].ravel()})
 
     runs, tie_free = folder / "runs", folder / "runs-tie-free"
-    for d in (runs, tie_free):
+    for d in (runs, tie_free) if copy else (runs,):
         d.mkdir(exist_ok=True)
         for f in d.iterdir():
             f.unlink()
@@ -165,13 +170,17 @@ def generate(folder: Path, shape: Shape) -> dict:
                 items, scores = ranked(rng, family, params, judged[users], ref_labels[users], cdf, cold[users], D)
             tied += int(tie_rows(scores).sum())
             write_run(runs / f"{name}.run", name, user_ids[users], item_ids[items], scores)
-            write_tie_free(tie_free / f"{name}.run", name, user_ids[users], item_ids, items, scores, lex, rng)
+            if copy:
+                write_tie_free(tie_free / f"{name}.run", name, user_ids[users], item_ids, items, scores, lex, rng)
+            else:
+                rng.uniform(0.001, 0.999, (n, D))  # the copy's draw: the next system's data stay the same
         shares[name] = tied / U
         lines += U * D
     manifest = {
         "version": GENERATOR_VERSION, "shape": shape._asdict(), "families": dict(families(shape.systems)),
         "tied_user_share": shares, "run_lines": lines, "qrels_lines": U * J,
-        "bytes": {d.name: sum(f.stat().st_size for f in d.iterdir()) for d in (runs, tie_free)},
+        "tie_free_copy": copy,
+        "bytes": {d.name: sum(f.stat().st_size for f in d.iterdir()) for d in ((runs, tie_free) if copy else (runs,))},
         "qrels_bytes": sum((folder / f"{n}.qrels").stat().st_size for n in ("reference", "candidate")),
         "writer": "pyarrow" if _pyarrow_csv() else "pandas",
     }
@@ -651,11 +660,14 @@ def main() -> None:
     ap.add_argument("--keep", metavar="DIR", help="write the data here and keep it; reused when its shape matches")
     ap.add_argument("--profile", action="store_true",
                     help="also run recjudge compare once under cProfile (untimed) and print its hottest functions")
-    ap.add_argument("--write-only", nargs=2, metavar=("DIR", "SHAPE"), help=argparse.SUPPRESS)
+    ap.add_argument("--runs-only", action="store_true",
+                    help="write no tie-free copy and time recjudge alone (the peers and the value check read "
+                         "the copy): for sizes only recjudge runs at, e.g. --users 100000 --rounds 1")
+    ap.add_argument("--write-only", nargs=3, metavar=("DIR", "SHAPE", "COPY"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.write_only:
-        folder, shape = args.write_only
-        generate(Path(folder), Shape(**json.loads(shape)))
+        folder, shape, copy = args.write_only
+        generate(Path(folder), Shape(**json.loads(shape)), copy == "copy")
         return
 
     rounds = dict.fromkeys(TOOLS, args.rounds)
@@ -675,7 +687,7 @@ def main() -> None:
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-compare-"))
     try:
         shape = Shape(args.users, args.systems, args.depth, args.judged, args.items, args.seed)
-        manifest = ensure_data(folder, shape)
+        manifest = ensure_data(folder, shape, copy=not args.runs_only)
         ensure_data(folder / "warmup", Shape(30, 4, args.depth, args.judged, args.items, args.seed))
         runs, tie_free = folder / "runs", folder / "runs-tie-free"
         ref, cand = folder / "reference.qrels", folder / "candidate.qrels"
@@ -686,6 +698,8 @@ def main() -> None:
         for tool in TOOLS:
             if tool in skipped:
                 status[tool] = "not run (--skip)"
+            elif args.runs_only and tool != "recjudge":
+                status[tool] = "not run (--runs-only: no tie-free copy)"
             elif rounds[tool] == 0:
                 status[tool] = "not run (0 rounds)"
             elif why := missing(tool):
@@ -735,7 +749,7 @@ def main() -> None:
         diffs: dict[str, dict[str, float] | str] = {}
         tie_effect = None
         check = outdir / "recjudge-tie-free.json"
-        if samples.get("recjudge"):
+        if samples.get("recjudge") and not args.runs_only:
             try:
                 run_child(command("recjudge", tie_free, ref, cand, check, args.bootstrap))
                 mine = recjudge_means(check)
@@ -759,17 +773,20 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)  # gigabytes at 10,000 users; --keep DIR keeps them
 
 
-def ensure_data(folder: Path, shape: Shape) -> dict:
-    """The manifest of the data in ``folder``, written first by a child process unless it is there already."""
+def ensure_data(folder: Path, shape: Shape, copy: bool = True) -> dict:
+    """The manifest of the data in ``folder``, written first by a child process unless it is there already
+    (with the tie-free copy when ``copy``)."""
     manifest = folder / "manifest.json"
     if manifest.exists():
         m = json.loads(manifest.read_text())
-        if m.get("version") == GENERATOR_VERSION and m.get("shape") == shape._asdict():
+        if m.get("version") == GENERATOR_VERSION and m.get("shape") == shape._asdict() and \
+                (m.get("tie_free_copy", True) or not copy):
             m["reused"] = True
             return m
     t0 = time.perf_counter()
     # a child writes it: a parent holding the data would lend its pages to every timed child it forks
-    subprocess.run([sys.executable, __file__, "--write-only", str(folder), json.dumps(shape._asdict())], check=True)
+    subprocess.run([sys.executable, __file__, "--write-only", str(folder), json.dumps(shape._asdict()),
+                    "copy" if copy else "no-copy"], check=True)
     m = json.loads(manifest.read_text())
     m["written_s"] = time.perf_counter() - t0
     return m
@@ -788,7 +805,8 @@ def describe(m: dict, folder: Path) -> None:
     how += f", lines written by {m['writer']}"
     print(f"data ({how}, {folder}): {s['systems']} runs × {s['users']:,} users × top-{s['depth']} = "
           f"{m['run_lines']:,} run lines ({size(m['bytes']['runs'])} as written, "
-          f"{size(m['bytes']['runs-tie-free'])} tie-free copy); items Zipf(a={ZIPF_A}) over {s['items']:,}; "
+          f"{size(m['bytes']['runs-tie-free']) + ' tie-free copy' if 'runs-tie-free' in m['bytes'] else 'no tie-free copy'}"
+          f"); items Zipf(a={ZIPF_A}) over {s['items']:,}; "
           f"qrels: {s['judged']} judged items per user (reference 0–7, candidate 0–4), "
           f"{m['qrels_lines']:,} lines each, {size(m['qrels_bytes'])} both; seed {s['seed']}")
     parts = []
