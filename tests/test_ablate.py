@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -145,6 +146,44 @@ profile_size = [3, 20]
     # identical prompts are judged once: a second run is answered from the cache (offline judge: no calls)
     again = run_experiment(load_experiment(path))
     assert [r.agree.mean for r in again] == [rows[v]["agree"] for v in rows]
+
+
+@pytest.mark.parametrize("users", [8, 40])
+def test_one_experiment_flags_share_intervals_of_few_users(tmp_path, capsys, users):
+    # below 25 users the shares' intervals covered less than 95% in simulation: each row's cells
+    # carry the flag and the note follows the table, in the terminal and in ablation.md
+    coll, runs, out = _movielens(tmp_path, users=users), _runs(tmp_path, users=users), tmp_path / "out"
+    path = _write(tmp_path, f'''
+collection = "{coll}"
+reference = "historical:rating"
+runs = "{runs}"
+out = "{out}"
+per_user = 6
+split = "user_ratio"
+
+[judge]
+judge = "overlap"
+fields = "title+genres"
+profile_size = 20
+
+[grid]
+profile_size = [3]
+''')
+    assert main(["ablate", str(path)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads((out / "ablation.json").read_text())
+    notes = [row["per_experiment"][0]["ci_note"] for row in data["rows"]]
+    assert [row["boot_ci_note"] for row in data["rows"]] == notes and len(notes) == 2
+    md = (out / "ablation.md").read_text()
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    if users < 25:
+        assert all("coverage" in n or "covered" in n for n in notes), notes
+        # agree, tie, disagree flagged in both rows (Markdown escapes the flag)
+        assert all(len(re.findall(r"\]\\?\*", line)) == 3 for line in table[2:]), table
+        for text in (printed, md):
+            assert f"(*) The agree / tie / disagree interval: {notes[0]}." in text
+    else:
+        assert notes == ["", ""] and not re.search(r"\]\\?\*", md) and "(*)" not in printed + md
 
 
 def test_llm_ablation_judges_identical_prompts_once(tmp_path, fake_openai, monkeypatch):

@@ -330,13 +330,13 @@ class AblateReport(Result):
         return rows_frame(self.rows)
 
     def format(self) -> str:
-        from ..experiments.ablate import format_rows
+        from ..experiments.ablate import coverage_notes, format_rows
 
         table = format_rows(self.rows)
         if self.dry_run:
             table = table[["variant", "K", "judged", "calls", "est. tokens"]].rename(columns={"judged": "pairs"})
             return "dry run: nothing was called\n" + table.to_string(index=False)
-        return table.to_string(index=False)
+        return table.to_string(index=False) + "".join(f"\n{line}" for line in coverage_notes(self.rows))
 
 
 def _str(path) -> str | None:

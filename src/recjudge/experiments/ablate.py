@@ -62,6 +62,7 @@ from .._io import atomic_write, check_output_dir, check_outputs, read_toml, writ
 from ..data.trec import Qrels, Run
 from ..errors import ConfigError, InputError
 from ..judging.config import JudgeSettings
+from ..report.evaluation import CI_FLAG
 from ..data.splits import SplitName
 from ..settings import FILE, MAX_SEED, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, checked, option
 
@@ -402,6 +403,7 @@ class ExperimentOutcome(NamedTuple):
     alpha_ordinal: float
     tau: Mapping[str, float]           # vs the complete reference qrels
     weighted_tau: Mapping[str, float]
+    ci_note: str = ""                  # the shares' CIs covered below 95% in simulation (few users): why
 
     def to_json(self) -> dict:
         out = self._asdict()
@@ -562,7 +564,7 @@ def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, 
     return ExperimentOutcome(**counts, calls=s.calls, agree=pw.agree, agree_ci=pw.agree_ci, tie=pw.tie,
                              tie_ci=pw.tie_ci, disagree=pw.disagree, disagree_ci=pw.disagree_ci,
                              kappa=ag.cohen_kappa, alpha_ordinal=ag.krippendorff_alpha_ordinal, tau=taus,
-                             weighted_tau=wtaus)
+                             weighted_tau=wtaus, ci_note=pw.ci_note)
 
 
 SHARES = ("agree", "tie", "disagree")  # in [0, 1]; κ, α and τ in [−1, 1]
@@ -622,6 +624,7 @@ def rows_frame(rows: Sequence[VariantRow]) -> pd.DataFrame:
         for name in ("agree", "tie", "disagree"):
             boot = getattr(r.outcomes[0], f"{name}_ci") if r.experiments == 1 else (math.nan, math.nan)
             rec[f"{name}_boot_lo"], rec[f"{name}_boot_hi"] = boot
+        rec["boot_ci_note"] = r.outcomes[0].ci_note if r.experiments == 1 else ""
         records.append(rec)
     return pd.DataFrame(records)
 
@@ -682,6 +685,7 @@ def write_results(exp: Experiment, rows: Sequence[VariantRow], protocol=None) ->
     with atomic_write(paths["md"]) as fh:
         fh.write(f"# Ablation: {exp.name}\n\n" + "\n\n".join(notes(exp)) + "\n\n")
         fh.write(markdown_table(shown, index=False) + "\n")
+        fh.write("".join(f"\n{line}\n" for line in coverage_notes(rows)))
     return paths
 
 
@@ -698,11 +702,19 @@ def format_rows(rows: Sequence[VariantRow]) -> pd.DataFrame:
             if r.experiments > 1:
                 rec[shown] = _ci(e.mean, e.ci)
             elif name in ("agree", "tie", "disagree"):
-                rec[shown] = _ci(e.mean, getattr(r.outcomes[0], f"{name}_ci"))
+                # flagged where the measured coverage of such an interval is below 95% (few users)
+                rec[shown] = _ci(e.mean, getattr(r.outcomes[0], f"{name}_ci")) + (
+                    CI_FLAG if r.outcomes[0].ci_note and e.mean == e.mean else "")
             else:
                 rec[shown] = _num(e.mean)
         out.append(rec)
     return pd.DataFrame(out)
+
+
+def coverage_notes(rows: Sequence[VariantRow]) -> list[str]:
+    """What a flagged interval of :func:`format_rows` means, once per distinct note."""
+    seen = dict.fromkeys(r.outcomes[0].ci_note for r in rows if r.experiments == 1 and r.outcomes[0].ci_note)
+    return [f"({CI_FLAG}) The agree / tie / disagree interval: {note}." for note in seen]
 
 
 def _num(x: float) -> str:
