@@ -64,6 +64,28 @@ def _write(tmp_path, text):
     return path
 
 
+def _overlap_experiment(tmp_path, users: int, top: str, grid: str):
+    """An experiment file: the offline overlap judge on a generated collection and runs of ``users``
+    users, K = 6, out = tmp_path/out; ``top`` adds keys, ``grid`` is the [grid] table's body."""
+    coll, runs = _movielens(tmp_path, users=users), _runs(tmp_path, users=users)
+    return _write(tmp_path, f'''{top}
+collection = "{coll}"
+reference = "historical:rating"
+runs = "{runs}"
+out = "{tmp_path / 'out'}"
+per_user = 6
+split = "user_ratio"
+
+[judge]
+judge = "overlap"
+fields = "title+genres"
+profile_size = 20
+
+[grid]
+{grid}
+''')
+
+
 def test_variants_one_at_a_time_and_product():
     exp = Experiment(name="x", collection="c", reference="historical", out=None, judge={"judge": "overlap"},
                      grid={"fields": ("title", "title+genres"), "per_user": (5, 10)}, per_user=10)
@@ -98,28 +120,9 @@ def test_bad_experiment_files_name_the_problem(tmp_path, text, match):
 
 
 def test_ablation_end_to_end_with_overlap_judge(tmp_path, capsys):
-    coll = _movielens(tmp_path)
-    runs = _runs(tmp_path)
     out = tmp_path / "out"
-    path = _write(tmp_path, f'''
-name = "fields"
-collection = "{coll}"
-reference = "historical:rating"
-runs = "{runs}"
-out = "{out}"
-per_user = 6
-bootstrap = 100
-split = "user_ratio"
-
-[judge]
-judge = "overlap"
-fields = "title+genres"
-profile_size = 20
-
-[grid]
-fields = ["title+year", "title+genres"]
-profile_size = [3, 20]
-''')
+    path = _overlap_experiment(tmp_path, 25, 'name = "fields"\nbootstrap = 100',
+                               'fields = ["title+year", "title+genres"]\nprofile_size = [3, 20]')
     code = main(["ablate", str(path), "--dry-run"])
     assert code == 0
     assert "dry run" in capsys.readouterr().out
@@ -152,23 +155,8 @@ profile_size = [3, 20]
 def test_one_experiment_flags_share_intervals_of_few_users(tmp_path, capsys, users):
     # below 25 users the shares' intervals covered less than 95% in simulation: each row's cells
     # carry the flag and the note follows the table, in the terminal and in ablation.md
-    coll, runs, out = _movielens(tmp_path, users=users), _runs(tmp_path, users=users), tmp_path / "out"
-    path = _write(tmp_path, f'''
-collection = "{coll}"
-reference = "historical:rating"
-runs = "{runs}"
-out = "{out}"
-per_user = 6
-split = "user_ratio"
-
-[judge]
-judge = "overlap"
-fields = "title+genres"
-profile_size = 20
-
-[grid]
-profile_size = [3]
-''')
+    out = tmp_path / "out"
+    path = _overlap_experiment(tmp_path, users, "", "profile_size = [3]")
     assert main(["ablate", str(path)]) == 0
     printed = capsys.readouterr().out
     data = json.loads((out / "ablation.json").read_text())
