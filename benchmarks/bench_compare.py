@@ -146,7 +146,8 @@ def generate(folder: Path, shape: Shape, copy: bool = True) -> dict:
                                "l": labels[lo:hi].ravel()})
 
     runs, tie_free = folder / "runs", folder / "runs-tie-free"
-    for d in (runs, tie_free) if copy else (runs,):
+    dirs = (runs, tie_free) if copy else (runs,)
+    for d in dirs:
         d.mkdir(exist_ok=True)
         for f in d.iterdir():
             f.unlink()
@@ -180,7 +181,7 @@ def generate(folder: Path, shape: Shape, copy: bool = True) -> dict:
         "version": GENERATOR_VERSION, "shape": shape._asdict(), "families": dict(families(shape.systems)),
         "tied_user_share": shares, "run_lines": lines, "qrels_lines": U * J,
         "tie_free_copy": copy,
-        "bytes": {d.name: sum(f.stat().st_size for f in d.iterdir()) for d in ((runs, tie_free) if copy else (runs,))},
+        "bytes": {d.name: sum(f.stat().st_size for f in d.iterdir()) for d in dirs},
         "qrels_bytes": sum((folder / f"{n}.qrels").stat().st_size for n in ("reference", "candidate")),
         "writer": "pyarrow" if _pyarrow_csv() else "pandas",
     }

@@ -407,9 +407,8 @@ class Judgments:
 def _rows_in_query(qrow: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """The qrels rows made relative to their query's first row, 16-bit when they fit (qrels written
     user by user): only compared within one query (Compat's qrels order), they keep that order."""
-    n = len(qrow)
-    if n == 0 or np.iinfo(np.uint16).max >= n:
-        return qrow.astype(np.uint16) if n else qrow
+    if len(qrow) <= np.iinfo(np.uint16).max:  # every row number fits as it is
+        return qrow.astype(np.uint16)
     nonempty = starts[:-1] < starts[1:]
     first = np.zeros(len(starts) - 1, dtype=qrow.dtype)
     first[nonempty] = np.minimum.reduceat(qrow, starts[:-1][nonempty])

@@ -704,7 +704,7 @@ def format_rows(rows: Sequence[VariantRow]) -> pd.DataFrame:
             elif name in ("agree", "tie", "disagree"):
                 # flagged where the measured coverage of such an interval is below 95% (few users)
                 rec[shown] = _ci(e.mean, getattr(r.outcomes[0], f"{name}_ci")) + (
-                    CI_FLAG if r.outcomes[0].ci_note and e.mean == e.mean else "")
+                    CI_FLAG if r.outcomes[0].ci_note and not math.isnan(e.mean) else "")
             else:
                 rec[shown] = _num(e.mean)
         out.append(rec)

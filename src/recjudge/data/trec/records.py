@@ -74,11 +74,8 @@ def label_column(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values)
     if len(values) == 0:
         return values.astype(np.int64)
-    lo, hi = int(values.min()), int(values.max())
-    for t in (np.int8, np.int16, np.int32):
-        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
-            return values.astype(t, copy=False)
-    return values.astype(np.int64, copy=False)
+    # NumPy's narrowest type for a negative value is signed: one that holds both -(hi + 1) and lo holds [lo, hi]
+    return values.astype(np.min_scalar_type(-max(-int(values.min()), int(values.max()) + 1)), copy=False)
 
 
 def factorize32(values) -> tuple[np.ndarray, np.ndarray]:
