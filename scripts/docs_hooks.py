@@ -37,7 +37,11 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def _cell(text: str) -> str:
-    return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
+    """Help text as one table cell: Markdown's own characters escaped outside `code` spans."""
+    parts = " ".join(text.split()).split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"([\\*_\[\]|])", r"\\\1", html.escape(parts[i], quote=False))
+    return "`".join(parts)  # a | inside a code span does not split a table cell
 
 
 def options_table(name: str, parser: argparse.ArgumentParser) -> str:
