@@ -172,3 +172,24 @@ def test_contradicted_cells_say_so_where_they_are_shown(study, tmp_path, fake_op
     assert "the paper contradicts this value (Table 1 vs Table 5" in row.note
     table5 = (out / "report.md").read_text().split("## Table 5", 1)[1].split("\n## ", 1)[0]
     assert "the paper contradicts this value" in table5
+
+
+# ------------------------------------------------------------------------------ 8. the plan's sharing
+
+def test_the_plan_says_what_its_groups_share_and_what_the_papers_figure_counts(study, tmp_path, fake_openai, capsys):
+    from recjudge.cli import main
+
+    code = main(["reproduce", "penha2025", "--collection", str(study["folder"]), "--out", str(tmp_path / "o"),
+                 "--model", "gpt-4o-mini", "--base-url", fake_openai.url, "--runs", str(study["runs"]),
+                 "--experiments", "1", "--per-user", "6", "--k-values", "3,10", "--field-sets", "title,all",
+                 "--profile-sizes", "5,12", "--profile-size", "12", "--depth", "5", "--dry-run"])
+    printed = capsys.readouterr().out
+    assert code == 0 and fake_openai.chat_log() == []
+    rows = {line.split(" (")[0]: line for line in printed.splitlines()}
+    sharing = next(line for line in printed.splitlines() if line.startswith("shared between job groups"))
+    # field set 'all' and profile size 12 are the protocol judge's own configuration on its K = 6 sample
+    # (nested in its K = 10 one): 8 participants × 6 items each, asked once
+    assert "metadata field sets, K = 6: 48 of 96 pairs" in sharing
+    assert "profile sizes, K = 6: 48 of 96 pairs" in sharing
+    assert "not the paper's total" in printed and "no plan that shares more computes the same tables" in printed
+    assert rows  # the table itself is still printed

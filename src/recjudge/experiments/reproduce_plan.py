@@ -478,7 +478,25 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
         lines.append(f"the paper: judging every human-labelled pair three times would be {paper_calls.shown()} calls "
                      f"(Section 3); a participant's full profile with every field averages {paper_tokens.shown()} "
                      "tokens (Section 5.1; the protocol shows 1,000 of its items)")
+        lines.append(f"{paper_calls.shown()} is one configuration over every human-labelled pair, not the paper's "
+                     "total: each table's other configurations (field sets, profile sizes, the defined-scale "
+                     "prompt) and the pool's unjudged pairs are calls of their own")
+    lines += [""] + sharing_lines(rows)
     return "\n".join(lines)
+
+
+def sharing_lines(rows: Sequence[PlanRow]) -> list[str]:
+    """What the job groups share, and why no cheaper plan computes the same tables."""
+    shared = [r for r in rows if r.shared_pairs]
+    out = ["shared between job groups (each such prompt asked once): " + ("; ".join(
+        f"{r.tables.split(' (')[0]}: {r.shared_pairs:,} of {r.pairs:,} pairs" for r in shared) if shared else "none")]
+    out.append("every sample is nested across K (K = 50 within K = 100 within K = 200 of one experiment), so a "
+               "field set or profile size equal to the protocol judge's, and the pool's human-judged pairs, reuse "
+               "its answers; the remaining calls are distinct prompts (another field set, profile size or "
+               "prompt, another experiment's sample), and no plan that shares more computes the same tables. "
+               "Fewer calls change a table: --experiments 1 (no interval across experiments) or a smaller "
+               "--k-values / --profile-sizes / --field-sets")
+    return out
 
 
 # ------------------------------------------------------------------------------------------ run
