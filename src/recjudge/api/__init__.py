@@ -185,9 +185,12 @@ def train(s: TrainSettings, progress=None, verbose: bool = False) -> TrainReport
 
         check_outputs({"--historical-qrels": s.historical_qrels}, inputs)
     data = given if in_memory else load_collection(given, s.collection_config)
-    if s.sample_users is not None or s.min_interactions is not None:
+    if s.sample_users is not None or s.min_interactions is not None or s.min_rating is not None:
         if isinstance(data, Split):
-            raise ConfigError("--sample-users and --min-interactions apply to a collection, not a ready split")
+            raise ConfigError("--min-rating, --sample-users and --min-interactions apply to a collection, not a "
+                              "ready split")
+        if s.min_rating is not None:  # the positives first, as the release's implicit-ratings.csv is made
+            data = data.min_rating(s.min_rating)
         if s.sample_users is not None:
             data = data.sample_users(s.sample_users, s.sample_seed)
         if s.min_interactions is not None:

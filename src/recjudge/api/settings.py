@@ -264,6 +264,10 @@ class TrainSettings(Settings):
     force: bool = option(False, "retrain systems found in the cache")
     evaluate: bool = option(False, "also record RecBole's own test NDCG@10/Recall@10")
     keep_checkpoints: bool = option(False, "keep RecBole's data and checkpoints in <out>/.work")
+    min_rating: float | None = option(None, "train on the ratings at or above R only, as positives (ML-32M-ext's "
+                                            "implicit-ratings.csv keeps >= 4; applied before --sample-users and "
+                                            "--min-interactions); default: every rating is a positive",
+                                      ge=0, cli=Cli(metavar="R"))
     sample_users: Positive | None = option(None, "train on N users drawn by a seeded hash, plus every user the "
                                                  "human qrels judge (Penha et al. 2025: 10,000 + the 51 "
                                                  "participants; default: every user)", cli=Cli(metavar="N"))
