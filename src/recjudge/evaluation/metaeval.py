@@ -36,7 +36,16 @@ import pandas as pd
 
 from ..data.trec import TIE_POLICIES, Qrels, Run
 from ..errors import ConfigError
-from .intervals import DEFAULT_TAU_METHOD, TAU_METHODS, Replicates, bias_corrected, coverage_note, tau_interval
+from .intervals import (
+    DEFAULT_TAU_METHOD,
+    NO_RESAMPLES,
+    TAU_METHODS,
+    Replicates,
+    bias_corrected,
+    coverage_note,
+    coverage_summary,
+    tau_interval,
+)
 
 if TYPE_CHECKING:
     from .measures import Scored
@@ -269,6 +278,7 @@ class TauInterval(NamedTuple):
     n_users: int              # the fewer users of the two label sets (what the coverage note is read at)
     coverage: float           # measured coverage of such intervals in simulation (NaN: not measured)
     note: str                 # "" when the measured coverage is near nominal, else what to make of it
+    summary: str = ""         # the note in one line, as printed under a table
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -311,7 +321,8 @@ def kendall_tau_interval(reference: pd.DataFrame, candidate: pd.DataFrame, n_res
     lo, hi = tau_interval(method, reps, level)
     bias = reps.bootstrap_bias_sd
     coverage, note = coverage_note(method, n_users, bias, level)
-    return TauInterval(lo, hi, method, level, bias, n_users, coverage, note)
+    return TauInterval(lo, hi, method, level, bias, n_users, coverage, note,
+                       coverage_summary(method, n_users, bias, level))
 
 
 def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_resamples: int = 1000,
@@ -340,7 +351,9 @@ class RankAgreement(NamedTuple):
     most_displaced: tuple[tuple[str, float], ...]  # (system, candidate rank − reference rank)
     kendall_tau_p: float = math.nan  # scipy.stats.kendalltau's two-sided p-value (H0: no association)
     ci_method: str = DEFAULT_CI_METHOD
-    ci_note: str = ""                         # said beside the CI when its measured coverage is below nominal
+    ci_note: str = ""                         # why the CI is flagged: its measured coverage is below nominal
+    ci_summary: str = ""                      # that note in one line, printed under the table
+    ci_missing: str = ""                      # why there is no CI (0 resamples, τ undefined, ...); '' when there is
     ci_coverage: float = math.nan             # coverage such intervals achieved in simulation (NaN: not measured)
     bootstrap_bias_sd: float = math.nan       # (τ − mean resampled τ) / SD of resampled τ
     undefined: str = ""  # why τ and the displacements are undefined (every system ties under a label set)
@@ -350,11 +363,13 @@ class RankAgreement(NamedTuple):
             "undefined": self.undefined or None,
             "kendall_tau": self.kendall_tau,
             "kendall_tau_p": self.kendall_tau_p,
-            "kendall_tau_ci": list(self.kendall_tau_ci),
+            "kendall_tau_ci": None if self.ci_missing else list(self.kendall_tau_ci),
+            "kendall_tau_ci_missing": self.ci_missing or None,
             "kendall_tau_ci_method": self.ci_method,
             "kendall_tau_ci_description": TAU_METHODS[self.ci_method].description,
             "kendall_tau_ci_coverage": None if math.isnan(self.ci_coverage) else self.ci_coverage,
             "kendall_tau_ci_note": self.ci_note,
+            "kendall_tau_ci_summary": self.ci_summary,
             "kendall_tau_bootstrap_bias_sd": None if math.isnan(self.bootstrap_bias_sd) else self.bootstrap_bias_sd,
             "weighted_tau": self.weighted_tau,
             "tau_ap": self.tau_ap,
@@ -638,7 +653,8 @@ def _undefined(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, reference: s
     return RankAgreement(measure=measure, n_systems=ref.shape[1], n_users_reference=len(ref.index),
                          n_users_candidate=len(cand.index), kendall_tau=nan, kendall_tau_ci=(nan, nan),
                          weighted_tau=nan, tau_ap=nan, median_abs_rank_displacement=nan,
-                         max_abs_rank_displacement=nan, most_displaced=(), ci_method=ci_method, undefined=why)
+                         max_abs_rank_displacement=nan, most_displaced=(), ci_method=ci_method, undefined=why,
+                         ci_missing="no interval: τ is undefined")
 
 
 def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
@@ -653,12 +669,17 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
     r, c = ref_means.to_numpy(), cand_means.to_numpy()
     tau = stats.kendalltau(r, c, variant="b")
     ci = kendall_tau_interval(ref, cand, n_boot, seed, method=ci_method, weights=weights)
-    if n_boot > 0 and math.isfinite(tau.statistic) and not math.isfinite(ci.low):
+    missing = NO_RESAMPLES if n_boot <= 0 else ""
+    if n_boot > 0 and not math.isfinite(ci.low):
+        one_side = ci_method in ("BC", "BCa") and math.isfinite(tau.statistic)
+        missing = ("no interval (every resampled τ-b on one side of the estimate)" if one_side
+                   else "no interval (no resample gave a defined τ-b)")
         why = (f"every bootstrap τ-b falls on one side of the estimate {tau.statistic:.3f}, so the {ci_method} "
-               "interval is undefined (reported as NaN); the systems' differences are small against the users' "
-               "spread" if ci_method in ("BC", "BCa") else
-               f"no resample gave a defined τ-b, so the {ci_method} interval is undefined (reported as NaN)")
-        warnings.warn(f"{label}, {measure}: {why}", stacklevel=3)
+               "interval is undefined (reported as no interval); the systems' differences are small against the "
+               "users' spread" if one_side else
+               f"no resample gave a defined τ-b, so the {ci_method} interval is undefined (reported as no interval)")
+        if math.isfinite(tau.statistic):
+            warnings.warn(f"{label}, {measure}: {why}", stacklevel=3)
     displacement = system_ranks(cand_means) - system_ranks(ref_means)
     abs_disp = displacement.abs()
     movers = abs_disp.sort_values(ascending=False, kind="stable")
@@ -678,6 +699,8 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
         kendall_tau_p=float(tau.pvalue),
         ci_method=ci_method,
         ci_note=ci.note,
+        ci_summary=ci.summary,
+        ci_missing=missing,
         ci_coverage=ci.coverage,
         bootstrap_bias_sd=ci.bootstrap_bias_sd,
     )
