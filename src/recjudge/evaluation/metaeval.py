@@ -27,7 +27,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -56,6 +56,8 @@ __all__ = [
     "DEFAULT_MEASURES",
     "SystemTable",
     "RankAgreement",
+    "UserOverlap",
+    "user_overlap",
     "CompareResult",
     "EvaluationResult",
     "evaluate",
@@ -382,6 +384,73 @@ class RankAgreement(NamedTuple):
         }
 
 
+class UserOverlap(NamedTuple):
+    """How many users the reference and one candidate judge, and how many both; ``note`` says what τ
+    then compares ('' when both judge the same users)."""
+
+    reference: int
+    candidate: int
+    both: int
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return {"reference": self.reference, "candidate": self.candidate, "both": self.both,
+                "note": self.note or None}
+
+
+def _setting(spelled: Callable[[str], str], name: str, value: str) -> str:
+    """``name`` set to ``value`` as the caller would write it: ``--queries own``, ``queries='own'``."""
+    flag = spelled(name)
+    if flag.endswith("="):
+        return f"{flag}{value!r}"
+    if flag.startswith("key "):
+        return f'{name} = "{value}"'
+    return f"{flag} {value}"
+
+
+def user_overlap(reference: Qrels, candidates: Mapping[str, Qrels], queries: str | None = None,
+                 spelled: Callable[[str], str] | None = None) -> dict[str, UserOverlap]:
+    """Per candidate: the users it and the reference judge, and what τ compares under ``queries``.
+
+    Refused (ConfigError) where a candidate shares no user with the reference, unless ``queries`` is
+    ``"own"`` given explicitly (None: the default, read as "own"): τ then compares a ranking over one
+    set of users with a ranking over another, which says how two user samples agree, not how two
+    judges do. ``"shared"`` with no user in common leaves nothing to compare and is refused always.
+    """
+    spelled = spelled or (lambda name: "--" + name.replace("_", "-"))
+    own, shared = _setting(spelled, "queries", "own"), _setting(spelled, "queries", "shared")
+    ref_users = set(reference.qids)
+    out: dict[str, UserOverlap] = {}
+    for key, qrels in candidates.items():
+        cand_users = set(qrels.qids)
+        r, c, b = len(ref_users), len(cand_users), len(ref_users & cand_users)
+        counts = f"reference judges {r:,} users, {key} judges {c:,}, both {b:,}"
+        if ref_users == cand_users:
+            note = ""
+        elif b == 0 and queries == "shared":
+            raise ConfigError(f"reference {reference.name!r} ({r:,} users) and candidate {key!r} ({c:,} users) "
+                              f"judge no user in common, so {shared} leaves no user to compare; {own} compares "
+                              "each label set's system ranking on its own users instead")
+        elif b == 0 and queries is None:
+            raise ConfigError(
+                f"reference {reference.name!r} and candidate {key!r} share no user ({counts}): τ could only compare "
+                "the systems ranked over one set of users with the systems ranked over another, which says whether "
+                f"two samples of users rank the systems alike, not whether {key} judges as the reference does. "
+                f"{own} compares each label set's system ranking on its own users (how SynDL's published figure is "
+                "computed): give it to accept that τ, or give label sets that judge the same users (if these should, "
+                "check that both use the same user ids)")
+        elif b == 0:
+            note = (f"{counts}: with {own}, τ compares the reference's system ranking over its {r:,} users with "
+                    f"{key}'s over {c:,} other users — two samples of users, not two judges of the same users")
+        elif queries == "shared":
+            note = f"{counts}: with {shared}, both rankings are over the {b:,} users both judge"
+        else:
+            note = (f"{counts}: each ranking is over its own users ({own}), so τ compares rankings over partly "
+                    f"different users; {shared} compares them over the {b:,} both judge")
+        out[key] = UserOverlap(r, c, b, note)
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class SystemTable:
     """Per-measure user × system matrices under one label set, and their means and ranks."""
@@ -442,6 +511,11 @@ class CompareResult:
     settings: Mapping[str, object]
     tie_share: Mapping[str, float] = field(default_factory=dict)
     reference_for: Mapping[str, SystemTable] = field(default_factory=dict)
+    users: Mapping[str, UserOverlap] = field(default_factory=dict)  # candidate → users each and both judge
+
+    def user_notes(self) -> list[str]:
+        """One line per candidate that judges other users than the reference: the counts and what τ compares."""
+        return [u.note for u in self.users.values() if u.note]
 
     def reference_table(self, candidate: str) -> SystemTable:
         return self.reference_for.get(candidate, self.reference)
@@ -471,6 +545,7 @@ class CompareResult:
         }
         first = next(iter(per_candidate.values()), {})
         return {
+            "users": {cand: u.to_json() for cand, u in self.users.items()},
             "measures": first,
             "candidates": per_candidate,
             "systems": systems,
@@ -707,19 +782,26 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
 
 
 def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequence[Qrels] | Mapping[str, Qrels],
-            measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "hash",
+            measures: Sequence[str] | str | None = None, queries: str | None = None, tie_policy: str = "hash",
             seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None,
             bootstrap_seed: int | None = None, ci_method: str = DEFAULT_CI_METHOD,
-            sources: Mapping[str, str] | None = None) -> CompareResult:
+            sources: Mapping[str, str] | None = None, spelled: Callable[[str], str] | None = None
+            ) -> CompareResult:
     """Rank systems under the reference and each candidate label set and compare the rankings.
 
     ``seed`` drives the hash tie policy and, unless ``bootstrap_seed`` is given, the bootstrap;
     a separate ``bootstrap_seed`` varies the CIs without changing any score or rank.
     ``sources`` (label set name → path it was read from) is recorded in the settings. ``runs`` maps
     a name to a Run or to a run file, read one at a time as in :func:`evaluate`.
+
+    ``queries`` None counts users as ``"own"`` but refuses a candidate that shares no user with the
+    reference: τ would then compare two rankings over different users, which only an explicit
+    ``"own"`` accepts (:func:`user_overlap`). ``spelled`` (a setting's name → how the caller wrote it,
+    e.g. ``--queries``) words that refusal; default: the command line's.
     """
-    if queries not in QUERY_SETS:
-        raise ConfigError(f"--queries must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
+    spelled = spelled or (lambda name: "--" + name.replace("_", "-"))
+    if queries is not None and queries not in QUERY_SETS:
+        raise ConfigError(f"{spelled('queries')} must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
     if isinstance(candidates, Mapping):
         cand_map = dict(candidates)
     else:
@@ -738,6 +820,8 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     _check_ci_method(ci_method)
     boot_seed = seed if bootstrap_seed is None else bootstrap_seed
     names = _measure_names(measures)
+    users = user_overlap(reference, cand_map, queries, spelled)  # refused here, before any run is read
+    explicit, queries = queries is not None, queries or "own"
     # every table's label set, so that one pass over the runs scores them all: ("reference",) over
     # the reference's users; per candidate, ("candidate", key) and, under "shared", ("shared", key)
     # for the reference over the users both judge
@@ -747,9 +831,6 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     for key, qrels in cand_map.items():
         if queries == "shared":
             shared[key] = sorted(ref_users & set(qrels.qids))
-            if not shared[key]:
-                raise ConfigError(f"reference {reference.name!r} and candidate {key!r} judge no user in "
-                                  "common; use --queries own")
             label_sets[("shared", key)] = (reference, shared[key])
             label_sets[("candidate", key)] = (qrels, shared[key])
         else:
@@ -782,6 +863,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
         "measures": list(names),
         "measure_definitions": measure_definitions(names),
         "queries": queries,
+        "queries_given": explicit,
         "tie_policy": tie_policy,
         "seed": seed,
         "bootstrap": bootstrap,
@@ -796,4 +878,4 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     }
     if sources is not None:
         settings["paths"] = {name: str(path) for name, path in sources.items()}
-    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables)
+    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables, users)

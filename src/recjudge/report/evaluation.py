@@ -279,6 +279,8 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         f"Reference labels: {md_code(s['reference'])}. Candidates: "
         + ", ".join(md_code(c) for c in s["candidates"]) + ".",
         "",
+        # before any τ: a τ over different users is read differently
+        *[line for note in result.user_notes() for line in (f"> {md_text(note)}.", "")],
         "## Settings",
         "- Measures:",
         *_measure_lines(s),
