@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from recjudge.cli import main
 from recjudge.evaluation.intervals import TAU_COVERAGE, coverage_note
 
@@ -117,3 +119,17 @@ def test_ablate_without_resamples_does_not_claim_intervals(tmp_path, capsys):
     rows = json.loads((tmp_path / "out" / "ablation.json").read_text())["rows"]
     assert [r["boot_ci_missing"] for r in rows] == ["no interval (0 resamples)"] * 2
     assert all(r["agree_boot_lo"] is None for r in rows)
+
+
+def test_agreement_with_pairs_of_one_user_says_why_there_is_no_interval():
+    from recjudge.data.trec import read_qrels
+    from recjudge.evaluation.agreement import agreement
+
+    # only u1 has labels that differ, so every item pair comes from one user: no spread between users
+    ref = read_qrels("u1 0 d1 0\nu1 0 d2 1\nu1 0 d3 2\nu2 0 d1 1\nu2 0 d2 1\n", "human")
+    cand = read_qrels("u1 0 d1 0\nu1 0 d2 2\nu1 0 d3 1\nu2 0 d1 1\nu2 0 d2 0\n", "llm")
+    res = agreement(ref, cand, bootstrap=50)
+    # pairs (d1,d2), (d1,d3), (d2,d3) of u1: the candidate orders 2 of the 3 as the reference does
+    assert res.pairwise.agree == pytest.approx(2 / 3)
+    assert res.summary_row()["agree"] == "0.667 no interval (pairs from 1 user)"
+    assert "nan" not in res.format().lower() and res.to_json()["pairwise"]["agree_ci"] is None
