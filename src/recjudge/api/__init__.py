@@ -366,7 +366,7 @@ def compare(s: CompareSettings) -> CompareReport:
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=s.measures,
                             queries=s.queries, tie_policy=s.tie_policy, seed=s.seed, bootstrap=s.bootstrap,
                             export_ties=ties, bootstrap_seed=s.bootstrap_seed, ci_method=s.ci_method,
-                            sources=sources)
+                            sources=sources, spelled=s.name_of)
     by_group = None
     if groups:
         import pandas as pd

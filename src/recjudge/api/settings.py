@@ -74,8 +74,9 @@ class CompareSettings(_Measured):
     candidates: Inputs = option(help="candidate labels (e.g. LLM); repeat for several",
                                 cli=Cli(flag="--candidate", action="append", metavar="QRELS"))
     measures: str = option(DEFAULT_MEASURE_STRING, "ir-measures strings, comma-separated")
-    queries: Literal["own", "shared"] = option(
-        "own", "own: each label set over the users it judges; shared: only users judged by both")
+    queries: Literal["own", "shared"] | None = option(
+        None, "own: each label set over the users it judges; shared: only users judged by both (default: own, "
+              "but a candidate that shares no user with the reference is refused unless own is given)")
     tie_policy: TiePolicy = option("hash", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)")
     bootstrap: Count = option(1000, "bootstrap resamples of users for the τ CIs (0: no CI)")

@@ -285,9 +285,10 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
            f"{item_agreement.cohen_kappa:.3f} (linear {item_agreement.cohen_kappa_linear:.3f}), Krippendorff's α "
            f"ordinal {item_agreement.krippendorff_alpha_ordinal:.3f} (interval "
            f"{item_agreement.krippendorff_alpha_interval:.3f}); over {pw.n_pairs:,} item pairs with different "
-           f"historical labels the judge agrees {pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]"
-           f"{'*' if pw.ci_note else ''}, ties {pw.tie:.3f}, disagrees {pw.disagree:.3f}."
-           + (f" (*) The interval: {pw.ci_note}." if pw.ci_note else ""), "",
+           f"historical labels the judge agrees {pw.agree:.3f} "
+           + (pw.ci_missing or f"[{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]{'*' if pw.ci_note else ''}")
+           + f", ties {pw.tie:.3f}, disagrees {pw.disagree:.3f}."
+           + (f" (*) The interval: {pw.ci_summary or pw.ci_note}." if pw.ci_note else ""), "",
            f"![Agreement by distance]({figs['distance']})", ""]
     if figs["profile"]:
         md += ["## Agreement against profile size (Figure 3)", "", f"![Profile size]({figs['profile']})", "",

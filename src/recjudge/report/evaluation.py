@@ -92,20 +92,21 @@ CI_FLAG = "*"  # beside an interval whose measured coverage is below nominal; th
 
 def ci_cell(ra, digits: int = 3) -> str:
     """A τ interval as printed, flagged when its note says the measured coverage is below nominal; "–" when
-    τ itself is undefined (its reason is said beside the table)."""
+    τ itself is undefined (its reason is said beside the table); why there is none (``no interval (0
+    resamples)``) when there is none."""
     if getattr(ra, "undefined", ""):
         return "–"
+    missing = getattr(ra, "ci_missing", "")
+    if missing:
+        return missing
     lo, hi = ra.kendall_tau_ci
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]" + (CI_FLAG if getattr(ra, "ci_note", "") else "")
 
 
 def ci_notes(by_measure: Mapping[str, object]) -> list[str]:
-    """One line per distinct note of the flagged intervals: ``* measure, measure: note``."""
-    measures: dict[str, list[str]] = {}
-    for m, ra in by_measure.items():
-        if getattr(ra, "ci_note", ""):
-            measures.setdefault(ra.ci_note, []).append(m)
-    return [f"{CI_FLAG} {', '.join(ms)}: {note}" for note, ms in measures.items()]
+    """One short line per flagged interval, ``* measure: summary`` (the full note is in the JSON)."""
+    return [f"{CI_FLAG} {m}: {getattr(ra, 'ci_summary', '') or ra.ci_note}" for m, ra in by_measure.items()
+            if getattr(ra, "ci_note", "") and not getattr(ra, "ci_missing", "")]
 
 
 def _fmt(x) -> str:
@@ -278,6 +279,8 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         f"Reference labels: {md_code(s['reference'])}. Candidates: "
         + ", ".join(md_code(c) for c in s["candidates"]) + ".",
         "",
+        # before any τ: a τ over different users is read differently
+        *[line for note in result.user_notes() for line in (f"> {md_text(note)}.", "")],
         "## Settings",
         "- Measures:",
         *_measure_lines(s),
@@ -286,9 +289,10 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
            else "only users judged by both label sets") + "); a user a run does not rank scores 0"
         + "".join(f" ({md_text(m)}: {md_text(why)})" for m, why in
                   dict(s.get("missing_user_exceptions") or {}).items()) + ".",
-        f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b"
-        + (f" ({md_text(TAU_METHODS[ci_method(s)].description)})" if ci_method(s) in TAU_METHODS else "")
-        + f", seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
+        (f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b"
+         + (f" ({md_text(TAU_METHODS[ci_method(s)].description)})" if ci_method(s) in TAU_METHODS else "")
+         + f", seed {md_text(s.get('bootstrap_seed', s['seed']))}." if s["bootstrap"]
+         else "- Bootstrap: none (0 resamples), so no confidence interval for Kendall τ-b."),
         *[f"- {md_code(name)} read from {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
         *_tie_note(s, result.tie_share),
         "",
