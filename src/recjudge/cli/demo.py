@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..experiments.demo import DemoSettings
-from ._settings import add_settings, settings_from
+from ._settings import add_settings, progress, settings_from
 
 
 def register(sub) -> None:
@@ -21,6 +22,6 @@ def register(sub) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from ..experiments.demo import run_demo as demo
 
-    result = demo(settings_from(args, DemoSettings), progress=lambda m: print(m, flush=True))
-    print(f"\nReport: {result.report}  (also {result.report.with_suffix('.html')})")
+    result = demo(settings_from(args, DemoSettings), progress=progress(args, sys.stdout))
+    print(f"Report: {result.report}  (also {result.report.with_suffix('.html')})")
     return 0

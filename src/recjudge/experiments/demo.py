@@ -262,7 +262,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         "judged_at_100": {k: float(v) for k, v in scen.judged.items()},
     }
     write_json(out / "summary.json", {"summary": summary, "settings": _settings_json(s)})
-    say(f"finished in {total:.0f} s. Report: {report}")
+    say(f"finished in {total:.0f} s")  # where the report is: the caller says it, once
     return DemoResult(report, {n: runs_dir / f"{n}.run" for n in runs}, paths, summary)
 
 
