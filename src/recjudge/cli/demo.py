@@ -14,8 +14,9 @@ def register(sub) -> None:
         "demo", help="run the whole pipeline on MovieLens-100K (offline unless an LLM is asked for)",
         description="Global time split → train the quick grid → runs → historical qrels → judge a pool "
                     "(the offline overlap judge, or an LLM when asked for with --judge openai or --base-url) → "
-                    "fill gaps (when the judge can be calibrated) → compare → tie audit → report with figures "
-                    "and an evaluation card.")
+                    "fill gaps (refused, with the reason, when the judge cannot be calibrated) → compare → tie audit "
+                    "(the systems' rankings before tie-breaking, and sampled candidates) → report with figures and "
+                    "an evaluation card. Progress goes to stdout (--quiet: only where the report is).")
     add_settings(p, DemoSettings, run_demo)
 
 
