@@ -358,3 +358,13 @@ def test_training_keeps_the_ranking_before_the_tie_policy_when_asked(tmp_path):
     assert train(raw_dir=tmp_path / "raw") == "trained"  # a cached system without its raw ranking retrains
     assert "no ranking before the tie policy" in messages[-2]
     assert train() == "cached"
+
+
+def test_quiet_demo_says_only_where_the_report_is(demo_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["--quiet", "demo", "--reduced", "--out", str(out), "--runs-dir", str(demo_dir / "runs"),
+                 "--qrels-dir", str(tmp_path / "qrels"), "--bootstrap", "20", "--judge", "overlap"])
+    assert code == 0
+    printed = capsys.readouterr()
+    assert printed.out == f"Report: {out / 'report.md'}  (also {out / 'report.html'})\n"
+    assert printed.err == ""

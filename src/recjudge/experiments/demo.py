@@ -281,7 +281,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         "kendall_tau": {c: {m: ra.kendall_tau for m, ra in by.items()} for c, by in cmp.agreement.items()},
         "judged_at_100": {k: float(v) for k, v in scen.judged.items()},
         "tie_audit": {r.name: {"tied_users": r.prevalence.tied,
-                               **{m.measure: {"input_minus_expected": m.input_order - m.expected}
+                               **{m.measure: {"input_minus_expected": round(m.input_order - m.expected, 6) + 0.0}
                                   for m in r.measures}} for r in audit["systems"].runs},
     }
     write_json(out / "summary.json", {"summary": summary, "settings": _settings_json(s)})
