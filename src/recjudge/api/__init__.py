@@ -487,7 +487,7 @@ def _lazy_runs(files: list):
 
     def lazily():
         for i, (name, f) in enumerate(by_name.items(), start=1):
-            log.info("auditing %s (%d/%d)", f, i, len(by_name))
+            log.debug("auditing %s (%d/%d)", f, i, len(by_name))  # -v: one line per run is noise at 63 runs
             yield read_run(f, name=name)
 
     return lazily()
