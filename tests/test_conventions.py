@@ -1,0 +1,152 @@
+"""The conventions of trec_eval and ir-measures: measure names in both spellings, -l as --rel, per-user
+scores, and the run and qrels formats a recommender user writes (CSV/TSV with a header, ranx JSON)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import recjudge as rj
+from recjudge.cli import main
+from recjudge.data.trec import read_qrels, read_run
+from recjudge.errors import ConfigError, InputError
+from recjudge.evaluation.measures import measure_names, parse_measures
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = REPO / "runs" / "example"
+HUMAN = REPO / "qrels" / "example-human.qrels"
+
+TREC_NAMES = {"map": "AP", "ndcg_cut_10": "nDCG@10", "P_10": "P@10", "recip_rank": "RR", "bpref": "Bpref",
+              "Rprec": "Rprec", "recall_100": "R@100", "success_10": "Success@10", "ndcg": "nDCG",
+              "map_cut_100": "AP@100", "P.5": "P@5"}
+
+
+def _data(seed: int = 5, users: int = 25, runs: int = 3, depth: int = 30):
+    """Tie-free runs (distinct scores) and graded qrels 0-3, as TREC text and as ir-measures dicts."""
+    rng = np.random.default_rng(seed)
+    qrels_lines, qrels = [], {}
+    for u in range(users):
+        for i in rng.choice(60, 25, replace=False):
+            label = int(rng.integers(0, 4))
+            qrels_lines.append(f"u{u} 0 i{i} {label}")
+            qrels.setdefault(f"u{u}", {})[f"i{i}"] = label
+    run_text, run_dicts = {}, {}
+    for s in range(runs):
+        lines, d = [], {}
+        for u in range(users):
+            items = rng.choice(60, depth, replace=False)
+            scores = np.sort(rng.random(depth))[::-1]
+            for r, (i, sc) in enumerate(zip(items, scores)):
+                lines.append(f"u{u} Q0 i{i} {r + 1} {sc:.12f} s{s}")
+                d.setdefault(f"u{u}", {})[f"i{i}"] = float(f"{sc:.12f}")
+        run_text[f"s{s}"], run_dicts[f"s{s}"] = "\n".join(lines) + "\n", d
+    return "\n".join(qrels_lines) + "\n", qrels, run_text, run_dicts
+
+
+@pytest.fixture
+def trec_files(tmp_path):
+    qrels_text, qrels, run_text, run_dicts = _data()
+    (tmp_path / "runs").mkdir()
+    for name, text in run_text.items():
+        (tmp_path / "runs" / f"{name}.run").write_text(text)
+    (tmp_path / "h.qrels").write_text(qrels_text)
+    return tmp_path, qrels, run_dicts
+
+
+# ------------------------------------------------------------------------------ measure names
+
+@pytest.mark.parametrize("trec, ir", sorted(TREC_NAMES.items()))
+def test_trec_eval_names_parse_as_ir_measures_parse_them_and_print_in_its_spelling(trec, ir):
+    import ir_measures
+
+    assert parse_measures([trec]) == tuple(ir_measures.parse_trec_measure(trec))
+    assert measure_names([trec]) == (ir,)
+
+
+def test_ir_measures_strings_keep_the_spelling_given():
+    assert measure_names("Judged@100,Compat(p=0.95),nDCG@100,Bpref") == ("Judged@100", "Compat(p=0.95)",
+                                                                         "nDCG@100", "Bpref")
+
+
+@pytest.mark.parametrize("given, suggestion", [
+    ("ndcg@10", "did you mean nDCG@10?"), ("p@10", "did you mean P@10?"), ("NDCG_cut_10", "did you mean ndcg_cut_10 (nDCG@10)?"),
+    ("recip_rnk", "did you mean recip_rank (RR)?"), ("hit@10", "did you mean Hit@10?"), ("map@10", "did you mean AP@10?"),
+    ("judged@100", "did you mean Judged@100?"), ("P10", "did you mean P@10?"), ("succes@10", "did you mean Success@10?"),
+    ("bpref@10", "did you mean Bpref? (Bpref takes rel)"),
+])
+def test_an_unknown_name_gets_the_nearest_known_one_and_the_accepted_forms(given, suggestion):
+    with pytest.raises(ConfigError) as err:
+        parse_measures([given])
+    text = str(err.value)
+    assert text.startswith(f"unknown measure {given!r}") and suggestion in text
+    assert "trec_eval names (ndcg_cut_10, P_10, map" in text and "ir-measures names (nDCG@10" in text
+
+
+def test_a_trec_eval_family_asks_for_one_member():
+    with pytest.raises(ConfigError, match=r"'ndcg_cut' is trec_eval's family of 9 measures .*ndcg_cut_10 \(nDCG@10\)"):
+        parse_measures(["ndcg_cut"])
+
+
+def test_the_command_line_takes_trec_eval_names_and_says_did_you_mean(capsys):
+    assert main(["evaluate", "--runs", str(RUNS), "--qrels", str(HUMAN), "--measures", "ndcg@10"]) == 2
+    assert "--measures: unknown measure 'ndcg@10'" in capsys.readouterr().err
+    assert main(["evaluate", "--runs", str(RUNS), "--qrels", str(HUMAN), "--measures", "map,ndcg_cut_10"]) == 0
+    header = capsys.readouterr().out.splitlines()[1].split()
+    assert header == ["rank", "AP", "nDCG@10"]
+
+
+def test_trec_eval_names_score_what_ir_measures_scores(trec_files):
+    import ir_measures
+
+    folder, qrels, run_dicts = trec_files
+    names = list(TREC_NAMES)
+    report = rj.evaluate(folder / "runs", folder / "h.qrels", measures=",".join(names))
+    scores = report.table.scores_frame()
+    assert list(scores.columns) == [TREC_NAMES[n] for n in names]
+    for name in names:
+        measure = ir_measures.parse_trec_measure(name)[0]
+        for run, d in run_dicts.items():
+            expected = ir_measures.calc_aggregate([measure], qrels, d)[measure]
+            assert scores.loc[run, TREC_NAMES[name]] == pytest.approx(expected, abs=1e-9), (name, run)
+
+
+def test_rel_is_trec_eval_l_on_every_measure_with_a_threshold_and_leaves_ndcg(trec_files):
+    import ir_measures
+    import pytrec_eval
+
+    folder, qrels, run_dicts = trec_files
+    report = rj.evaluate(folder / "runs", folder / "h.qrels", measures="map,P_10,recip_rank,bpref,ndcg_cut_10,R@20",
+                         rel=2)
+    scores = report.table.scores_frame()
+    assert list(scores.columns) == ["AP(rel=2)", "P(rel=2)@10", "RR(rel=2)", "Bpref(rel=2)", "nDCG@10", "R(rel=2)@20"]
+    trec = {"AP(rel=2)": "map", "P(rel=2)@10": "P_10", "RR(rel=2)": "recip_rank", "Bpref(rel=2)": "bpref",
+            "nDCG@10": "ndcg_cut_10", "R(rel=2)@20": "recall_20"}
+    for run, d in run_dicts.items():
+        # trec_eval -l 2 (pytrec_eval's relevance_level), averaged over the users as trec_eval does
+        per_user = pytrec_eval.RelevanceEvaluator(qrels, set(trec.values()), relevance_level=2).evaluate(d)
+        for col, t in trec.items():
+            expected = np.mean([v[t] for v in per_user.values()])
+            assert scores.loc[run, col] == pytest.approx(expected, abs=1e-9), (run, col)
+            m = ir_measures.parse_measure(col)
+            assert scores.loc[run, col] == pytest.approx(ir_measures.calc_aggregate([m], qrels, d)[m], abs=1e-9)
+
+
+def test_rel_refuses_a_contradicting_rel_and_a_list_it_does_not_touch(capsys):
+    base = ["evaluate", "--runs", str(RUNS), "--qrels", str(HUMAN)]
+    assert main([*base, "--measures", "P(rel=3)@10", "--rel", "2"]) == 2
+    assert "--rel 2 contradicts rel=3 in --measures item 'P(rel=3)@10'" in capsys.readouterr().err
+    assert main([*base, "--measures", "nDCG@10,Compat", "--rel", "2"]) == 2
+    assert "--rel 2 sets the relevance threshold of no measure" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"^rel= 2 contradicts rel=3 in measures= item"):
+        rj.EvaluateSettings(runs=[str(RUNS)], qrels=str(HUMAN), measures="P(rel=3)@10", rel=2)
+    # the same threshold given twice is no contradiction, so validating the settings again changes nothing
+    s = rj.EvaluateSettings(runs=[str(RUNS)], qrels=str(HUMAN), measures="P(rel=2)@10,map", rel=2)
+    assert s.measures == "P(rel=2)@10,AP(rel=2)" and s.replace(seed=1).measures == s.measures
+
+
+def test_compare_takes_rel_too():
+    s = rj.CompareSettings(runs=[str(RUNS)], reference=str(HUMAN), candidates=[str(HUMAN)], rel=2)
+    assert s.measures == "Judged@100,Compat(p=0.95),nDCG@100,Bpref(rel=2)"
