@@ -150,3 +150,92 @@ def test_rel_refuses_a_contradicting_rel_and_a_list_it_does_not_touch(capsys):
 def test_compare_takes_rel_too():
     s = rj.CompareSettings(runs=[str(RUNS)], reference=str(HUMAN), candidates=[str(HUMAN)], rel=2)
     assert s.measures == "Judged@100,Compat(p=0.95),nDCG@100,Bpref(rel=2)"
+
+
+# ------------------------------------------------------------------------------ ranks and per-user scores
+
+def test_evaluate_prints_whole_ranks_as_integers(capsys):
+    assert main(["evaluate", "--runs", str(RUNS), "--qrels", str(HUMAN)]) == 0
+    rows = capsys.readouterr().out.splitlines()[3:11]
+    assert [r.split()[1] for r in rows] == [str(k) for k in range(1, 9)]
+    frame = rj.evaluate(RUNS, HUMAN).to_frame()
+    assert frame["rank"].dtype == np.int64 and frame["rank"].tolist() == list(range(1, 9))
+
+
+def test_tied_systems_share_the_mean_of_their_ranks_and_the_table_says_so(tmp_path, capsys):
+    # a and b are the same ranking: they tie at ranks 1 and 2, so each gets 1.5; c (no relevant item) is 3rd
+    (tmp_path / "q.qrels").write_text("u1 0 d1 1\nu1 0 d2 0\n")
+    for name, docs in {"a": "d1 d2", "b": "d1 d2", "c": "d2 d3"}.items():
+        (tmp_path / f"{name}.run").write_text("".join(f"u1 Q0 {d} {r + 1} {2 - r} {name}\n"
+                                                      for r, d in enumerate(docs.split())))
+    runs = [str(tmp_path / f"{n}.run") for n in "abc"]
+    assert main(["evaluate", "--runs", *runs, "--qrels", str(tmp_path / "q.qrels"), "--measures", "P@1",
+                 "--report", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[:2] for line in out.splitlines()[3:6]] == [["a", "1.5"], ["b", "1.5"], ["c", "3"]]
+    assert "rank 1.5: systems with equal P@1 share the mean of their ranks" in out
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| a | 1.5 | 1.0000 |" in md and "| c | 3 | 0.0000 |" in md
+
+
+def _per_query_data(tmp_path):
+    qrels_text, qrels, run_text, run_dicts = _data(users=12, runs=2, depth=15)
+    # s1 ranks no item for u3: it scores 0 there (trec_eval -c), a user ir-measures' iter_calc leaves out
+    run_text["s1"] = "".join(line + "\n" for line in run_text["s1"].splitlines() if not line.startswith("u3 "))
+    del run_dicts["s1"]["u3"]
+    for name, text in run_text.items():
+        (tmp_path / f"{name}.run").write_text(text)
+    (tmp_path / "h.qrels").write_text(qrels_text)
+    return qrels, run_dicts
+
+
+def _check_against_iter_calc(rows, qrels, run_dicts, measures):
+    import ir_measures
+
+    got = {(r["run"], r["query"], r["measure"]): float(r["value"]) for r in rows}
+    assert len(got) == len(rows) == len(run_dicts) * len(qrels) * len(measures)
+    for run, d in run_dicts.items():
+        expected = {(run, m.query_id, str(m.measure)): m.value
+                    for m in ir_measures.iter_calc([ir_measures.parse_measure(x) for x in measures], qrels, d)}
+        for key, value in expected.items():
+            assert got[key] == pytest.approx(value, abs=1e-9), key
+        for user in set(qrels) - set(d):
+            assert all(got[(run, user, m)] == 0.0 for m in measures)
+
+
+def test_per_query_frame_matches_ir_measures_iter_calc(tmp_path):
+    qrels, run_dicts = _per_query_data(tmp_path)
+    measures = ["P@10", "nDCG@10", "AP", "RR"]
+    report = rj.evaluate([str(tmp_path / "s0.run"), str(tmp_path / "s1.run")], tmp_path / "h.qrels",
+                         measures="P_10,ndcg_cut_10,map,recip_rank")
+    frame = report.to_frame(per_query=True)
+    assert list(frame.columns) == ["run", "query", "measure", "value"]
+    assert frame.iloc[:4]["measure"].tolist() == measures  # user by user, measures in their order
+    _check_against_iter_calc(frame.to_dict(orient="records"), qrels, run_dicts, measures)
+    # each run's mean over its rows is the table's mean (users a run does not rank count as 0)
+    means = frame.groupby(["run", "measure"])["value"].mean().unstack()
+    scores = report.table.scores_frame()
+    for m in measures:
+        assert means.loc["s1", m] == pytest.approx(scores.loc["s1", m], abs=1e-12)
+
+
+def test_evaluate_per_query_writes_tsv_to_stdout_or_a_file_and_json(tmp_path, capsys):
+    import csv
+    import io
+
+    qrels, run_dicts = _per_query_data(tmp_path)
+    base = ["evaluate", "--runs", str(tmp_path / "s0.run"), str(tmp_path / "s1.run"), "--qrels",
+            str(tmp_path / "h.qrels"), "--measures", "P@10,Bpref"]
+    assert main([*base, "--per-query", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("run\tquery\tmeasure\tvalue\n") and "ranked by P@10" in err and "ranked by" not in out
+    rows = list(csv.DictReader(io.StringIO(out), delimiter="\t"))
+    _check_against_iter_calc(rows, qrels, run_dicts, ["P@10", "Bpref"])
+    tsv, js = tmp_path / "per_user.tsv", tmp_path / "out.json"
+    assert main([*base, "--per-query", str(tsv), "--json", str(js)]) == 0
+    assert f"Per-user scores: {tsv}" in capsys.readouterr().out
+    assert tsv.read_text() == out
+    data = json.loads(js.read_text())["per_query"]
+    assert [(r["run"], r["query"], r["measure"], str(r["value"])) for r in data] == \
+        [(r["run"], r["query"], r["measure"], r["value"]) for r in rows]
+    assert main([*base, "--per-query", str(tmp_path / "h.qrels")]) == 2  # never over an input

@@ -132,6 +132,10 @@ class EvaluateSettings(_Measured):
     tie_policy: TiePolicy = option("hash", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy")
     groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
+    per_query: PathText | None = option(
+        None, "write every user's score per run and measure as TSV rows run, query, measure, value (trec_eval -q) "
+              "to PATH, or - for stdout (the table then goes to stderr); with --json the rows are in the JSON too; a "
+              "user a run does not rank scores 0 (trec_eval -c) (default: none)", cli=Cli(metavar="PATH"))
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
     report: PathText | None = option(None, _REPORT_HELP, cli=Cli(metavar="DIR"))
 
