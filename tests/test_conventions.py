@@ -239,3 +239,136 @@ def test_evaluate_per_query_writes_tsv_to_stdout_or_a_file_and_json(tmp_path, ca
     assert [(r["run"], r["query"], r["measure"], str(r["value"])) for r in data] == \
         [(r["run"], r["query"], r["measure"], r["value"]) for r in rows]
     assert main([*base, "--per-query", str(tmp_path / "h.qrels")]) == 2  # never over an input
+
+
+# ------------------------------------------------------------------------------ run and qrels formats
+
+def _frames(run_dicts, qrels):
+    import pandas as pd
+
+    runs = {name: pd.DataFrame([(u, i, s) for u, items in d.items() for i, s in items.items()],
+                               columns=["user", "item", "score"]) for name, d in run_dicts.items()}
+    labels = pd.DataFrame([(u, i, lab) for u, items in qrels.items() for i, lab in items.items()],
+                          columns=["user", "item", "label"])
+    return runs, labels
+
+
+def _scores(runs, qrels):
+    return rj.evaluate(runs, qrels, measures="nDCG@10,P@5,AP,Bpref,Compat(p=0.9)").table.scores_frame()
+
+
+def test_tables_with_a_header_score_as_the_same_trec_files(trec_files):
+    folder, qrels, run_dicts = trec_files
+    expected = _scores(folder / "runs", folder / "h.qrels")
+    runs, labels = _frames(run_dicts, qrels)
+    csv_dir, tsv_dir = folder / "csv", folder / "tsv"
+    csv_dir.mkdir()
+    tsv_dir.mkdir()
+    for name, frame in runs.items():
+        frame.to_csv(csv_dir / f"{name}.csv", index=True)  # pandas' index column too: ignored
+        # RecBole's atomic header, typed columns, other names
+        frame.rename(columns={"user": "user_id:token", "item": "item_id:token", "score": "prediction:float"}).to_csv(
+            tsv_dir / f"{name}.tsv", sep="\t", index=False)
+    labels.to_csv(folder / "h.csv", index=False)
+    labels.rename(columns={"user": "query_id", "item": "doc_id", "label": "relevance"}).to_csv(
+        folder / "h.tsv", sep="\t", index=False)
+    got_csv = _scores(sorted(map(str, csv_dir.iterdir())), folder / "h.csv")
+    got_tsv = _scores(sorted(map(str, tsv_dir.iterdir())), folder / "h.tsv")
+    assert list(got_csv.index) == list(got_tsv.index) == list(expected.index) == ["s0", "s1", "s2"]
+    assert np.array_equal(got_csv.to_numpy(), expected.to_numpy())
+    assert np.array_equal(got_tsv.to_numpy(), expected.to_numpy())
+    run = read_run(csv_dir / "s0.csv")
+    assert run.name == "s0" and run.frame["rank"].tolist()[:3] == [1, 2, 3]  # a user's rows in file order
+    assert read_qrels(folder / "h.csv").name == "h"
+
+
+def test_a_dataframe_with_recommender_column_names_is_a_run(trec_files):
+    folder, qrels, run_dicts = trec_files
+    expected = _scores(folder / "runs", folder / "h.qrels")
+    runs, labels = _frames(run_dicts, qrels)
+    runs = {k: v.rename(columns={"user": "user_id", "score": "prediction"}) for k, v in runs.items()}
+    got = _scores(runs, labels.rename(columns={"label": "relevance"}))
+    assert np.array_equal(got.to_numpy(), expected.to_numpy())
+    with pytest.raises(ConfigError, match=r"runs\['s0'\]: a DataFrame holds no run \(no score column among the "
+                                          r"columns 'user', 'item', 'label'; it has a label column: is it qrels\?"):
+        rj.evaluate({"s0": labels}, labels)
+
+
+def _check_json_run_and_qrels(folder, run_paths, qrels_path):
+    expected = _scores(folder / "runs", folder / "h.qrels")
+    got = _scores([str(p) for p in run_paths], qrels_path)
+    assert list(got.index) == ["s0", "s1", "s2"]
+    assert np.array_equal(got.to_numpy(), expected.to_numpy())
+
+
+def test_json_runs_and_qrels_written_by_hand_score_as_the_trec_files(trec_files):
+    folder, qrels, run_dicts = trec_files
+    paths = []
+    for name, d in run_dicts.items():
+        paths.append(folder / f"{name}.json")
+        paths[-1].write_text(json.dumps(d))
+    (folder / "h.json").write_text(json.dumps(qrels, indent=1))
+    _check_json_run_and_qrels(folder, paths, folder / "h.json")
+
+
+def test_ranx_runs_and_qrels_read_back_as_ranx_wrote_them(trec_files):
+    ranx = pytest.importorskip("ranx")  # the bench extra; the test above covers the format without it
+    folder, qrels, run_dicts = trec_files
+    paths = []
+    for name, d in run_dicts.items():
+        paths.append(folder / f"{name}.json")
+        ranx.Run(d, name=name).save(str(paths[-1]))
+    ranx.Qrels(qrels).save(str(folder / "h.json"))
+    _check_json_run_and_qrels(folder, paths, folder / "h.json")
+
+
+@pytest.mark.parametrize("text, qrels, message", [
+    ("user,item,label\nu1,i1,1\n", False,
+     r"<inline>:1: no score column among the columns 'user', 'item', 'label'; it has a label column: is it qrels\?.*"
+     r"fix: name a score column \(score, prediction, rating\), e\.g\. the header user,item,score"),
+    ("uid,iid,pred\nu1,i1,0.5\n", False,
+     r"<inline>:1: no user, item or score column among the columns 'uid', 'iid', 'pred'.*fix: name a user column "
+     r"\(user, user_id"),
+    ("u1,i1,0.5\n", False, r"<inline>:1: no user, item or score column among the columns 'u1', 'i1', '0.5'"),
+    ("u1\ti1\t0.5\n", False, r"<inline>:1: expected 6 columns .*found 3 .*or a header line user,item,score first"),
+    ("user,item,score\nu1,i1,0.5\n\nu1,i2,high\n", False, r"<inline>:4: score 'high' is not a number"),
+    ("user,item,score\nu1,i1,0.5\nu1,i2\n", False, r"<inline>:3: no 'score' value \(the line has fewer fields"),
+    ("user,item,score\nu1,i1,0.5\nu1,i2,0.1,7\n", False, r"<inline>:3: 4 fields, the header names 3"),
+    ("user,item,score\nu1,the item,0.5\n", False, r"<inline>:2: item id 'the item' is empty or holds a space"),
+    ("user,item,score\nu1,i1,0.5\nu1,i1,0.4\n", False,
+     r"<inline>:3: document 'i1' appears twice for query 'u1' \(first at line 2\)"),
+    ("user,item,score\nu1,i1,nan\n", False, r"<inline>:2: score nan is not a finite number"),
+    ("user,item,score\n", False, r"<inline>: holds a header but no run rows"),
+    ("user,user_id,item,score\nu1,u1,i1,0.5\n", False, r"columns 'user' and 'user_id' both name the user"),
+    ("user,item,label\nu1,i1,2.5\n", True, r"<inline>:2: label '2.5' is not a whole number"),
+    ("user,item,score\nu1,i1,1\n", True, r"no label column among .*it has a score column: is it a run\?"),
+    ('{"u1": {"i1": 0.5,}}\n', False, r"<inline>:1: not valid JSON \(Expecting property name.*write ranx's JSON run"),
+    ('{"u1": [["i1", 0.5]]}\n', False, r"user 'u1' maps to a list, not an object of items"),
+    ('{"u1": {"i1": 0.5, "i1": 0.2}}\n', False, r"item 'i1' is given twice for user 'u1'"),
+    ('{"u1": {"i1": "0.5"}}\n', False, r"user 'u1', item 'i1': the score '0.5' is not a finite number"),
+    ('{"u1": {"i1": 1.5}}\n', True, r"user 'u1', item 'i1': the label 1.5 is not a whole-number label"),
+    ('{}\n', False, r"empty run: no user has an item"),
+])
+def test_a_bad_table_or_json_file_is_refused_naming_the_line_and_the_fix(text, qrels, message):
+    with pytest.raises(InputError, match=message):
+        (read_qrels if qrels else read_run)(text)
+
+
+def test_a_json_file_that_is_not_json_and_a_trec_id_with_a_comma(tmp_path):
+    (tmp_path / "r.json").write_text("u1 Q0 i1 1 0.5 t\n")
+    with pytest.raises(InputError, match=r"r\.json: a \.json run must hold ranx's JSON"):
+        read_run(tmp_path / "r.json")
+    # a TREC line stays a TREC line, comma or not
+    assert read_run("u1 Q0 i,1 1 0.5 t\n").frame["docid"].tolist() == ["i,1"]
+
+
+def test_the_command_line_reads_csv_runs_and_names_the_bad_line(tmp_path, capsys):
+    (tmp_path / "q.csv").write_text("user,item,label\nu1,i1,1\nu1,i2,0\n")
+    (tmp_path / "a.csv").write_text("user,item,score\nu1,i1,0.9\nu1,i2,0.1\n")
+    (tmp_path / "b.csv").write_text("user,item,score\nu1,i2,0.9\nu1,i1,oops\n")
+    assert main(["evaluate", "--runs", str(tmp_path / "a.csv"), "--qrels", str(tmp_path / "q.csv"),
+                 "--measures", "P_1"]) == 0
+    assert capsys.readouterr().out.splitlines()[3].split() == ["a", "1", "1.0"]
+    assert main(["evaluate", "--runs", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--qrels",
+                 str(tmp_path / "q.csv")]) == 2
+    assert f"{tmp_path / 'b.csv'}:3: score 'oops' is not a number (fix: write a decimal score)" in capsys.readouterr().err

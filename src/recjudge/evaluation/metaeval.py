@@ -517,7 +517,7 @@ def export_tie_info(run_files: Sequence[str | os.PathLike]) -> dict[str, dict]:
     info: dict[str, dict] = {}
     for f in iter_run_files(run_files):
         side = f.parent / f"{run_name(f)}.json"
-        if not side.is_file():
+        if not side.is_file() or side.name == f.name:  # a ranx JSON run is no sidecar of itself
             continue
         try:
             meta = json.loads(side.read_text(encoding="utf-8"))
