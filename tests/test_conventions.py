@@ -372,3 +372,10 @@ def test_the_command_line_reads_csv_runs_and_names_the_bad_line(tmp_path, capsys
     assert main(["evaluate", "--runs", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--qrels",
                  str(tmp_path / "q.csv")]) == 2
     assert f"{tmp_path / 'b.csv'}:3: score 'oops' is not a number (fix: write a decimal score)" in capsys.readouterr().err
+
+
+def test_spaces_around_table_fields_are_layout_and_a_spaced_trec_line_stays_trec():
+    run = read_run("user, item, score\nu1, i1, 0.5\nu1, i2, 0.25\n")
+    assert run.frame[["qid", "docid", "score"]].values.tolist() == [["u1", "i1", 0.5], ["u1", "i2", 0.25]]
+    with pytest.raises(InputError, match=r"<inline>:1: expected 6 columns 'qid Q0 docid rank score tag', found 5"):
+        read_run("q1 Q0 d,1 1 0.5\n")

@@ -400,8 +400,8 @@ def _looks_trec(line: str, layout: _Layout) -> bool:
 
 def _sniff(head: bytes, layout: _Layout, name: str) -> tuple[str, str]:
     """("trec" | "table" | "json", the table's separator) from the first bytes: ``{`` opens ranx's JSON;
-    a first line that is not a TREC line and holds a comma (or a tab, with a known column name)
-    is a header. A TREC file reads no further than its first line here."""
+    a first line that is not a TREC line is a header when it names a user or item column (comma or
+    tab separated), or holds commas and no space. A TREC file reads no further than its first line here."""
     text = head.lstrip()
     if text[:1] == b"{":
         return "json", ""
@@ -411,10 +411,11 @@ def _sniff(head: bytes, layout: _Layout, name: str) -> tuple[str, str]:
     first = next((line for line in text.split(b"\n") if line.strip()), b"").decode("utf-8", "replace").rstrip("\r")
     if not first or _looks_trec(first, layout):
         return "trec", ""
-    if "," in first:
-        return "table", ","
-    if "\t" in first and any(_column_key(f) in QUERY_COLUMNS + ITEM_COLUMNS for f in first.split("\t")):
-        return "table", "\t"
+    for sep in (",", "\t"):
+        named = any(_column_key(f) in QUERY_COLUMNS + ITEM_COLUMNS for f in first.split(sep))
+        # a comma line without spaces is a table too (a header to ask for); a spaced one, a broken TREC line
+        if sep in first and (named or sep == "," and " " not in first.strip()):
+            return "table", sep
     return "trec", ""
 
 
@@ -520,10 +521,12 @@ def _table_columns(raw: bytes, sep: str, layout: _Layout, name: str, dictionary:
             i = int(missing.arg_true()[0])
             raise InputError(name, f"no {nouns[key]!r} value (the line has fewer fields than the header's "
                              f"{len(header)})", f"write {len(header)} fields per line, as the header", **where(i))
-    _check_ids(df["q"], "user", name, where)
-    _check_ids(df["d"], "item", name, where)
+    # spaces around a field (user, item, score) are the writer's layout, not part of the id
+    q, d = df["q"].str.strip_chars(" "), df["d"].str.strip_chars(" ")
+    _check_ids(q, "user", name, where)
+    _check_ids(d, "item", name, where)
     values = _values(df["v"], nouns["v"], layout, name, where)
-    return _coded(layout, df["q"], df["d"], values, name, dictionary), lines
+    return _coded(layout, q, d, values, name, dictionary), lines
 
 
 def _ragged(raw: bytes, sep: str, width: int, name: str, skip: int) -> None:
