@@ -379,3 +379,12 @@ def test_spaces_around_table_fields_are_layout_and_a_spaced_trec_line_stays_trec
     assert run.frame[["qid", "docid", "score"]].values.tolist() == [["u1", "i1", 0.5], ["u1", "i2", 0.25]]
     with pytest.raises(InputError, match=r"<inline>:1: expected 6 columns 'qid Q0 docid rank score tag', found 5"):
         read_run("q1 Q0 d,1 1 0.5\n")
+
+
+def test_a_table_that_is_not_utf8_is_refused_naming_its_line(tmp_path):
+    (tmp_path / "r.csv").write_bytes(b"user,item,prediction:float\nu1,i1,0.5\nu1,caf\xe9,0.4\n")
+    with pytest.raises(InputError, match=r"r\.csv:3: not UTF-8 text \(byte 0xe9\) \(fix: save the file as UTF-8\)"):
+        read_run(tmp_path / "r.csv")
+    (tmp_path / "s.csv").write_text("user,item,prediction:float\nu1,i1,high\n")
+    with pytest.raises(InputError, match=r"s\.csv:2: prediction 'high' is not a number"):
+        read_run(tmp_path / "s.csv")

@@ -474,11 +474,7 @@ def _table_columns(raw: bytes, sep: str, layout: _Layout, name: str, dictionary:
     import csv
 
     pl = _polars()
-    try:
-        text_head = raw[:_HEAD * 16].decode("utf-8", "strict")
-    except UnicodeDecodeError:
-        text_head = raw[:_HEAD * 16].decode("utf-8", "ignore")
-    lines_head = text_head.split("\n")
+    lines_head = raw[:_HEAD * 16].decode("utf-8", "replace").split("\n")
     skip = next((i for i, line in enumerate(lines_head) if line.strip()), 0)  # blank lines before the header
     header = next(csv.reader([lines_head[skip].rstrip("\r")], delimiter=sep))
     roles, problem, fix = column_roles(header, layout.what)
@@ -494,6 +490,7 @@ def _table_columns(raw: bytes, sep: str, layout: _Layout, name: str, dictionary:
         df = pl.read_csv(raw, separator=sep, has_header=False, infer_schema=False, quote_char='"',
                          skip_rows=skip + 1, raise_if_empty=False)
     except (pl.exceptions.PolarsError, ValueError) as exc:
+        _utf8(raw, name)
         _ragged(raw, sep, len(header), name, skip)
         if not raw.split(b"\n", skip + 1)[-1].strip():
             raise empty from None
@@ -514,7 +511,7 @@ def _table_columns(raw: bytes, sep: str, layout: _Layout, name: str, dictionary:
     def where(i):
         return {"line": int(lines[i])}
 
-    nouns = dict(zip("qdv", [header[i].strip() for i in order]))
+    nouns = dict(zip("qdv", [_column_key(header[i]) for i in order]))
     for key in "qdv":
         missing = df[key].is_null()
         if missing.any():
@@ -527,6 +524,15 @@ def _table_columns(raw: bytes, sep: str, layout: _Layout, name: str, dictionary:
     _check_ids(d, "item", name, where)
     values = _values(df["v"], nouns["v"], layout, name, where)
     return _coded(layout, q, d, values, name, dictionary), lines
+
+
+def _utf8(raw: bytes, name: str) -> str:
+    """``raw`` as text, or the InputError naming the line of its first byte that is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", "save the file as UTF-8",
+                         line=raw.count(b"\n", 0, exc.start) + 1) from None
 
 
 def _ragged(raw: bytes, sep: str, width: int, name: str, skip: int) -> None:
@@ -550,11 +556,8 @@ def _json_columns(raw: bytes, layout: _Layout, name: str, dictionary: IdDictiona
     fix = f"write ranx's JSON {layout.what}: {_JSON_EXAMPLE[layout.what]}"
     try:
         # pairs keep what a dict would hide: a key given twice
-        top = json.loads(raw.decode("utf-8"), object_pairs_hook=lambda pairs: ("object", pairs),
+        top = json.loads(_utf8(raw, name), object_pairs_hook=lambda pairs: ("object", pairs),
                          parse_constant=lambda c: float("nan"))
-    except UnicodeDecodeError as exc:
-        raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", "save the file as UTF-8",
-                         line=raw.count(b"\n", 0, exc.start) + 1) from None
     except json.JSONDecodeError as exc:
         raise InputError(name, f"not valid JSON ({exc.msg}, column {exc.colno})", fix, line=exc.lineno) from None
     if not (isinstance(top, tuple) and top[0] == "object"):
