@@ -119,6 +119,7 @@ class ClientSettings:
     concurrency: int = 8              # requests in flight: sizes the connection pools
     transport: str = "sdk"            # chat requests: sdk (openai client) | aiohttp
     endpoint_kind: str = "auto"       # auto (probed) or a kind of recjudge.judging.dialects
+    parse_retries: int = 1            # retries after answers received but unusable (within max_attempts)
 
     @property
     def urls(self) -> tuple[str | None, ...]:
@@ -136,7 +137,7 @@ _COOL_REASONS = {"timeout", "connection", "server_error", "rate_limited"}
 class _RetryState:
     """What the attempts of one call have gathered so far."""
 
-    __slots__ = ("last", "kept", "usage", "attempts", "answered")
+    __slots__ = ("last", "kept", "usage", "attempts", "answered", "replies", "unusable")
 
     def __init__(self):
         self.last: _Retryable | None = None
@@ -144,6 +145,8 @@ class _RetryState:
         self.usage = Usage()
         self.attempts = 0
         self.answered = False  # whether the latest attempt gave an answer
+        self.replies = 0       # attempts the server answered (2xx): each is billed
+        self.unusable = 0      # of them, answers that added no label (unparseable, out of range)
 
 
 COOLDOWN_MAX = 60.0
@@ -781,8 +784,13 @@ class OpenAIJudgeClient:
                 st.last, st.answered = exc, exc.outcome is not None
                 log.debug("%s attempt %d: %s", req.qid, st.attempts, exc)
                 if exc.outcome is not None:
+                    st.replies += 1
+                    before = len(st.kept.labels) if st.kept is not None else 0
                     st.usage = st.usage + exc.outcome.usage
                     st.kept = union_records(req, st.kept, exc.outcome)
+                    # an answer that labelled some more items made progress: only one that added
+                    # nothing counts against --parse-retries
+                    st.unusable += len(st.kept.labels) == before
                     if st.kept.status == "ok":
                         return  # the attempts together labelled every item
                 raise
@@ -790,8 +798,13 @@ class OpenAIJudgeClient:
             # a first answer to the whole request is already the call's record
             st.kept = rec if st.kept is None and ask is req else union_records(req, st.kept, rec)
             st.answered = True
+            st.replies += rec.status == "ok"  # a failed record returned is a 4xx answer (not billed)
 
         def over_budget(_retry_state) -> bool:
+            # a model that answered unusably is asked again at most --parse-retries times: it mostly
+            # answers the same prompt the same way, and every answer is billed
+            if st.unusable > self.settings.parse_retries:
+                return True
             return not self.allow_retry(st.usage, st.attempts)
 
         try:
@@ -817,7 +830,8 @@ class OpenAIJudgeClient:
             # the last attempt gave no answer (timeout, 5xx, budget): its reason is the call's
             kept = union_records(req, kept, CallRecord(req.key, req.qid, req.items, req.repeat, "failed",
                                                        last.reason, str(last)))
-        return replace(kept, usage=st.usage, attempts=st.attempts, latency=time.perf_counter() - started)
+        return replace(kept, usage=st.usage, attempts=st.attempts, latency=time.perf_counter() - started,
+                       answered=st.replies)
 
     def _missing_only(self, req: Request, kept: CallRecord | None) -> Request:
         if kept is None or not kept.labels or req.keys is None or self.narrow is None:
@@ -898,7 +912,7 @@ class OpenAIJudgeClient:
                               f"HTTP {code}: {msg}", attempts=1, via="batch", endpoint=self.endpoint)
         return replace(self._from_body(req, body, 0.0, "batch",
                                        "json_schema" if self.settings.structured != "off" else "text"),
-                       endpoint=self.endpoint)
+                       endpoint=self.endpoint, answered=1)
 
 
 def _headers(api_key: str) -> tuple[dict[str, str], dict[str, str]]:
