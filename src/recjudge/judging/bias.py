@@ -161,7 +161,8 @@ def _by_user(pairs: Sequence[Pair]) -> dict[str, list[str]]:
     return out
 
 
-def position_bias(pairs, collection, config, *, seed: int = 0, cache_path=None, history=None) -> PositionBias:
+def position_bias(pairs, collection, config, *, seed: int = 0, cache_path=None, history=None,
+                  progress=None) -> PositionBias:
     """Judge ``pairs`` three times: ``config.items_per_call`` candidates per call in the given order,
     the same calls with their candidates in a seeded shuffled order, and one candidate per call."""
     from .run import judge_pairs
@@ -182,7 +183,7 @@ def position_bias(pairs, collection, config, *, seed: int = 0, cache_path=None, 
             for i, d in enumerate(perm):
                 position[("shuffled", Pair(qid, d))] = i
             shuffled += [Pair(qid, d) for d in perm]
-    kw = dict(cache_path=cache_path, history=history)
+    kw = dict(cache_path=cache_path, history=history, progress=progress)  # each run shows its plan first
     ordered = judge_pairs(pairs, collection, config, name="position-order", **kw).labels
     mixed = judge_pairs(shuffled, collection, config, name="position-shuffled", **kw).labels
     single = judge_pairs(pairs, collection, config.replace(items_per_call=1), name="position-single", **kw).labels
@@ -278,7 +279,7 @@ class Injection:
 
 
 def injection_inflation(pairs, collection, config, *, fraction: float = 0.2, seed: int = 0, field: str = "title",
-                        cache_path=None, history=None) -> Injection:
+                        cache_path=None, history=None, progress=None) -> Injection:
     """Judge ``pairs`` on the collection and on a copy where a seeded ``fraction`` of the candidate
     items carry :data:`INJECTION`; the label inflation of the injected items is the bias."""
     from .run import judge_pairs
@@ -290,7 +291,7 @@ def injection_inflation(pairs, collection, config, *, fraction: float = 0.2, see
     rng = np.random.default_rng(seed)
     k = max(1, int(round(fraction * len(candidates))))
     chosen = set(rng.choice(candidates, size=k, replace=False).tolist())
-    kw = dict(cache_path=cache_path, history=history)
+    kw = dict(cache_path=cache_path, history=history, progress=progress)
     clean = judge_pairs(pairs, collection, config, name="injection-clean", **kw).labels
     dirty = judge_pairs(pairs, inject(collection, sorted(chosen), field), config, name="injection-injected",
                         **kw).labels
