@@ -2,13 +2,14 @@
 usage, Batch API.
 
 Every attempt of every call (chat, files, batches) goes through one tenacity policy: retries on
-408/409/429/5xx, timeouts, connection errors and answers that do not parse into in-range labels;
+408/409/429/5xx, timeouts, connection errors and answers that do not parse into in-range labels (those
+at most ``--parse-retries`` times: each is billed, and a model mostly answers a prompt the same way);
 the wait is the server's ``Retry-After`` when it sends one, else exponential with full jitter, and
 none when another endpoint of the pool is healthy. Every attempt is one HTTP request counted
 against ``--retries`` and ``--max-cost``: nothing is resent behind the caller's back. Each attempt
 has one deadline (``--timeout``) over its whole time, connect to last byte, on either transport,
 measured from when it leaves recjudge's own queue. Authentication and not-found errors stop the
-whole run. The API key is kept in memory only and scrubbed from every error text recjudge stores
+whole run (once the calls in flight are stored). The API key is kept in memory only and scrubbed from every error text recjudge stores
 or raises.
 
 On first contact each endpoint is probed for its kind (:mod:`recjudge.judging.dialects`), which
