@@ -526,7 +526,8 @@ def _judge_fields(names, **defaults) -> dict:
 
 
 AUDIT_JUDGE_OPTIONS = ("seed", "model", "base_url", "api_key_env", "endpoint_kind", "prompt", "fields", "profile_size",
-                       "items_per_call", "concurrency", "timeout", "max_attempts")
+                       "items_per_call", "concurrency", "timeout", "max_attempts", "parse_retries", "yes",
+                       "confirm_above_usd", "confirm_above_calls", "max_cost", "prices")
 
 
 class _AuditData(Settings):
