@@ -248,3 +248,50 @@ def test_the_dry_run_table_fits_too():
     text = terminal_table(_rows(1, NAMES), dry_run=True)
     assert max(map(len, text.splitlines())) <= 100
     assert text.splitlines()[0].split() == ["K", "pairs", "calls", "est.", "tokens"]
+
+
+# ------------------------------------------------------------------------------ the file's words
+
+def test_the_judge_s_own_refusals_name_the_file_s_keys(tmp_path, monkeypatch):
+    from recjudge.errors import ConfigError
+    from recjudge.experiments.ablate import variant_config, variants
+    from recjudge.judging.backend import api_key
+
+    monkeypatch.delenv("OTHER_KEY", raising=False)
+    exp = load_experiment(_experiment(tmp_path, 'model = "gpt-4o-mini"', 'api_key_env = ["OTHER_KEY"]'))
+    base, other = variants(exp)
+    # the key of the grid's variant is the grid's; its other settings are the [judge] table's
+    with pytest.raises(ConfigError) as err:
+        api_key(variant_config(exp, other))
+    assert str(err.value) == ("no API key: set the environment variable OTHER_KEY (or name another with key "
+                              "'grid.api_key_env'), or point key 'judge.base_url' at a server that needs none")
+    # a value the judge refuses later in the run is named as the file wrote it, too
+    with pytest.raises(ConfigError, match=r"^key 'judge.profile_size' must be at least 1, not 0$"):
+        variant_config(exp, base).replace(profile_size=0)
+
+
+def test_the_names_a_caller_wrote_win_in_every_refusal():
+    from recjudge.errors import ConfigError
+    from recjudge.judging import JudgeSettings
+
+    names = {"model": "key 'judge.model'", "batch": "key 'grid.batch'", "base_url": "key 'judge.base_url'"}
+    s = JudgeSettings.build({"model": "m"}, spelled="file", names=names)
+    assert (s.name_of("model"), s.name_of("seed"), s.name_of("batch")) == ("key 'judge.model'", "key 'seed'",
+                                                                           "key 'grid.batch'")
+    with pytest.raises(ConfigError, match=r"^key 'judge.model' must be text, not 3$"):
+        JudgeSettings.build({"model": 3}, spelled="file", names=names)
+    # a conflict of two settings names both as written
+    with pytest.raises(ConfigError, match=r"give one key 'judge.base_url' with key 'grid.batch'"):
+        JudgeSettings.build({"base_url": ("http://a/v1", "http://b/v1"), "batch": True}, spelled="file", names=names)
+    # without names, the spelling alone decides, as before
+    assert JudgeSettings.build({}, spelled="cli").name_of("api_key_env") == "--api-key-env"
+
+
+def test_options_given_in_python_are_named_as_python_writes_them(tmp_path):
+    from recjudge.errors import ConfigError
+    from recjudge.experiments.ablate import with_options
+
+    exp = load_experiment(_write(tmp_path, 'collection = "ml-100k"\nreference = "historical:rating"\n'))
+    # the value came from the call, not from the file: not "key 'per_user'"
+    with pytest.raises(ConfigError, match=r"^per_user= must be at least 1, not 0$"):
+        with_options(exp, 0)
