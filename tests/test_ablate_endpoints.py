@@ -49,9 +49,10 @@ def _closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"  # nothing listens there once the socket is closed
 
 
-def _refusal(path, argv_extra=()) -> str:
+def _refusal(path) -> str:
+    """Why a dry run of the experiment file ``path`` is refused."""
     with pytest.raises(InputError) as err:
-        run_experiment(load_experiment(path), dry_run="--dry-run" in argv_extra)
+        run_experiment(load_experiment(path), dry_run=True)
     return str(err.value)
 
 
@@ -89,7 +90,7 @@ def test_a_key_named_in_the_grid_is_named_by_its_grid_key(tmp_path, monkeypatch)
     # the base variant has its key: only the grid's variable is missing (the OpenAI API is not asked:
     # the base's probe would need the network, so it is answered as a server that lists the model)
     monkeypatch.setattr("recjudge.judging.client.probe_endpoints", _lists_the_model)
-    text = _refusal(_experiment(tmp_path, 'model = "gpt-4o-mini"', 'api_key_env = ["OTHER_KEY"]'), ["--dry-run"])
+    text = _refusal(_experiment(tmp_path, 'model = "gpt-4o-mini"', 'api_key_env = ["OTHER_KEY"]'))
     assert ("key 'grid.api_key_env': variant 'api_key_env=OTHER_KEY' (grid.api_key_env = 'OTHER_KEY'): the "
             "environment variable OTHER_KEY is not set") in text
 
@@ -105,11 +106,11 @@ def test_a_server_that_refuses_the_key_fails_the_dry_run(tmp_path, monkeypatch):
     monkeypatch.delenv("MY_KEY", raising=False)
     with FakeOpenAI(require_key="sk-right") as server:
         path = _experiment(tmp_path, f'model = "fake-model"\nbase_url = "{server.url}"\napi_key_env = "MY_KEY"')
-        text = _refusal(path, ["--dry-run"])
+        text = _refusal(path)
         assert (f"key 'judge.api_key_env': variant 'base': endpoint {server.url} refused the key (GET /v1/models "
                 "answered HTTP 401; judge.api_key_env = 'MY_KEY'): the environment variable MY_KEY is not set") in text
         monkeypatch.setenv("MY_KEY", "sk-wrong")
-        assert "the key in MY_KEY is not one it takes" in _refusal(path, ["--dry-run"])
+        assert "the key in MY_KEY is not one it takes" in _refusal(path)
         monkeypatch.setenv("MY_KEY", "sk-right")
         assert len(run_experiment(load_experiment(path), dry_run=True)) == 1
         assert server.chat_log() == []
@@ -117,18 +118,27 @@ def test_a_server_that_refuses_the_key_fails_the_dry_run(tmp_path, monkeypatch):
 
 def test_a_server_that_is_down_fails_the_dry_run(tmp_path):
     url = _closed_port_url()
-    text = _refusal(_experiment(tmp_path, f'model = "m"\nbase_url = "{url}"'), ["--dry-run"])
+    text = _refusal(_experiment(tmp_path, f'model = "m"\nbase_url = "{url}"'))
     assert f"key 'judge.base_url': variant 'base': endpoint {url} does not answer GET /v1/models (" in text
     assert f"start the server, or correct judge.base_url = '{url}'" in text
 
 
 def test_a_model_the_server_does_not_list_fails_the_dry_run(tmp_path, fake_openai):
     fake_openai.models = ("qwen2.5-7b", "llama-3.1-8b")
-    text = _refusal(_experiment(tmp_path, f'model = "gpt-4o-mini"\nbase_url = "{fake_openai.url}"'), ["--dry-run"])
+    text = _refusal(_experiment(tmp_path, f'model = "gpt-4o-mini"\nbase_url = "{fake_openai.url}"'))
     assert (f"key 'judge.model': variant 'base': endpoint {fake_openai.url} does not serve model 'gpt-4o-mini' "
             "(judge.model = 'gpt-4o-mini'); it lists 'qwen2.5-7b', 'llama-3.1-8b': set judge.model to one of them"
             ) in text
     assert fake_openai.chat_log() == []
+
+
+def test_one_problem_of_several_variants_is_listed_once_naming_them_all(tmp_path, fake_openai, monkeypatch):
+    # a local server needs no key: the two variables name the same (absent) key, so one probe, one problem
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("MY_KEY", raising=False)
+    text = _refusal(_experiment(tmp_path, f'model = "nope"\nbase_url = "{fake_openai.url}"', 'api_key_env = ["MY_KEY"]'))
+    assert "1 problem(s)" in text and "key 'judge.model': variants 'base', 'api_key_env=MY_KEY': endpoint" in text
+    assert sum(r.path == "/v1/models" for r in fake_openai.log) == 1
 
 
 def test_llama_cpp_serves_its_model_under_any_name(tmp_path):
@@ -143,9 +153,10 @@ def test_every_problem_of_every_endpoint_is_listed_at_once(tmp_path, fake_openai
     down = _closed_port_url()
     path = _experiment(tmp_path, f'model = "nope"\nbase_url = "{fake_openai.url}"',
                        f'base_url = ["{down}"]\nmodel = ["fake-model"]\nmax_cost = [1.0]')
-    text = _refusal(path, ["--dry-run"])
+    text = _refusal(path)
     assert "3 problem(s)" in text
-    assert "key 'judge.model': variants 'base', 'max_cost=1.0': endpoint" in text and "does not serve model 'nope'" in text
+    assert "key 'judge.model': variants 'base', 'max_cost=1.0': endpoint" in text
+    assert "does not serve model 'nope'" in text
     assert f"key 'grid.base_url': variant 'base_url={down}': endpoint {down} does not answer" in text
     assert "key 'grid.max_cost': variant 'max_cost=1.0' (grid.max_cost = 1.0): no price for model 'nope'" in text
 

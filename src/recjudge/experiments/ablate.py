@@ -33,7 +33,8 @@ and of history items (seeds derived from ``seed``, recorded in the output; exper
 95% t-interval across them on the Fisher-z scale of its range, so it stays in it (none for N = 1).
 This is not the judge's ``repeats``, which asks the same prompt R times within one experiment. Identical prompts across variants are judged once
 (shared SQLite cache); ``dry_run`` counts calls and estimated tokens per variant before anything is
-spent.
+spent, after the checks the real run makes first (:func:`preflight`): each LLM endpoint's key, its
+answer to a free probe and the model it serves. The endpoints are probed once for the whole grid.
 
 The file is validated as a whole when it is loaded (:meth:`Experiment.from_dict`): unknown keys,
 a value of the wrong type, an unknown judge, metadata field, prompt, split or measure, and a
@@ -545,61 +546,60 @@ def endpoint_problems(exp: Experiment, llm: Sequence[tuple[Variant, JudgeSetting
                       say: Callable[[str], None]) -> list[tuple[str, str]]:
     """What the LLM variants' endpoints would refuse, found for free: each distinct endpoint's key is in
     its environment variable, the endpoint answers ``GET /v1/models`` (no generation, nothing paid) and
-    lists the model when it lists models. (key, problem) pairs naming the variants and the file's keys;
-    what each probe found is said once."""
+    lists the model when it lists models. (key, problem) pairs, one per problem with every variant it
+    concerns, in the file's keys; what each probe found is said once."""
     from ..judging.client import ClientSettings, probe_endpoints
     from ..judging.dialects import describe, get_dialect, say_once
 
     groups: dict[tuple, list[tuple[Variant, JudgeSettings]]] = {}
     for var, config in llm:
-        sig = (config.api_key_env, config.endpoints(), config.model, config.endpoint_kind, config.timeout)
+        key = os.environ.get(config.api_key_env) or None
+        sig = (key, config.api_key_env if key is None else None, config.endpoints(), config.model,
+               config.endpoint_kind, config.timeout)
         groups.setdefault(sig, []).append((var, config))
-    problems: list[tuple[str, str]] = []
-    for (env, urls, model, kind, timeout), members in groups.items():
+    found_problems: dict[tuple[str, str], list[str]] = {}  # (key, problem) -> the variants it concerns
+    for (key, _, urls, model, kind, timeout), members in groups.items():
         var, config = members[0]
-        who = _who([v.name for v, _ in members])
+
+        def add(at: str, problem: str, members=members) -> None:
+            found_problems.setdefault((at, problem), []).extend(v.name for v, _ in members)
+
+        env = config.api_key_env
         key_at, url_at, model_at = (f"{_table(exp, var, f)}.{f}" for f in ("api_key_env", "base_url", "model"))
-        key = os.environ.get(env)
         unset = (f"the environment variable {env} is not set — export it, or name the variable that holds the "
                  f"key in {key_at}")
-        if not key and urls == (None,):  # the OpenAI API: nothing to ask without a key
-            problems.append((key_at, f"{who} ({_written(exp, var, config, 'api_key_env')}): {unset}"))
+        if key is None and urls == (None,):  # the OpenAI API: nothing to ask without a key
+            add(key_at, f" ({_written(exp, var, config, 'api_key_env')}): {unset}")
             continue
         client = ClientSettings(model, urls if len(urls) > 1 else urls[0], key or "not-needed", timeout,
                                 endpoint_kind=kind)
         try:
             found = _blocking(lambda: probe_endpoints(client))
         except ConfigError as exc:
-            problems.append((url_at, f"{who}: {exc}"))
+            add(url_at, f": {exc}")
             continue
         for (public, info, why), url in zip(found, urls):
             status = info.models_status
             if status == 0:
-                problems.append((url_at, f"{who}: endpoint {public} does not answer GET /v1/models ({why}); start "
-                                         f"the server, or correct {_written(exp, var, config, 'base_url')}"))
-                continue
-            if status in (401, 403):
-                fix = unset if not key else (f"the key in {env} is not one it takes — export a valid one, or name "
-                                             f"another variable in {key_at}")
-                problems.append((key_at, f"{who}: endpoint {public} refused the key (GET /v1/models answered HTTP "
-                                         f"{status}; {_written(exp, var, config, 'api_key_env')}): {fix}"))
-                continue
-            if status == 200 and info.model_ids and model not in info.model_ids \
+                add(url_at, f": endpoint {public} does not answer GET /v1/models ({why}); start the server, or "
+                            f"correct {_written(exp, var, config, 'base_url')}")
+            elif status in (401, 403):
+                fix = unset if key is None else (f"the key in {env} is not one it takes — export a valid one, or "
+                                                 f"name another variable in {key_at}")
+                add(key_at, f": endpoint {public} refused the key (GET /v1/models answered HTTP {status}; "
+                            f"{_written(exp, var, config, 'api_key_env')}): {fix}")
+            elif status == 200 and info.model_ids and model not in info.model_ids \
                     and not get_dialect(info.kind).any_model:
-                listed = ", ".join(repr(m) for m in info.model_ids[:10]) + (", ..." if len(info.model_ids) > 10
-                                                                            else "")
-                problems.append((model_at, f"{who}: endpoint {public} does not serve model {model!r} "
-                                           f"({_written(exp, var, config, 'model')}); it lists {listed}: set "
-                                           f"{model_at} to one of them"))
-                continue
-            if status is not None and status != 200 and status != 404:
-                problems.append((url_at, f"{who}: endpoint {public} answered HTTP {status} to GET /v1/models; "
-                                         f"check {_written(exp, var, config, 'base_url')}"))
-                continue
-            note = describe(public, info)
-            if say_once(url, note):
+                listed = ", ".join(map(repr, info.model_ids[:10])) + (", ..." if len(info.model_ids) > 10 else "")
+                add(model_at, f": endpoint {public} does not serve model {model!r} "
+                              f"({_written(exp, var, config, 'model')}); it lists {listed}: set {model_at} to one "
+                              "of them")
+            elif status not in (200, 404):  # 404: a server that lists no models, asked as it is
+                add(url_at, f": endpoint {public} answered HTTP {status} to GET /v1/models; check "
+                            f"{_written(exp, var, config, 'base_url')}")
+            elif say_once(url, note := describe(public, info)):
                 say(note)
-    return problems
+    return [(at, _who(list(dict.fromkeys(names))) + problem) for (at, problem), names in found_problems.items()]
 
 
 def preflight(exp: Experiment, all_variants: Sequence[Variant], collection, history, reference: Qrels,
