@@ -163,13 +163,15 @@ def test_every_problem_of_every_endpoint_is_listed_at_once(tmp_path, fake_openai
 
 # ------------------------------------------------------------------------------ one note per endpoint
 
-def test_eighteen_experiments_on_one_endpoint_say_what_it_is_once(tmp_path, fake_openai, caplog):
+@pytest.mark.parametrize("with_progress", [True, False])
+def test_eighteen_experiments_on_one_endpoint_say_what_it_is_once(tmp_path, fake_openai, caplog, with_progress):
     # 6 variants × 3 experiments judge through one generic server: its kind was said 18 times
+    # (on the progress when there is one, else as a logged warning)
     path = _experiment(tmp_path, f'model = "fake-model"\nbase_url = "{fake_openai.url}"',
                        'profile_size = [2, 3, 4, 6, 7]', "experiments = 3")
     said: list[str] = []
     with caplog.at_level(logging.INFO):
-        rows = run_experiment(load_experiment(path), progress=said.append)
+        rows = run_experiment(load_experiment(path), progress=said.append if with_progress else None)
     assert len(rows) == 6 and sum(r.experiments for r in rows) == 18
     assert all(r.judged == r.pairs > 0 for r in rows)
     notes = [m for m in said + [r.getMessage() for r in caplog.records] if GENERIC in m]

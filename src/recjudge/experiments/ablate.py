@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -462,11 +463,14 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     from ..judging.dialects import probe_session
 
     with probe_session():  # every variant and experiment judges through the same endpoints: probed once
-        return _run_experiment(exp, dry_run, progress or (lambda m: None), protocol)
+        return _run_experiment(exp, dry_run, progress, protocol)
 
 
-def _run_experiment(exp: Experiment, dry_run: bool, say: Callable[[str], None], protocol) -> list[VariantRow]:
+def _run_experiment(exp: Experiment, dry_run: bool, progress: Callable[[str], None] | None,
+                    protocol) -> list[VariantRow]:
     from ..data.collections import load_collection
+
+    say = progress or (lambda m: None)
 
     check_experiment_outputs(exp)
     collection = load_collection(exp.collection, **dict(exp.collection_options))
@@ -477,7 +481,7 @@ def _run_experiment(exp: Experiment, dry_run: bool, say: Callable[[str], None], 
 
         runs = read_runs(exp.runs)
     all_variants = variants(exp)
-    preflight(exp, all_variants, collection, history, reference, runs, dry_run, say=say)
+    preflight(exp, all_variants, collection, history, reference, runs, dry_run, say=progress)
     if not dry_run:
         exp.out.mkdir(parents=True, exist_ok=True)
     cache = None if dry_run else exp.out / "judgments.sqlite"
@@ -626,7 +630,8 @@ def preflight(exp: Experiment, all_variants: Sequence[Variant], collection, hist
                 problems.append((key, f"variant {var.name!r}: {exc}"))
         if config.dry_run or get_judge(config.judge).kind != "llm":
             continue
-        llm.append((var, config))
+        if config.backend_name() in ("chat", "batch"):  # the OpenAI-compatible backends: their endpoints
+            llm.append((var, config))
         marker = ("price", config.model, config.max_cost, config.prices)
         if config.max_cost is not None and marker not in checked:
             checked.add(marker)
@@ -636,7 +641,8 @@ def preflight(exp: Experiment, all_variants: Sequence[Variant], collection, hist
                                      f"for model {config.model!r}, so the budget cannot be kept; add the model to a "
                                      f"price table named in {_table(exp, var, 'prices')}.prices (USD per million "
                                      "tokens: input, cached_input, output), or remove max_cost"))
-    problems += endpoint_problems(exp, llm, say or (lambda m: None))
+    # what the endpoints are goes where the judge's own notes go: the progress, else a warning
+    problems += endpoint_problems(exp, llm, say or logging.getLogger(__name__).warning)
     if runs and not set(reference.qids) & {q for r in runs.values() for q in r.qids}:
         problems.append(("runs", f"no run ranks any user that the reference {exp.reference!r} judges, so every τ "
                                  "would compare zeros; give runs of the same users (query id = user id)"))
