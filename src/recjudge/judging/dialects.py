@@ -205,7 +205,7 @@ async def detect(url: str | None, model: str, fetch: Fetch, forced: str | None =
             kind, evidence = "llama-cpp-python", "POST /extras/tokenize/count answers as llama-cpp-python"
     if kind is None:
         seen = f"GET /v1/models answered {models_status}" if models_status else "GET /v1/models gave no answer"
-        kind, evidence = "generic", f"no known server answered the probes ({seen})"
+        kind, evidence = "generic", f"no known server answered the probes; {seen}"
     if kind == "llama-cpp-python":
         slots = 1
     return EndpointInfo(kind, evidence, window, slots, ids, models_status)
