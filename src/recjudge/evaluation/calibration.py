@@ -206,7 +206,7 @@ def _topk_pairs(runs: Mapping[str, Run], k: int, tie_policy: str, seed: int, hum
 
 
 def fill_gaps(human: Qrels, llm: Qrels, runs: Mapping[str, Run], calibration: Calibration | None = None,
-              k: int = 100, tie_policy: str = "hash", seed: int = 0, name: str | None = None,
+              k: int = 100, tie_policy: str = "trec_eval", seed: int = 0, name: str | None = None,
               allow_weak: bool = False) -> FillResult:
     """Human labels where present; calibrated LLM labels for unjudged items in the runs' top-k.
 
@@ -313,7 +313,7 @@ class ScenarioReport(NamedTuple):
 
 
 def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100,
-              tie_policy: str = "hash", seed: int = 0,
+              tie_policy: str = "trec_eval", seed: int = 0,
               measures: str | Sequence[str] | None = None) -> ScenarioReport:
     """Average Judged@k, and per measure the systems' scores and the Kendall τ matrix across label
     scenarios (``measures``: see :func:`scenario_measures`; default Compat(p=0.95) and nDCG@k)."""
@@ -356,7 +356,7 @@ class ValidationReport(NamedTuple):
 
 
 def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: float, k: int = 100,
-                  min_overlap: int = 30, tie_policy: str = "hash", seed: int = 0,
+                  min_overlap: int = 30, tie_policy: str = "trec_eval", seed: int = 0,
                   measures: str | Sequence[str] | None = None, allow_weak: bool = False) -> ValidationReport:
     """Hide a seeded fraction of human labels, fill them from the LLM, and check the filled labels
     (τ on each of ``measures``, as :func:`scenarios`)."""

@@ -953,9 +953,9 @@ def _tie_free(run: Run) -> Run:
     if is_tie_free(run):
         return run
     warnings.warn(f"run {run.name!r} has equal scores within a query (compared as float32, as trec_eval "
-                  "does); ordered them with the default 'hash' policy (seed 0) — call "
+                  "does); ordered them as trec_eval does (score, then docid descending) — call "
                   "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
-    return ensure_tie_free(run, "hash", 0)
+    return ensure_tie_free(run, "trec_eval", 0)
 
 
 def _check_exp_labels(measures, jd: Judgments, qrels: Qrels) -> None:
@@ -987,7 +987,7 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     - Runs must be tie-free (:func:`recjudge.data.trec.ensure_tie_free`): trec_eval compares scores
       as float32 and breaks ties by docid descending, ir-measures' Python providers by docid
       ascending. A run whose scores tie in float32 (whatever its ``tie_policy`` says) is resolved
-      here with the ``hash`` policy (seed 0) and a warning.
+      here with the ``trec_eval`` policy (docid descending) and a warning.
     - Negative labels count as judged for ``Judged`` and are otherwise ignored: trec_eval reads
       them as "in the pool but unjudged" (no gain, neither relevant nor non-relevant for Bpref).
     - ``nDCG@k``: gain = label, discount log2(rank + 1), ideal from every label > 0 of the query
@@ -1029,7 +1029,7 @@ class Scored(NamedTuple):
 
 
 def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[str, Qrels | tuple],
-               measures=DEFAULT_MEASURES, tie_policy: str = "hash", seed: int = 0, k: int | None = 100,
+               measures=DEFAULT_MEASURES, tie_policy: str = "trec_eval", seed: int = 0, k: int | None = 100,
                backend: str = "auto", timings: dict[str, float] | None = None) -> Scored:
     """Score every run under every label set in one pass, holding one run in memory at a time.
 

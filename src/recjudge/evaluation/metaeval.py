@@ -466,7 +466,7 @@ class CompareResult:
 # ---------------------------------------------------------------------------------- pipeline
 
 _INPUT_WARNING = ("tie policy 'input': equal scores are ordered by file order; a list written relevant-first "
-                  "then wins every tie. Prefer 'hash'.")
+                  "then wins every tie. Prefer 'trec_eval' (the default) or 'hash'.")
 
 
 def _check_runs(runs: Mapping, tie_policy: str) -> None:
@@ -602,7 +602,7 @@ def _table(label_set: str, scored: Scored, key, measures: Mapping[str, str], unr
 
 
 def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str] | str | None = None,
-             tie_policy: str = "hash", seed: int = 0, export_ties: Mapping[str, dict] | None = None
+             tie_policy: str = "trec_eval", seed: int = 0, export_ties: Mapping[str, dict] | None = None
              ) -> EvaluationResult:
     """Score and rank systems under one label set.
 
@@ -684,7 +684,7 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
 
 
 def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequence[Qrels] | Mapping[str, Qrels],
-            measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "hash",
+            measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "trec_eval",
             seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None,
             bootstrap_seed: int | None = None, ci_method: str = DEFAULT_CI_METHOD,
             sources: Mapping[str, str] | None = None) -> CompareResult:
