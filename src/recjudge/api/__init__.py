@@ -484,7 +484,7 @@ def _lazy_runs(files: list):
 
     def lazily():
         for i, (name, f) in enumerate(by_name.items(), start=1):
-            log.info("auditing %s (%d/%d)", f, i, len(by_name))
+            log.debug("auditing %s (%d/%d)", f, i, len(by_name))  # per run: --verbose shows it
             yield read_run(f, name=name)
 
     return lazily()
