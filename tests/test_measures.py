@@ -197,7 +197,7 @@ def test_unresolved_run_is_resolved_as_trec_eval_does_and_warns():
         got = per_query_matrix({"r": raw}, qrels, DEFAULT_MEASURES)
     # trec_eval's rule, spelled out: equal scores, so each query's documents by docid descending
     f = raw.frame.sort_values(["qid", "docid"], ascending=[True, False], kind="stable")
-    f = f.assign(score=-f.groupby("qid").cumcount().astype(float))
+    f = f.assign(score=(f.groupby("qid").qid.transform("size") - f.groupby("qid").cumcount()).astype(float))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         want = per_query_matrix({"r": Run("r", f)}, qrels, DEFAULT_MEASURES, backend="ir_measures")

@@ -107,3 +107,19 @@ def test_real_trec_dl_run_scores_as_trec_eval(shared_data):
     for m, v in want.items():
         assert table.means(m)["NLE_P_v1"] == pytest.approx(v, abs=1e-12), m
     assert round(table.means("nDCG@10")["NLE_P_v1"], 4) == 0.7448
+
+
+def test_the_shared_dictionarys_string_order_follows_it_as_it_grows():
+    """trec_eval's order reads each docid's place in string order from the runs' shared dictionary,
+    which grows run by run: its order must stay that of a full sort (code points = strcmp on UTF-8)."""
+    from recjudge.data.trec.reading import IdDictionary
+    from recjudge.data.trec.records import sorted_codes
+
+    rng = np.random.default_rng(0)
+    d = IdDictionary()
+    for step in range(40):
+        new = [f"d{x}" for x in rng.integers(0, 3000, int(rng.integers(1, 200)))] + ["é", "Z", "a b", "€", "d"]
+        d.encode(np.array(sorted(set(new)), dtype=object))
+        got = d.order()
+        assert (got == sorted_codes(d.ids())).all(), step
+        assert sorted(d.ids().tolist()) == d.ids()[np.argsort(got)].tolist()

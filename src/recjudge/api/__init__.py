@@ -333,7 +333,8 @@ def evaluate(s: EvaluateSettings) -> EvaluateReport:
     check_outputs({"--json": s.json}, inputs=inputs)
     check_output_dir(s.report, "--report", inputs)
     runs, groups, ties = _systems(s.runs, s.groups)
-    result = score(runs, _qrels(s.qrels), s.measures, tie_policy=s.tie_policy, seed=s.seed, export_ties=ties)
+    result = score(runs, _qrels(s.qrels), s.measures, tie_policy=s.tie_policy, seed=s.seed, export_ties=ties,
+                   tie_note=s.tie_note)
     by_group = _group_table(result.table.scores_frame(), groups, s.groups)
     report = EvaluateReport(result, os.fspath(s.qrels) if _is_path(s.qrels) else result.settings["qrels"],
                             None, by_group, settings=s)
@@ -363,7 +364,7 @@ def compare(s: CompareSettings) -> CompareReport:
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=s.measures,
                             queries=s.queries, tie_policy=s.tie_policy, seed=s.seed, bootstrap=s.bootstrap,
                             export_ties=ties, bootstrap_seed=s.bootstrap_seed, ci_method=s.ci_method,
-                            sources=sources)
+                            sources=sources, tie_note=s.tie_note)
     by_group = None
     if groups:
         import pandas as pd

@@ -69,7 +69,14 @@ class EvaluateReport(Result):
         s = self.result.settings
         frame = self.to_frame()
         return (f"{len(frame)} systems under {self.source}; ranked by {s['ranked_by']} ({s['ranked_by_note']}); "
-                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + _groups_text(self.groups))
+                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + _tie_line(self.result)
+                + _groups_text(self.groups))
+
+
+def _tie_line(result) -> str:
+    """The tie note's one line (recjudge.evaluation.ties.note), when the ties could change the result."""
+    note = (getattr(result, "tie_sensitivity", None) or {}).get("note")
+    return f"\n{note}" if note else ""
 
 
 def _with_groups(data: dict, groups: pd.DataFrame | None) -> dict:
@@ -142,7 +149,7 @@ class CompareReport(Result):
             lines += [f"{m}: {ra.undefined}" for m, ra in by_measure.items() if ra.undefined]
         scores = result.reference.scores_frame()
         lines += ["", "system scores under the reference:", scores.round(4).to_string()]
-        return "\n".join(lines) + _groups_text(self.groups)
+        return "\n".join(lines) + _tie_line(result) + _groups_text(self.groups)
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,6 +43,11 @@ MAX_THREADS = 1024
 MAX_EPOCHS = 100_000
 
 _TIE_HELP = ("order of equal scores before any measure runs: trec_eval (score, then docid descending as strings, trec_eval's rule), hash (disclosed hash of seed+user+item), docid (ascending) or input (file order); default trec_eval")
+_TIE_NOTE_HELP = ("print one line on how far ties could move the result (the other tie policy and the expected "
+                  "value under random order, on the systems' means and τ) when some run's share of tie-sensitive "
+                  "lists exceeds this: lists whose equal scores, within the depth the measures read, hold "
+                  "differently judged items (default 0.01: below it no run's mean moves by more than 0.01; "
+                  "0: whenever one does; 1: off, nothing computed)")
 _GROUPS_HELP = ("'system group' per line (e.g. pooled / non-pooled): every measure averaged per group "
                 "(default: the groups `recjudge train` recorded beside the runs, if any)")
 _JSON_HELP = "write the result as JSON (default: none)"
@@ -78,6 +83,7 @@ class CompareSettings(_Measured):
         "own", "own: each label set over the users it judges; shared: only users judged by both")
     tie_policy: TiePolicy = option("trec_eval", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)")
+    tie_note: float = option(0.01, _TIE_NOTE_HELP, ge=0, le=1, cli=Cli(metavar="SHARE"))
     bootstrap: Count = option(1000, "bootstrap resamples of users for the τ CIs (0: no CI)")
     bootstrap_seed: Seed | None = option(None, "seed for the bootstrap alone (default: --seed); varies the CIs, "
                                                "never the rankings")
@@ -101,6 +107,7 @@ class EvaluateSettings(_Measured):
                                                    "that is not a coverage measure (Judged)")
     tie_policy: TiePolicy = option("trec_eval", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy")
+    tie_note: float = option(0.01, _TIE_NOTE_HELP, ge=0, le=1, cli=Cli(metavar="SHARE"))
     groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
     report: PathText | None = option(None, _REPORT_HELP, cli=Cli(metavar="DIR"))

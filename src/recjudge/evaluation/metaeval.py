@@ -402,6 +402,7 @@ class EvaluationResult:
     table: SystemTable
     settings: Mapping[str, object]
     tie_share: Mapping[str, float]
+    tie_sensitivity: Mapping | None = None  # the tie note (recjudge.evaluation.ties.note.summarize)
 
     def to_json(self) -> dict:
         scores = self.table.scores_frame()
@@ -413,7 +414,10 @@ class EvaluationResult:
                 "ranks": {m: float(self.table.ranks(m)[name]) for m in scores.columns},
                 "tied_user_share": self.tie_share.get(name),
             })
-        return {"systems": systems, "settings": dict(self.settings)}
+        out = {"systems": systems, "settings": dict(self.settings)}
+        if self.tie_sensitivity is not None:
+            out["tie_sensitivity"] = dict(self.tie_sensitivity)
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -427,6 +431,7 @@ class CompareResult:
     settings: Mapping[str, object]
     tie_share: Mapping[str, float] = field(default_factory=dict)
     reference_for: Mapping[str, SystemTable] = field(default_factory=dict)
+    tie_sensitivity: Mapping | None = None  # the tie note (recjudge.evaluation.ties.note.summarize)
 
     def reference_table(self, candidate: str) -> SystemTable:
         return self.reference_for.get(candidate, self.reference)
@@ -455,12 +460,15 @@ class CompareResult:
             for cand, by_measure in self.agreement.items()
         }
         first = next(iter(per_candidate.values()), {})
-        return {
+        out = {
             "measures": first,
             "candidates": per_candidate,
             "systems": systems,
             "settings": dict(self.settings),
         }
+        if self.tie_sensitivity is not None:
+            out["tie_sensitivity"] = dict(self.tie_sensitivity)
+        return out
 
 
 # ---------------------------------------------------------------------------------- pipeline
@@ -578,16 +586,35 @@ def measure_definitions(names) -> dict[str, str]:
 
 
 def _score(runs: Mapping[str, RunSource], label_sets: Mapping, measures: Mapping[str, str], tie_policy: str,
-           seed: int) -> Scored:
+           seed: int, tie_note: float = 1.0):
     """Every run scored under every label set in one pass over the runs, one run in memory at a time
-    (:func:`recjudge.evaluation.measures.score_runs`); the tied-user shares are taken at k = 100."""
+    (:func:`recjudge.evaluation.measures.score_runs`); the tied-user shares are taken at k = 100.
+    Returns the scores and, unless ``tie_note`` is 1 (off), the tie note's observations."""
     from .measures import score_runs
+    from .ties.note import TieObserver
 
     _check_runs(runs, tie_policy)
-    scored = score_runs(runs, label_sets, list(measures), tie_policy, seed, k=100)
+    _check_tie_note(tie_note)
+    observer = TieObserver(label_sets, list(measures), tie_policy, seed) if tie_note < 1 else None
+    scored = score_runs(runs, label_sets, list(measures), tie_policy, seed, k=100, observe=observer)
     if tie_policy == "input":  # score_runs keeps each run's own warning quiet: said once here
         warnings.warn(_INPUT_WARNING, stacklevel=3)
-    return scored
+    return scored, observer
+
+
+def _check_tie_note(value: float) -> None:
+    if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+        raise ConfigError(f"tie_note must be a share in [0, 1] (1 turns the tie note off), not {value!r}")
+
+
+def _tie_sensitivity(observer, tables: Mapping, names: Mapping[str, str], main, tie_note: float,
+                     pairs: Mapping | None = None, label_names: Mapping | None = None) -> dict:
+    """The tie note (:mod:`recjudge.evaluation.ties.note`) from the tables' means under the policy."""
+    from .ties.note import summarize
+
+    means = {label: {k: system_means(t.matrices[name]).to_dict() for name, k in names.items()}
+             for label, t in tables.items()}
+    return summarize(observer, means, names, main, tie_note, pairs, MEAN_DECIMALS, label_names)
 
 
 def _table(label_set: str, scored: Scored, key, measures: Mapping[str, str], unranked: str | None = None
@@ -602,23 +629,26 @@ def _table(label_set: str, scored: Scored, key, measures: Mapping[str, str], unr
 
 
 def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str] | str | None = None,
-             tie_policy: str = "trec_eval", seed: int = 0, export_ties: Mapping[str, dict] | None = None
-             ) -> EvaluationResult:
+             tie_policy: str = "trec_eval", seed: int = 0, export_ties: Mapping[str, dict] | None = None,
+             tie_note: float = 1.0) -> EvaluationResult:
     """Score and rank systems under one label set.
 
     ``runs`` maps a name to a Run or to a run file (:func:`recjudge.data.trec.run_paths`); files are
-    read one at a time, so the memory does not grow with the number of runs.
+    read one at a time, so the memory does not grow with the number of runs. ``tie_note`` < 1 also
+    measures how far the ties of the runs could move the result
+    (:mod:`recjudge.evaluation.ties.note`; ``tie_sensitivity`` of the result); 1 skips it.
     """
     names = _measure_names(measures)
-    scored = _score(runs, {"labels": qrels}, names, tie_policy, seed)
+    scored, observer = _score(runs, {"labels": qrels}, names, tie_policy, seed, tie_note)
     table = _table(qrels.name, scored, "labels", names)
+    ties = _tie_sensitivity(observer, {"labels": table}, names, "labels", tie_note, label_names={"labels": qrels.name})
     ranked_by, why = ranking_measure(list(names))
     settings = {"measures": list(names), "measure_definitions": measure_definitions(names),
                 "ranked_by": ranked_by, "ranked_by_note": why,
                 "tie_policy": tie_policy, "seed": seed,
                 "qrels": qrels.name, "n_users": len(qrels.qids), **_missing_users(names),
                 "export_ties": dict(export_ties or {})}
-    return EvaluationResult(table, settings, scored.tied_user_share)
+    return EvaluationResult(table, settings, scored.tied_user_share, ties)
 
 
 def tied_ranking(means: pd.Series, label_set: str, measure: str) -> str:
@@ -687,13 +717,14 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
             measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "trec_eval",
             seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None,
             bootstrap_seed: int | None = None, ci_method: str = DEFAULT_CI_METHOD,
-            sources: Mapping[str, str] | None = None) -> CompareResult:
+            sources: Mapping[str, str] | None = None, tie_note: float = 1.0) -> CompareResult:
     """Rank systems under the reference and each candidate label set and compare the rankings.
 
     ``seed`` drives the hash tie policy and, unless ``bootstrap_seed`` is given, the bootstrap;
     a separate ``bootstrap_seed`` varies the CIs without changing any score or rank.
     ``sources`` (label set name → path it was read from) is recorded in the settings. ``runs`` maps
-    a name to a Run or to a run file, read one at a time as in :func:`evaluate`.
+    a name to a Run or to a run file, read one at a time as in :func:`evaluate`. ``tie_note`` as in
+    :func:`evaluate`: τ is recomputed from the means under each other tie treatment.
     """
     if queries not in QUERY_SETS:
         raise ConfigError(f"--queries must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
@@ -731,7 +762,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
             label_sets[("candidate", key)] = (qrels, shared[key])
         else:
             label_sets[("candidate", key)] = qrels
-    scored = _score(runs, label_sets, names, tie_policy, seed)
+    scored, observer = _score(runs, label_sets, names, tie_policy, seed, tie_note)
     ref_table = _table(reference.name, scored, ("reference",), names)
     cand_tables: dict[str, SystemTable] = {}
     ref_tables: dict[str, SystemTable] = {}
@@ -755,6 +786,15 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
                           label=f"candidate {key!r}", weights=weights, reference=f"reference {reference.name!r}")
             for m in names
         }
+    tables = {("reference",): ref_table}
+    pairs = {}
+    for key in cand_map:
+        tables[("candidate", key)] = cand_tables[key]
+        if queries == "shared":
+            tables[("shared", key)] = ref_tables[key]
+        pairs[key] = (("shared", key) if queries == "shared" else ("reference",), ("candidate", key))
+    label_names = {lb: reference.name if lb[0] == "reference" else f"{lb[0]} {lb[1]}" for lb in tables}
+    ties = _tie_sensitivity(observer, tables, names, ("reference",), tie_note, pairs, label_names)
     settings = {
         "measures": list(names),
         "measure_definitions": measure_definitions(names),
@@ -773,4 +813,4 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     }
     if sources is not None:
         settings["paths"] = {name: str(path) for name, path in sources.items()}
-    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables)
+    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables, ties)

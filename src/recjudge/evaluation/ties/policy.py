@@ -40,6 +40,7 @@ __all__ = [
     "tied_user_share",
     "order_rows",
     "tie_order",
+    "tie_blocks",
 ]
 
 
@@ -140,6 +141,12 @@ def _tie_blocks(so: ScoreOrder) -> tuple[np.ndarray, np.ndarray] | None:
     block = np.cumsum(~cont[at], dtype=np.int64)
     block -= 1
     return at, block
+
+
+def tie_blocks(so: ScoreOrder) -> tuple[np.ndarray, np.ndarray] | None:
+    """(positions in ``so`` of the rows inside a block of equal scores, their block number), or None
+    when no two rows of a query share a score; a block's rows are adjacent."""
+    return _tie_blocks(so)
 
 
 def _used(codes: np.ndarray, n: int) -> np.ndarray:
