@@ -173,3 +173,23 @@ def test_the_threshold_is_a_share_of_some_run_and_shown_in_the_cli(tmp_path, cap
     assert "ties: " in (tmp_path / "rep" / "report.md").read_text()
     assert main(["evaluate", "--runs", str(folder), "--qrels", str(tmp_path / "h.qrels"), "--tie-note", "2"]) == 2
     assert "--tie-note" in capsys.readouterr().err
+
+
+def test_fill_prints_the_note_of_the_human_labels(tmp_path, capsys):
+    from pathlib import Path
+
+    from recjudge.data.trec import read_runs
+
+    repo = Path(__file__).resolve().parent.parent
+    runs, human = repo / "runs" / "example", repo / "qrels" / "example-human.qrels"
+    args = ["fill", "--human", str(human), "--llm", str(repo / "qrels" / "example-llm.qrels"), "--runs", str(runs),
+            "--out", str(tmp_path / "f.qrels"), "--min-overlap", "5", "--json", str(tmp_path / "f.json")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    want = evaluate(read_runs([runs]), read_qrels(human), ["Judged@100", "Compat(p=0.95)", "nDCG@100"],
+                    tie_note=0.01).tie_sensitivity
+    assert want["shown"]  # the example runs tie
+    assert [line for line in out.splitlines() if line.startswith("ties: ")] == [f"{want['note']} (under the human labels)"]
+    assert json.loads((tmp_path / "f.json").read_text())["scenarios"]["tie_sensitivity"]["note"] == want["note"]
+    assert main([*args[:-2], "--tie-note", "1"]) == 0
+    assert "ties: " not in capsys.readouterr().out

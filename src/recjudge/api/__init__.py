@@ -421,7 +421,7 @@ def fill(s: FillSettings) -> FillReport:
     cal = calibrate(human, llm, s.min_overlap)
     result = fill_gaps(human, llm, runs, cal, s.k, s.tie_policy, s.seed, allow_weak=s.allow_weak_calibration)
     rep = scenarios(runs, {"Human-only": human, "LLM fills gaps": result.qrels, "Full LLM": llm},
-                    s.k, s.tie_policy, s.seed, measures=s.measures)
+                    s.k, s.tie_policy, s.seed, measures=s.measures, tie_note=s.tie_note)
     val = None
     if s.validate is not None:
         val = validate_fill(human, llm, runs, s.validate, s.k, s.min_overlap, s.tie_policy, s.seed,

@@ -229,6 +229,9 @@ class FillReport(Result):
         for m, tau in rep.tau.items():
             lines += [f"\nKendall τ-b between scenario rankings on {m}:", tau.round(3).to_string()]
         lines += [f"\nwarning: {w}" for w in rep.warnings]
+        note = (rep.tie_sensitivity or {}).get("note")
+        if note:
+            lines.append(f"\n{note} (under the human labels)")
         if val is not None:
             lines.append(f"\nvalidation: hid {val.n_hidden} human labels ({self.validate:.0%}), "
                          f"LLM covered {val.n_hidden_filled}")

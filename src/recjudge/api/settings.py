@@ -155,6 +155,7 @@ class FillSettings(Settings):
                                                  "output then carries the warning (default: refused)")
     tie_policy: TiePolicy = option("trec_eval", "order of equal scores when taking each run's top-k (default trec_eval: docid descending)")
     seed: Seed = option(0, "seed for the hash tie policy and the --validate sample")
+    tie_note: float = option(0.01, _TIE_NOTE_HELP + "; under the human labels", ge=0, le=1, cli=Cli(metavar="SHARE"))
     validate: float | None = option(None, "also hide a seeded fraction F (0 < F < 1) of human labels, fill them "
                                           "and check against them (default: no validation)",
                                     cli=Cli(metavar="F"), gt=0, lt=1)
