@@ -160,7 +160,7 @@ def test_one_result_interface_on_in_memory_inputs(tmp_path):
     for m, ra in direct.agreement[llm.name].items():
         assert frame.loc[m, "tau_b"] == pytest.approx(ra.kendall_tau, nan_ok=True)
     assert results["evaluate"].to_frame()["rank"].min() == 1
-    assert results["fill"].to_json()["settings"] == {"k": 100, "tie_policy": "hash", "seed": 0,
+    assert results["fill"].to_json()["settings"] == {"k": 100, "tie_policy": "trec_eval", "seed": 0,
                                                      "allow_weak_calibration": False}  # as the command's
     assert (tmp_path / "f.qrels").is_file() and (tmp_path / "f.qrels.sources.tsv").is_file()
 

@@ -190,14 +190,17 @@ def test_a_changed_label_changes_the_matrix():
 
 # --------------------------------------------------------------------------------- ties, input
 
-def test_unresolved_run_is_resolved_with_hash_and_warns():
+def test_unresolved_run_is_resolved_as_trec_eval_does_and_warns():
     qrels, runs = _random_case(11, n_runs=1)
     raw = Run(runs["run0"].name, runs["run0"].frame.assign(score=1.0))  # every score tied
     with pytest.warns(UserWarning, match="resolve_ties"):
         got = per_query_matrix({"r": raw}, qrels, DEFAULT_MEASURES)
+    # trec_eval's rule, spelled out: equal scores, so each query's documents by docid descending
+    f = raw.frame.sort_values(["qid", "docid"], ascending=[True, False], kind="stable")
+    f = f.assign(score=(f.groupby("qid").qid.transform("size") - f.groupby("qid").cumcount()).astype(float))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        want = per_query_matrix({"r": resolve_ties(raw, "hash", 0)}, qrels, DEFAULT_MEASURES, backend="ir_measures")
+        want = per_query_matrix({"r": Run("r", f)}, qrels, DEFAULT_MEASURES, backend="ir_measures")
     _assert_equal(got, want)
 
 

@@ -121,9 +121,9 @@ def _fixture(seed=0, users=30, systems=6, depth=20, items=80):
 
 def test_compare_system_scores_equal_ir_measures_on_tie_resolved_runs():
     runs, human, llm = _fixture()
-    res = compare(runs, human, [llm], bootstrap=100, seed=5)
+    res = compare(runs, human, [llm], bootstrap=100, tie_policy="hash", seed=5)
     measures = ["nDCG@10", "Bpref", "Judged@10", "Compat(p=0.95)"]
-    res2 = compare(runs, human, [llm], measures=",".join(measures), bootstrap=0, seed=5)
+    res2 = compare(runs, human, [llm], measures=",".join(measures), bootstrap=0, tie_policy="hash", seed=5)
     for name, run in runs.items():
         tiefree = resolve_ties(run, "hash", 5)
         rows = [ir_measures.ScoredDoc(q, d, s) for q, d, s in zip(tiefree.frame.qid, tiefree.frame.docid,
@@ -223,7 +223,7 @@ def test_compare_cli_json_report_and_no_heavy_imports(tmp_path, capsys):
     # identical candidate label sets give identical verdicts
     c1, c2 = data["candidates"].values()
     assert c1["Bpref"]["kendall_tau"] == c2["Bpref"]["kendall_tau"]
-    assert len(data["systems"]) == 5 and data["settings"]["tie_policy"] == "hash"
+    assert len(data["systems"]) == 5 and data["settings"]["tie_policy"] == "trec_eval"
     report = (tmp_path / "report" / "report.md").read_text()
     pngs = sorted(p.name for p in (tmp_path / "report").glob("*.png"))
     assert len(pngs) == 2 * 4 * 2  # scatter + displacement, 4 measures, 2 candidates
@@ -504,7 +504,7 @@ def test_bootstrap_seed_varies_the_ci_but_never_the_rankings():
     runs, human, llm = _fixture(seed=14, systems=8)
     # percentile: an interval from the resamples alone (the default may take the jackknife's SE,
     # which no seed changes)
-    kw = dict(measures="nDCG@10", bootstrap=100, seed=3, ci_method="percentile")
+    kw = dict(measures="nDCG@10", bootstrap=100, tie_policy="hash", seed=3, ci_method="percentile")
     base = compare(runs, human, [llm], **kw)
     same = compare(runs, human, [llm], **kw, bootstrap_seed=3)
     other = compare(runs, human, [llm], **kw, bootstrap_seed=4)
@@ -517,7 +517,7 @@ def test_bootstrap_seed_varies_the_ci_but_never_the_rankings():
     assert (base.settings["bootstrap_seed"], other.settings["bootstrap_seed"]) == (3, 4)
     assert other.settings["seed"] == 3
     # a different --seed changes the hash tie-break, and so the scores of these tie-heavy runs
-    moved = compare(runs, human, [llm], measures="nDCG@10", bootstrap=0, seed=4)
+    moved = compare(runs, human, [llm], measures="nDCG@10", bootstrap=0, tie_policy="hash", seed=4)
     assert not np.allclose(moved.reference.means("nDCG@10"), base.reference.means("nDCG@10"))
 
 
@@ -637,7 +637,7 @@ def test_input_tie_policy_is_warned_once_for_all_runs():
             warnings.simplefilter("always")
             call()
         said = [str(w.message) for w in got if "tie policy 'input'" in str(w.message)]
-        assert len(said) == 1 and "Prefer 'hash'" in said[0]  # not once per run
+        assert len(said) == 1 and "Prefer 'trec_eval' (the default)" in said[0]  # not once per run
         assert got[0].filename == __file__  # points at the caller's line
 
 

@@ -332,9 +332,11 @@ def test_prevalence_by_hand():
     assert p["inside_top2"] == 1 / 4  # u3: ranks 1-2
     assert p["crossing_top3"] == 1 / 4  # u3: ranks 3 and 4
     assert p["inside_top3"] == 2 / 4  # u1 ranks 2-3, u3 ranks 1-2
-    assert p["relevant_tied"] == 2 / 4  # u1's c, u3's d
-    assert p["relevant_tied_top2"] == 1 / 4  # u3's d sits in the block at ranks 3-4
-    assert p["relevant_tied_top3"] == 2 / 4
+    # relevant shares are of the users the qrels judge (u1, u3): the others cannot hold a labelled item
+    assert p["judged_users"] == 2
+    assert p["relevant_tied"] == 2 / 2  # u1's c, u3's d
+    assert p["relevant_tied_top2"] == 1 / 2  # u3's d sits in the block at ranks 3-4
+    assert p["relevant_tied_top3"] == 2 / 2
     assert p["tied_rows"] == 6 / 13
     assert p["largest_block"] == 2
     assert p["float32_tied"] == 3 / 4  # u4 too: trec_eval would see a tie

@@ -337,7 +337,8 @@ def evaluate(s: EvaluateSettings) -> EvaluateReport:
     check_outputs({"--json": s.json, "--per-query": per_query}, inputs=inputs)
     check_output_dir(s.report, "--report", inputs)
     runs, groups, ties = _systems(s.runs, s.groups)
-    result = score(runs, _qrels(s.qrels), s.measures, tie_policy=s.tie_policy, seed=s.seed, export_ties=ties)
+    result = score(runs, _qrels(s.qrels), s.measures, tie_policy=s.tie_policy, seed=s.seed, export_ties=ties,
+                   tie_note=s.tie_note)
     by_group = _group_table(result.table.scores_frame(), groups, s.groups)
     report = EvaluateReport(result, os.fspath(s.qrels) if _is_path(s.qrels) else result.settings["qrels"],
                             None, by_group, settings=s)
@@ -372,7 +373,7 @@ def compare(s: CompareSettings) -> CompareReport:
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=s.measures,
                             queries=s.queries, tie_policy=s.tie_policy, seed=s.seed, bootstrap=s.bootstrap,
                             export_ties=ties, bootstrap_seed=s.bootstrap_seed, ci_method=s.ci_method,
-                            sources=sources, spelled=s.name_of)
+                            sources=sources, spelled=s.name_of, tie_note=s.tie_note)
     by_group = None
     if groups:
         import pandas as pd
@@ -429,7 +430,7 @@ def fill(s: FillSettings) -> FillReport:
     cal = calibrate(human, llm, s.min_overlap)
     result = fill_gaps(human, llm, runs, cal, s.k, s.tie_policy, s.seed, allow_weak=s.allow_weak_calibration)
     rep = scenarios(runs, {"Human-only": human, "LLM fills gaps": result.qrels, "Full LLM": llm},
-                    s.k, s.tie_policy, s.seed, measures=s.measures)
+                    s.k, s.tie_policy, s.seed, measures=s.measures, tie_note=s.tie_note)
     val = None
     if s.validate is not None:
         val = validate_fill(human, llm, runs, s.validate, s.k, s.min_overlap, s.tie_policy, s.seed,

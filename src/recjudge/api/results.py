@@ -86,7 +86,8 @@ class EvaluateReport(Result):
         note = (f"\nrank {', '.join(dict.fromkeys(frame['rank'][tied]))}: systems with equal {s['ranked_by']} "
                 "share the mean of their ranks" if tied.any() else "")
         return (f"{len(frame)} systems under {self.source}; ranked by {s['ranked_by']} ({s['ranked_by_note']}); "
-                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + note + _groups_text(self.groups))
+                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + note + _tie_line(self.result)
+                + _groups_text(self.groups))
 
 
 def per_query_frame(matrices) -> pd.DataFrame:
@@ -107,6 +108,12 @@ def per_query_frame(matrices) -> pd.DataFrame:
                           "measure": np.tile(np.asarray(names, dtype=object), n_r * n_q),
                           "value": values.transpose(2, 1, 0).ravel()})
     return frame[frame["value"].notna()].reset_index(drop=True)
+
+
+def _tie_line(result) -> str:
+    """The tie note's one line (recjudge.evaluation.ties.note), when the ties could change the result."""
+    note = (getattr(result, "tie_sensitivity", None) or {}).get("note")
+    return f"\n{note}" if note else ""
 
 
 def _with_groups(data: dict, groups: pd.DataFrame | None) -> dict:
@@ -181,7 +188,7 @@ class CompareReport(Result):
             lines += [f"{m}: {ra.undefined}" for m, ra in by_measure.items() if ra.undefined]
         scores = result.reference.scores_frame()
         lines += ["", "system scores under the reference:", scores.round(4).to_string()]
-        return "\n".join(lines) + _groups_text(self.groups)
+        return "\n".join(lines) + _tie_line(result) + _groups_text(self.groups)
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,6 +268,9 @@ class FillReport(Result):
         for m, tau in rep.tau.items():
             lines += [f"\nKendall τ-b between scenario rankings on {m}:", tau.round(3).to_string()]
         lines += [f"\nwarning: {w}" for w in rep.warnings]
+        note = (rep.tie_sensitivity or {}).get("note")
+        if note:
+            lines.append(f"\n{note} (under the human labels)")
         if val is not None:
             lines.append(f"\nvalidation: hid {val.n_hidden} human labels ({self.validate:.0%}), "
                          f"LLM covered {val.n_hidden_filled}")

@@ -42,7 +42,12 @@ DEFAULT_MEASURE_STRING = ",".join(DEFAULT_MEASURES)
 MAX_THREADS = 1024
 MAX_EPOCHS = 100_000
 
-_TIE_HELP = "order of equal scores before any measure runs: hash of seed+user+item (default hash)"
+_TIE_HELP = ("order of equal scores before any measure runs: trec_eval (score, then docid descending as strings, trec_eval's rule), hash (disclosed hash of seed+user+item), docid (ascending) or input (file order); default trec_eval")
+_TIE_NOTE_HELP = ("print one line on how far ties could move the result (the other tie policy and the expected "
+                  "value under random order, on the systems' means and τ) when some run's share of tie-sensitive "
+                  "lists exceeds this: lists whose equal scores, within the depth the measures read, hold "
+                  "differently judged items (default 0.01: below it no run's mean moves by more than 0.01; "
+                  "0: whenever one does; 1: off, nothing computed)")
 _GROUPS_HELP = ("'system group' per line (e.g. pooled / non-pooled): every measure averaged per group "
                 "(default: the groups `recjudge train` recorded beside the runs, if any)")
 _JSON_HELP = "write the result as JSON (default: none)"
@@ -106,8 +111,9 @@ class CompareSettings(_Measured):
         None, "own: each label set over the users it judges; shared: only users judged by both (default: own, "
               "but a candidate that shares no user with the reference is refused unless own is given)")
     rel: Positive | None = option(None, _REL_HELP, cli=Cli(metavar="N"))
-    tie_policy: TiePolicy = option("hash", _TIE_HELP)
+    tie_policy: TiePolicy = option("trec_eval", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)")
+    tie_note: float = option(0.01, _TIE_NOTE_HELP, ge=0, le=1, cli=Cli(metavar="SHARE"))
     bootstrap: Count = option(1000, "bootstrap resamples of users for the τ CIs (0: no CI)")
     bootstrap_seed: Seed | None = option(None, "seed for the bootstrap alone (default: --seed); varies the CIs, "
                                                "never the rankings")
@@ -130,8 +136,9 @@ class EvaluateSettings(_Measured):
     measures: str = option(DEFAULT_MEASURE_STRING, _MEASURES_HELP + "; systems are ranked by the first "
                                                    "that is not a coverage measure (Judged)")
     rel: Positive | None = option(None, _REL_HELP, cli=Cli(metavar="N"))
-    tie_policy: TiePolicy = option("hash", _TIE_HELP)
+    tie_policy: TiePolicy = option("trec_eval", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy")
+    tie_note: float = option(0.01, _TIE_NOTE_HELP, ge=0, le=1, cli=Cli(metavar="SHARE"))
     groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
     per_query: PathText | None = option(
         None, "write every user's score per run and measure as TSV rows run, query, measure, value (trec_eval -q) "
@@ -181,8 +188,9 @@ class FillSettings(Settings):
     allow_weak_calibration: bool = option(False, "fill even when the calibration cannot calibrate (too few "
                                                  "shared pairs, a flat or non-monotone mapping, no signal); every "
                                                  "output then carries the warning (default: refused)")
-    tie_policy: TiePolicy = option("hash", "order of equal scores when taking each run's top-k")
+    tie_policy: TiePolicy = option("trec_eval", "order of equal scores when taking each run's top-k (default trec_eval: docid descending)")
     seed: Seed = option(0, "seed for the hash tie policy and the --validate sample")
+    tie_note: float = option(0.01, _TIE_NOTE_HELP + "; under the human labels", ge=0, le=1, cli=Cli(metavar="SHARE"))
     validate: float | None = option(None, "also hide a seeded fraction F (0 < F < 1) of human labels, fill them "
                                           "and check against them (default: no validation)",
                                     cli=Cli(metavar="F"), gt=0, lt=1)
@@ -388,7 +396,7 @@ class CompareSettingsSettings(_Measured):
     qrels_b: Inputs = option(help="qrels of setting B (e.g. human qrels)", cli=Cli(metavar="QRELS"))
     measures: str = option(DEFAULT_MEASURE_STRING, _MEASURES_HELP)
     rel: Positive | None = option(None, _REL_HELP, cli=Cli(metavar="N"))
-    tie_policy: TiePolicy = option("hash", _TIE_HELP)
+    tie_policy: TiePolicy = option("trec_eval", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy")
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
 
@@ -462,7 +470,7 @@ class JudgeCommandSettings(JudgeSettings):
                                cli=Cli(metavar="QRELS"))
     only_unjudged: Inputs = option(None, "skip pairs these qrels already judge (default: none, every selected pair)",
                                    cli=Cli(metavar="QRELS"))
-    tie_policy: TiePolicy = option("hash", "orders tied scores before the depth cut")
+    tie_policy: TiePolicy = option("trec_eval", "orders tied scores before the depth cut (default trec_eval: docid descending)")
     temperature: float | None = option(None, "sampling temperature, 0-2 (default: not sent, so the server's own "
                                              "applies: 1 on OpenAI, 0.8 on llama-cpp-python; the summary says which)",
                                        ge=0, le=2, cli=Cli(metavar="T"))

@@ -9,7 +9,8 @@ from ._settings import add_settings, settings_from
 
 DESCRIPTION = """\
 Audit tie handling in runs. Prints, per run, how many users have exactly equal scores (overall,
-reaching / crossing / inside the top k, on a relevant item) and, with --qrels, each measure under
+reaching / crossing / inside the top k; on a relevant item as a share of the users the qrels
+judge, column judged) and, with --qrels, each measure under
 input-order tie-breaking (a stable sort: the run file's line order), the disclosed hash policy,
 the mean and sd over many hash seeds, and the exact expectation under a uniformly random order
 within tie blocks (Monte Carlo with a CI for measures without a closed form, e.g. Compat, Bpref).

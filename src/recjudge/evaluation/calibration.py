@@ -213,7 +213,7 @@ def _topk_pairs(runs: Mapping[str, Run], k: int, tie_policy: str, seed: int, hum
 
 
 def fill_gaps(human: Qrels, llm: Qrels, runs: Mapping[str, Run], calibration: Calibration | None = None,
-              k: int = 100, tie_policy: str = "hash", seed: int = 0, name: str | None = None,
+              k: int = 100, tie_policy: str = "trec_eval", seed: int = 0, name: str | None = None,
               allow_weak: bool = False) -> FillResult:
     """Human labels where present; calibrated LLM labels for unjudged items in the runs' top-k.
 
@@ -306,29 +306,38 @@ class ScenarioReport(NamedTuple):
     scores: Mapping[str, pd.DataFrame]   # measure → systems × scenarios mean scores
     warnings: tuple[str, ...]
     measures: tuple[str, ...] = ()       # the measures compared, in the order given
+    tie_sensitivity: Mapping | None = None  # the tie note under the first scenario (recjudge.evaluation.ties.note)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "measures": list(self.measures or self.tau),
             "judged": {k: float(v) for k, v in self.judged.items()},
             "kendall_tau": {m: t.to_dict() for m, t in self.tau.items()},
             "scores": {m: s.to_dict() for m, s in self.scores.items()},
             "warnings": list(self.warnings),
         }
+        if self.tie_sensitivity is not None:
+            out["tie_sensitivity"] = dict(self.tie_sensitivity)
+        return out
 
 
 def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100,
-              tie_policy: str = "hash", seed: int = 0,
-              measures: str | Sequence[str] | None = None) -> ScenarioReport:
+              tie_policy: str = "trec_eval", seed: int = 0,
+              measures: str | Sequence[str] | None = None, tie_note: float = 1.0) -> ScenarioReport:
     """Average Judged@k, and per measure the systems' scores and the Kendall τ matrix across label
-    scenarios (``measures``: see :func:`scenario_measures`; default Compat(p=0.95) and nDCG@k)."""
+    scenarios (``measures``: see :func:`scenario_measures`; default Compat(p=0.95) and nDCG@k).
+    ``tie_note`` < 1: the tie note (:func:`recjudge.evaluation.metaeval.evaluate`) under the first scenario."""
     from .metaeval import evaluate, kendall_tau, tied_ranking
 
     judged_m = f"Judged@{k}"
     compared = scenario_measures(measures, k)
     # Judged@k is the coverage headline whatever is compared; listed once if it is compared too
     evaluated = list(dict.fromkeys([judged_m, *compared]))
-    tables = {name: evaluate(runs, q, evaluated, tie_policy, seed).table for name, q in labels.items()}
+    results = {name: evaluate(runs, q, evaluated, tie_policy, seed, tie_note=tie_note if i == 0 else 1.0)
+               for i, (name, q) in enumerate(labels.items())}
+    tables = {name: r.table for name, r in results.items()}
+    first = next(iter(results.values()), None)
+    ties = first.tie_sensitivity if first is not None and tie_note < 1 else None
     judged_systems = pd.DataFrame({name: t.means(judged_m) for name, t in tables.items()})
     judged = judged_systems.mean().astype(float)
     taus, scores = {}, {}
@@ -345,7 +354,7 @@ def scenarios(runs: Mapping[str, Run], labels: Mapping[str, Qrels], k: int = 100
                  "unstable on filled qrels (Penha et al. 2025); read Compat first"),)
     # a scenario that ties every system has no ranking: its τ are undefined (NaN), said here
     warn += tuple(why for m in compared for name in names if (why := tied_ranking(scores[m][name], name, m)))
-    return ScenarioReport(judged, judged_systems, taus, scores, warn, compared)
+    return ScenarioReport(judged, judged_systems, taus, scores, warn, compared, ties)
 
 
 class ValidationReport(NamedTuple):
@@ -361,7 +370,7 @@ class ValidationReport(NamedTuple):
 
 
 def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: float, k: int = 100,
-                  min_overlap: int = 30, tie_policy: str = "hash", seed: int = 0,
+                  min_overlap: int = 30, tie_policy: str = "trec_eval", seed: int = 0,
                   measures: str | Sequence[str] | None = None, allow_weak: bool = False) -> ValidationReport:
     """Hide a seeded fraction of human labels, fill them from the LLM, and check the filled labels
     (τ on each of ``measures``, as :func:`scenarios`)."""

@@ -1098,9 +1098,9 @@ def _tie_free(run: Run) -> Run:
     if is_tie_free(run):
         return run
     warnings.warn(f"run {run.name!r} has equal scores within a query (compared as float32, as trec_eval "
-                  "does); ordered them with the default 'hash' policy (seed 0) — call "
+                  "does); ordered them as trec_eval does (score, then docid descending) — call "
                   "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
-    return ensure_tie_free(run, "hash", 0)
+    return ensure_tie_free(run, "trec_eval", 0)
 
 
 def _check_exp_labels(measures, jd: Judgments, qrels: Qrels) -> None:
@@ -1132,7 +1132,7 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
     - Runs must be tie-free (:func:`recjudge.data.trec.ensure_tie_free`): trec_eval compares scores
       as float32 and breaks ties by docid descending, ir-measures' Python providers by docid
       ascending. A run whose scores tie in float32 (whatever its ``tie_policy`` says) is resolved
-      here with the ``hash`` policy (seed 0) and a warning.
+      here with the ``trec_eval`` policy (docid descending) and a warning.
     - Negative labels count as judged for ``Judged`` and are otherwise ignored: trec_eval reads
       them as "in the pool but unjudged" (no gain, neither relevant nor non-relevant for Bpref).
     - ``nDCG@k``: gain = label, discount log2(rank + 1), ideal from every label > 0 of the query
@@ -1174,8 +1174,8 @@ class Scored(NamedTuple):
 
 
 def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[str, Qrels | tuple],
-               measures=DEFAULT_MEASURES, tie_policy: str = "hash", seed: int = 0, k: int | None = 100,
-               backend: str = "auto", timings: dict[str, float] | None = None) -> Scored:
+               measures=DEFAULT_MEASURES, tie_policy: str = "trec_eval", seed: int = 0, k: int | None = 100,
+               backend: str = "auto", timings: dict[str, float] | None = None, observe=None) -> Scored:
     """Score every run under every label set in one pass, holding one run in memory at a time.
 
     ``runs`` maps a name to a :class:`~recjudge.data.trec.Run` or to a run file, read when its turn
@@ -1188,6 +1188,11 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     the tie-free order is what every label set scores. ``label_sets`` maps a name to qrels, or to
     ``(qrels, queries)`` with ``queries`` as in :func:`per_query_matrix`. The matrices equal
     ``per_query_matrix(tie_free_runs, qrels, measures, queries, backend)``.
+
+    ``observe``, when given, is called as ``observe(name, col, run, order, scorers, doc_codes)`` after
+    each run with ties is scored: the run as read and its score order, each label set's
+    :class:`Scorer` holding its column, and per label set the code of each of the run's docids
+    (or None) (:class:`recjudge.evaluation.ties.note.TieObserver`).
 
     ``timings``, when given, gets the seconds spent per stage added to it (``judgments``, ``read
     runs`` — waiting for the reading thread —, ``tie share``, ``ensure_tie_free``, ``docid lookup``,
@@ -1233,7 +1238,8 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
             shares[name] = tied_user_share(run, k, order=so)
             clock.lap("tie share")
             docids = run.codes.docids
-            if keep_runs or is_tie_free(run, order=so):
+            raw, raw_so, free = run, so, is_tie_free(run, order=so)
+            if keep_runs or free:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # 'input' warns once per run; the caller says it once
                     run, so = tie_free(run, tie_policy, seed, so)
@@ -1249,7 +1255,10 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
                 joined = scorer.add(run, col, doc_of_unique, ranked, shared.rows(i, first, scorer.jd))
                 first = joined if i == 0 else first
                 clock.lap(f"matrices, {label}")
-            del run, ranked, so
+            if observe is not None and not free:
+                observe(name, col, raw, raw_so, scorers, doc_codes if ranked.docids is docids else None)
+                clock.lap("tie note")
+            del run, ranked, so, raw, raw_so
     return Scored({label: sc.frames(names) for label, sc in scorers.items()}, shares,
                   {label: dict(zip(names, sc.users_ranked.tolist())) for label, sc in scorers.items()})
 

@@ -486,6 +486,7 @@ class EvaluationResult:
     table: SystemTable
     settings: Mapping[str, object]
     tie_share: Mapping[str, float]
+    tie_sensitivity: Mapping | None = None  # the tie note (recjudge.evaluation.ties.note.summarize)
 
     def to_json(self) -> dict:
         scores = self.table.scores_frame()
@@ -497,7 +498,10 @@ class EvaluationResult:
                 "ranks": {m: float(self.table.ranks(m)[name]) for m in scores.columns},
                 "tied_user_share": self.tie_share.get(name),
             })
-        return {"systems": systems, "settings": dict(self.settings)}
+        out = {"systems": systems, "settings": dict(self.settings)}
+        if self.tie_sensitivity is not None:
+            out["tie_sensitivity"] = dict(self.tie_sensitivity)
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -512,6 +516,7 @@ class CompareResult:
     tie_share: Mapping[str, float] = field(default_factory=dict)
     reference_for: Mapping[str, SystemTable] = field(default_factory=dict)
     users: Mapping[str, UserOverlap] = field(default_factory=dict)  # candidate → users each and both judge
+    tie_sensitivity: Mapping | None = None  # the tie note (recjudge.evaluation.ties.note.summarize)
 
     def user_notes(self) -> list[str]:
         """One line per candidate that judges other users than the reference: the counts and what τ compares."""
@@ -544,19 +549,22 @@ class CompareResult:
             for cand, by_measure in self.agreement.items()
         }
         first = next(iter(per_candidate.values()), {})
-        return {
+        out = {
             "users": {cand: u.to_json() for cand, u in self.users.items()},
             "measures": first,
             "candidates": per_candidate,
             "systems": systems,
             "settings": dict(self.settings),
         }
+        if self.tie_sensitivity is not None:
+            out["tie_sensitivity"] = dict(self.tie_sensitivity)
+        return out
 
 
 # ---------------------------------------------------------------------------------- pipeline
 
 _INPUT_WARNING = ("tie policy 'input': equal scores are ordered by file order; a list written relevant-first "
-                  "then wins every tie. Prefer 'hash'.")
+                  "then wins every tie. Prefer 'trec_eval' (the default) or 'hash'.")
 
 
 def _check_runs(runs: Mapping, tie_policy: str) -> None:
@@ -669,16 +677,35 @@ def measure_definitions(names) -> dict[str, str]:
 
 
 def _score(runs: Mapping[str, RunSource], label_sets: Mapping, measures: Mapping[str, str], tie_policy: str,
-           seed: int) -> Scored:
+           seed: int, tie_note: float = 1.0):
     """Every run scored under every label set in one pass over the runs, one run in memory at a time
-    (:func:`recjudge.evaluation.measures.score_runs`); the tied-user shares are taken at k = 100."""
+    (:func:`recjudge.evaluation.measures.score_runs`); the tied-user shares are taken at k = 100.
+    Returns the scores and, unless ``tie_note`` is 1 (off), the tie note's observations."""
     from .measures import score_runs
+    from .ties.note import TieObserver
 
     _check_runs(runs, tie_policy)
-    scored = score_runs(runs, label_sets, list(measures), tie_policy, seed, k=100)
+    _check_tie_note(tie_note)
+    observer = TieObserver(label_sets, list(measures), tie_policy, seed) if tie_note < 1 else None
+    scored = score_runs(runs, label_sets, list(measures), tie_policy, seed, k=100, observe=observer)
     if tie_policy == "input":  # score_runs keeps each run's own warning quiet: said once here
         warnings.warn(_INPUT_WARNING, stacklevel=3)
-    return scored
+    return scored, observer
+
+
+def _check_tie_note(value: float) -> None:
+    if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+        raise ConfigError(f"tie_note must be a share in [0, 1] (1 turns the tie note off), not {value!r}")
+
+
+def _tie_sensitivity(observer, tables: Mapping, names: Mapping[str, str], main, tie_note: float,
+                     pairs: Mapping | None = None, label_names: Mapping | None = None) -> dict:
+    """The tie note (:mod:`recjudge.evaluation.ties.note`) from the tables' means under the policy."""
+    from .ties.note import summarize
+
+    means = {label: {k: system_means(t.matrices[name]).to_dict() for name, k in names.items()}
+             for label, t in tables.items()}
+    return summarize(observer, means, names, main, tie_note, pairs, MEAN_DECIMALS, label_names)
 
 
 def _table(label_set: str, scored: Scored, key, measures: Mapping[str, str], unranked: str | None = None
@@ -693,23 +720,26 @@ def _table(label_set: str, scored: Scored, key, measures: Mapping[str, str], unr
 
 
 def evaluate(runs: Mapping[str, RunSource], qrels: Qrels, measures: Sequence[str] | str | None = None,
-             tie_policy: str = "hash", seed: int = 0, export_ties: Mapping[str, dict] | None = None
-             ) -> EvaluationResult:
+             tie_policy: str = "trec_eval", seed: int = 0, export_ties: Mapping[str, dict] | None = None,
+             tie_note: float = 1.0) -> EvaluationResult:
     """Score and rank systems under one label set.
 
     ``runs`` maps a name to a Run or to a run file (:func:`recjudge.data.trec.run_paths`); files are
-    read one at a time, so the memory does not grow with the number of runs.
+    read one at a time, so the memory does not grow with the number of runs. ``tie_note`` < 1 also
+    measures how far the ties of the runs could move the result
+    (:mod:`recjudge.evaluation.ties.note`; ``tie_sensitivity`` of the result); 1 skips it.
     """
     names = _measure_names(measures)
-    scored = _score(runs, {"labels": qrels}, names, tie_policy, seed)
+    scored, observer = _score(runs, {"labels": qrels}, names, tie_policy, seed, tie_note)
     table = _table(qrels.name, scored, "labels", names)
+    ties = _tie_sensitivity(observer, {"labels": table}, names, "labels", tie_note, label_names={"labels": qrels.name})
     ranked_by, why = ranking_measure(list(names))
     settings = {"measures": list(names), "measure_definitions": measure_definitions(names),
                 "ranked_by": ranked_by, "ranked_by_note": why,
                 "tie_policy": tie_policy, "seed": seed,
                 "qrels": qrels.name, "n_users": len(qrels.qids), **_missing_users(names),
                 "export_ties": dict(export_ties or {})}
-    return EvaluationResult(table, settings, scored.tied_user_share)
+    return EvaluationResult(table, settings, scored.tied_user_share, ties)
 
 
 def tied_ranking(means: pd.Series, label_set: str, measure: str) -> str:
@@ -783,11 +813,11 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
 
 
 def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequence[Qrels] | Mapping[str, Qrels],
-            measures: Sequence[str] | str | None = None, queries: str | None = None, tie_policy: str = "hash",
+            measures: Sequence[str] | str | None = None, queries: str | None = None, tie_policy: str = "trec_eval",
             seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None,
             bootstrap_seed: int | None = None, ci_method: str = DEFAULT_CI_METHOD,
-            sources: Mapping[str, str] | None = None, spelled: Callable[[str], str] | None = None
-            ) -> CompareResult:
+            sources: Mapping[str, str] | None = None, spelled: Callable[[str], str] | None = None,
+            tie_note: float = 1.0) -> CompareResult:
     """Rank systems under the reference and each candidate label set and compare the rankings.
 
     ``seed`` drives the hash tie policy and, unless ``bootstrap_seed`` is given, the bootstrap;
@@ -798,7 +828,8 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     ``queries`` None counts users as ``"own"`` but refuses a candidate that shares no user with the
     reference: τ would then compare two rankings over different users, which only an explicit
     ``"own"`` accepts (:func:`user_overlap`). ``spelled`` (a setting's name → how the caller wrote it,
-    e.g. ``--queries``) words that refusal; default: the command line's.
+    e.g. ``--queries``) words that refusal; default: the command line's. ``tie_note`` as in
+    :func:`evaluate`: τ is recomputed from the means under each other tie treatment.
     """
     spelled = spelled or (lambda name: "--" + name.replace("_", "-"))
     if queries is not None and queries not in QUERY_SETS:
@@ -836,7 +867,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
             label_sets[("candidate", key)] = (qrels, shared[key])
         else:
             label_sets[("candidate", key)] = qrels
-    scored = _score(runs, label_sets, names, tie_policy, seed)
+    scored, observer = _score(runs, label_sets, names, tie_policy, seed, tie_note)
     ref_table = _table(reference.name, scored, ("reference",), names)
     cand_tables: dict[str, SystemTable] = {}
     ref_tables: dict[str, SystemTable] = {}
@@ -860,6 +891,15 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
                           label=f"candidate {key!r}", weights=weights, reference=f"reference {reference.name!r}")
             for m in names
         }
+    tables = {("reference",): ref_table}
+    pairs = {}
+    for key in cand_map:
+        tables[("candidate", key)] = cand_tables[key]
+        if queries == "shared":
+            tables[("shared", key)] = ref_tables[key]
+        pairs[key] = (("shared", key) if queries == "shared" else ("reference",), ("candidate", key))
+    label_names = {lb: reference.name if lb[0] == "reference" else f"{lb[0]} {lb[1]}" for lb in tables}
+    ties = _tie_sensitivity(observer, tables, names, ("reference",), tie_note, pairs, label_names)
     settings = {
         "measures": list(names),
         "measure_definitions": measure_definitions(names),
@@ -879,4 +919,5 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     }
     if sources is not None:
         settings["paths"] = {name: str(path) for name, path in sources.items()}
-    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables, users)
+    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables, users,
+                         tie_sensitivity=ties)

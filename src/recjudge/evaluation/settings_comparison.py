@@ -66,7 +66,7 @@ def _num(v):
     return v if math.isfinite(v) else None
 
 
-def compare_settings(runs_a: Mapping, qrels_a, runs_b: Mapping, qrels_b, measures=None, tie_policy: str = "hash",
+def compare_settings(runs_a: Mapping, qrels_a, runs_b: Mapping, qrels_b, measures=None, tie_policy: str = "trec_eval",
                      seed: int = 0, labels: tuple[str, str] = ("A", "B")) -> SettingsComparison:
     """Rank the systems of ``runs_a`` (name → Run) under ``qrels_a`` and those of ``runs_b`` under
     ``qrels_b``; correlate the two rankings over the systems both hold (matched by run name).

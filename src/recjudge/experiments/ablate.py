@@ -107,7 +107,7 @@ class Experiment(Settings):
     mode: Literal[MODES] = option("one-at-a-time", "one setting at a time, or every combination")
     measures: tuple[str, ...] = option(("Compat(p=0.95)", "nDCG@100", "Bpref"), "measures of the τ", min_length=1)
     bootstrap: Count = option(1000, "user resamples of the CIs")
-    tie_policy: TiePolicy = option("hash", "order of equal scores")
+    tie_policy: TiePolicy = option("trec_eval", "order of equal scores (default trec_eval: docid descending, as trec_eval)")
     judge: dict[str, Any] = option(help="the base judge's settings", default_factory=dict)
     grid: dict[str, tuple] = option(help="values to try, axis by axis", default_factory=dict)
     # where the file came from and where per_user and experiments came from ("file", "default", or the

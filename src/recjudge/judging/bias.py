@@ -88,7 +88,7 @@ def popularity_bias(llm: Qrels, human: Qrels, popularity: Mapping[str, int], bin
 
 
 def popularity_rank_effect(bias: PopularityBias, llm: Qrels, popularity: Mapping[str, int], runs,
-                           measure: str = "nDCG@100", tie_policy: str = "hash", seed: int = 0) -> pd.DataFrame:
+                           measure: str = "nDCG@100", tie_policy: str = "trec_eval", seed: int = 0) -> pd.DataFrame:
     """Which systems gain or lose rank because of the judge's popularity bias.
 
     Systems are ranked twice on ``measure``: under the calibrated LLM labels, and under the same

@@ -29,7 +29,7 @@ def _frames(runs: Mapping[str, Run] | Iterable[Run], depth: int | None, tie_poli
 
 def select_pairs(runs: Mapping[str, Run] | Iterable[Run] = (), depth: int | None = None,
                  per_user: int | None = None, reference: Qrels | None = None,
-                 only_unjudged: Qrels | None = None, seed: int = 0, tie_policy: str = "hash",
+                 only_unjudged: Qrels | None = None, seed: int = 0, tie_policy: str = "trec_eval",
                  users: Iterable[str] | None = None) -> tuple[Pair, ...]:
     """Pairs to judge, sorted by (qid, docid).
 

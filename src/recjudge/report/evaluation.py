@@ -290,7 +290,8 @@ def plot_displacement(displacement: pd.Series, title: str, path: Path) -> None:
     plt.close(fig)
 
 
-def _tie_note(settings: Mapping[str, object], tie_share: Mapping[str, float]) -> list[str]:
+def _tie_note(settings: Mapping[str, object], tie_share: Mapping[str, float],
+              sensitivity: Mapping | None = None) -> list[str]:
     exported = dict(settings.get("export_ties") or {})
     lines = [f"- Tie policy: {md_code(settings.get('tie_policy'))} (seed {md_text(settings.get('seed'))}); ties "
              "in each ranking are ordered by this rule and scores rewritten as strictly decreasing "
@@ -307,6 +308,9 @@ def _tie_note(settings: Mapping[str, object], tie_share: Mapping[str, float]) ->
         lines.append(f"- {len(exported)} runs were already tie-free on disk: their ties were resolved at "
                      "export, so the policy above changes nothing for them. Users with ties in the top-k "
                      "before export: " + ", ".join(parts) + ".")
+    note = (sensitivity or {}).get("note")
+    if note:  # ties could change the result: how far (recjudge.evaluation.ties.note)
+        lines.append(f"- {md_text(note)}")
     return lines
 
 
@@ -358,7 +362,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
          + f", seed {md_text(s.get('bootstrap_seed', s['seed']))}." if s["bootstrap"]
          else "- Bootstrap: none (0 resamples), so no confidence interval for Kendall τ-b."),
         *[f"- {md_code(name)} read from {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
-        *_tie_note(s, result.tie_share),
+        *_tie_note(s, result.tie_share, getattr(result, "tie_sensitivity", None)),
         "",
     ]
     ref_label = str(s["reference"])
@@ -436,6 +440,6 @@ def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike
     md = [f"# {md_text(title)}", "", f"Labels: {md_code(result.settings['qrels'])}.", "",
           "- Measures:", *_measure_lines(result.settings),
           f"- Systems ranked by {md_text(by)} ({md_text(result.settings['ranked_by_note'])}).", *tie_line,
-          *_tie_note(result.settings, result.tie_share),
+          *_tie_note(result.settings, result.tie_share, getattr(result, "tie_sensitivity", None)),
           "", markdown_table(sc), ""]
     return write_report(out, "\n".join(md), title, protocol)

@@ -680,6 +680,7 @@ class IdDictionary:
         self._ids = np.empty(0, dtype=object)
         self._hashes = np.empty(0, dtype=np.uint64)
         self._order: np.ndarray | None = None
+        self._by_rank = np.empty(0, dtype=object)  # the ids in string order (what _order ranks)
         self._issued: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
         self._by_phys = np.zeros(0, dtype=np.int32)  # code per polars global categorical code (-1: not seen)
         self._categories: list = []  # a categorical column per batch of new strings: their table stays alive
@@ -755,9 +756,25 @@ class IdDictionary:
         from .records import sorted_codes
 
         with self._lock:
-            if self._order is None or len(self._order) < len(self._ids):  # grown since
-                self._order = sorted_codes(self._ids)
-            return self._order
+            ids = self._ids
+            old = 0 if self._order is None else len(self._order)
+            if old == len(ids):
+                return self._order
+            if old == 0 or len(ids) - old > old:
+                order = sorted_codes(ids)
+            else:  # grown since: the new ids merged in (each run adds a few; a sort of all would be per run)
+                new = ids[old:]
+                rank = sorted_codes(new)
+                by_rank = np.empty(len(new), dtype=object)
+                by_rank[rank] = new
+                below = np.searchsorted(self._by_rank, by_rank)  # old ids before each new one (ids are unique)
+                order = np.empty(len(ids), dtype=np.int64)
+                order[:old] = self._order + np.searchsorted(below, self._order, side="right")
+                order[old:] = (below + np.arange(len(new)))[rank]
+            self._by_rank = np.empty(len(ids), dtype=object)
+            self._by_rank[order] = ids
+            self._order = order
+            return order
 
     def __len__(self) -> int:
         return len(self._ids)

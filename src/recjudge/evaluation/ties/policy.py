@@ -40,6 +40,7 @@ __all__ = [
     "tied_user_share",
     "order_rows",
     "tie_order",
+    "tie_blocks",
 ]
 
 
@@ -142,6 +143,12 @@ def _tie_blocks(so: ScoreOrder) -> tuple[np.ndarray, np.ndarray] | None:
     return at, block
 
 
+def tie_blocks(so: ScoreOrder) -> tuple[np.ndarray, np.ndarray] | None:
+    """(positions in ``so`` of the rows inside a block of equal scores, their block number), or None
+    when no two rows of a query share a score; a block's rows are adjacent."""
+    return _tie_blocks(so)
+
+
 def _used(codes: np.ndarray, n: int) -> np.ndarray:
     """The distinct values of ``codes`` (into ``n`` values), ascending, without a sort."""
     seen = np.zeros(n, dtype=bool)
@@ -183,7 +190,7 @@ def _in_blocks(block: np.ndarray, key: np.ndarray, exact) -> np.ndarray:
     return o
 
 
-def tie_order(run: Run, order: ScoreOrder, policy: str = "hash", seed: int = 0) -> np.ndarray:
+def tie_order(run: Run, order: ScoreOrder, policy: str = "trec_eval", seed: int = 0) -> np.ndarray:
     """Row indices of ``run`` by qid, score descending, then ``policy`` (``order``: its :func:`score_order`):
     the order :func:`resolve_ties` puts the rows in, without building the resolved run."""
     _check_policy(policy)
@@ -219,7 +226,7 @@ def _policy_order(t: RunTable, so: ScoreOrder, policy: str, seed: int) -> np.nda
     return order
 
 
-def order_rows(frame: pd.DataFrame, policy: str = "hash", seed: int = 0) -> np.ndarray:
+def order_rows(frame: pd.DataFrame, policy: str = "trec_eval", seed: int = 0) -> np.ndarray:
     """Row indices of ``frame`` ordered by qid, score descending, then the tie policy."""
     _check_policy(policy)
     n = len(frame)
@@ -264,7 +271,7 @@ def _resolve(run: Run, policy: str, seed: int, depth: int | None, so: ScoreOrder
     return out, ScoreOrder(np.arange(len(pos)), qrank, table.score, True, so.qids, pos, starts)
 
 
-def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | None = None, *,
+def resolve_ties(run: Run, policy: str = "trec_eval", seed: int = 0, depth: int | None = None, *,
                  order: ScoreOrder | None = None) -> Run:
     """Order each ranking by score then ``policy`` and rewrite scores as n, n-1, …, 1 (tie-free).
 
@@ -275,7 +282,7 @@ def resolve_ties(run: Run, policy: str = "hash", seed: int = 0, depth: int | Non
     if policy == "input":
         warnings.warn(
             f"run {run.name!r}: tie policy 'input' resolves equal scores by file order; a list written "
-            "relevant-first then wins every tie. Prefer 'hash'.", stacklevel=2)
+            "relevant-first then wins every tie. Prefer 'trec_eval' (the default) or 'hash'.", stacklevel=2)
     _check_policy(policy)
     return _resolve(run, policy, seed, depth, order if order is not None else score_order(run))[0]
 
@@ -290,7 +297,7 @@ def is_tie_free(run: Run, *, order: ScoreOrder | None = None) -> bool:
     return bool(np.all((s32[1:] < s32[:-1]) | (so.pos[1:] == 0)))
 
 
-def tie_free(run: Run, policy: str = "hash", seed: int = 0, order: ScoreOrder | None = None
+def tie_free(run: Run, policy: str = "trec_eval", seed: int = 0, order: ScoreOrder | None = None
              ) -> tuple[Run, ScoreOrder]:
     """:func:`ensure_tie_free` with the result's score order (``order``: the run's, when known)."""
     _check_policy(policy)
@@ -300,7 +307,7 @@ def tie_free(run: Run, policy: str = "hash", seed: int = 0, order: ScoreOrder | 
     return _resolve(run, policy, seed, None, so)
 
 
-def ensure_tie_free(run: Run, policy: str = "hash", seed: int = 0, *, order: ScoreOrder | None = None) -> Run:
+def ensure_tie_free(run: Run, policy: str = "trec_eval", seed: int = 0, *, order: ScoreOrder | None = None) -> Run:
     """``run`` made tie-free under ``policy``: untouched when its scores are already tie-free.
 
     The check is on the scores (:func:`is_tie_free`), never on ``run.tie_policy``: a run that

@@ -21,7 +21,9 @@ class TiePrevalence(NamedTuple):
     touching: a tie block with an item in the top k (position or membership may change);
     crossing: a block holding positions k and k + 1 (membership of the top k changes);
     inside: a block of two or more items lying wholly within the top k (positions change);
-    relevant: a tie block holding an item labelled ≥ 1 (None without qrels).
+    relevant: a tie block holding an item labelled ≥ 1 (None without qrels), as a share of the
+    ``judged_users`` (the run's users the qrels judge): only they can hold a labelled item, so a
+    share over every user would shrink with the users nobody judged.
     """
 
     users: int
@@ -36,6 +38,7 @@ class TiePrevalence(NamedTuple):
     inside_top: tuple[float, ...]
     relevant_tied: float | None
     relevant_touching_top: tuple[float | None, ...]
+    judged_users: int | None = None
 
     def as_dict(self) -> dict:
         out: dict = {"users": self.users, "rows": self.rows, "tied": self.tied}
@@ -43,6 +46,7 @@ class TiePrevalence(NamedTuple):
             out[f"tied_top{k}"] = self.touching_top[i]
             out[f"crossing_top{k}"] = self.crossing_top[i]
             out[f"inside_top{k}"] = self.inside_top[i]
+        out["judged_users"] = self.judged_users
         out["relevant_tied"] = self.relevant_tied
         for i, k in enumerate(self.cutoffs):
             out[f"relevant_tied_top{k}"] = self.relevant_touching_top[i]
@@ -69,11 +73,17 @@ def prevalence_of(r: Ranked, cutoffs: Sequence[int]) -> TiePrevalence:
     touching = tuple(share(tied_b & (a < k)) for k in cutoffs)
     crossing = tuple(share((a < k) & (a + n > k)) for k in cutoffs)
     inside = tuple(share(tied_b & (a + n <= k)) for k in cutoffs)
+    judged = None
     if r.qrels is not None:
         rel_b = np.zeros(len(n), dtype=bool)
         rel_b[r.block[r.lab]] = True
-        relevant = share(tied_b & rel_b)
-        rel_top = tuple(share(tied_b & rel_b & (a < k)) for k in cutoffs)
+        judged = int((r.user_counted >= 0).sum())
+
+        def judged_share(block_mask: np.ndarray) -> float:
+            return float(np.unique(r.b_user[block_mask]).size / judged) if judged else math.nan
+
+        relevant = judged_share(tied_b & rel_b)
+        rel_top = tuple(judged_share(tied_b & rel_b & (a < k)) for k in cutoffs)
     else:
         relevant, rel_top = None, tuple(None for _ in cutoffs)
     s32 = r.score_s.astype(np.float32)  # trec_eval compares scores as float32
@@ -84,10 +94,11 @@ def prevalence_of(r: Ranked, cutoffs: Sequence[int]) -> TiePrevalence:
         tied_rows=float(len(r.tied_rows) / r.n_rows) if r.n_rows else math.nan,
         largest_block=int(n.max()) if len(n) else 0, float32_tied=f32, cutoffs=tuple(cutoffs),
         touching_top=touching, crossing_top=crossing, inside_top=inside,
-        relevant_tied=relevant, relevant_touching_top=rel_top)
+        relevant_tied=relevant, relevant_touching_top=rel_top, judged_users=judged)
 
 
 def tie_prevalence(run: Run, qrels: Qrels | None = None, cutoffs: Iterable[int] = DEFAULT_CUTOFFS
                    ) -> TiePrevalence:
-    """How often exact (float64) ties occur in ``run``, as shares of the run's users."""
+    """How often exact (float64) ties occur in ``run``, as shares of the run's users (the relevant
+    shares: of its users the qrels judge)."""
     return prevalence_of(Ranked(run, qrels), check_cutoffs(cutoffs))

@@ -14,10 +14,10 @@ import numpy as np
 
 from ...data.trec import FrameCodes, Qrels, Run, RunTable, sorted_codes, seeded_hash_keys, string_hashes
 from ...errors import ConfigError
-from ..measures import Context, judgments
-from .policy import block_starts, score_order
+from ..measures import Context, RankedRun, judgments
+from .policy import ScoreOrder, block_starts, score_order
 
-TREATMENTS = ("input", "hash", "random")
+TREATMENTS = ("input", "hash", "random", "trec_eval", "docid")
 
 
 class Ranked:
@@ -28,9 +28,13 @@ class Ranked:
     ``pos`` array computed from the blocks without re-sorting the run.
     """
 
-    def __init__(self, run: Run, qrels: Qrels | None = None):
+    def __init__(self, run: Run, qrels: Qrels | None = None, *, context: Context | None = None,
+                 order: ScoreOrder | None = None, doc_codes: np.ndarray | None = None):
+        """``context``: the measure engine's judgments of ``qrels`` (and their caches) when the caller
+        built them already; ``order``: the run's :func:`score_order`, when known; ``doc_codes``: the
+        judgments' code of each of the run's distinct docids, when known."""
         # the run's one score order (policy.score_order: stable, so ties keep file order)
-        so = score_order(run)
+        so = order if order is not None else score_order(run)
         c = run.codes
         self.name = run.name
         n = len(so.qrank)
@@ -42,6 +46,8 @@ class Ranked:
         self.score_s = so.score
         self.dcode_s = c.dcode if so.in_place else c.dcode[so.order]  # into c.docids
         self.docids = c.docids
+        ids = run.table.ids  # the IdDictionary the docids come from: per-id work done once for every run
+        self.ids = ids if ids is not None and ids.issued(c.docids) else None
         new_block = block_starts(so)
         self.user_len = so.lengths
         self.pos = so.pos
@@ -58,7 +64,7 @@ class Ranked:
         self._docrank: np.ndarray | None = None
         self.qrels = qrels
         if qrels is not None:
-            self._join(qrels)
+            self._join(qrels, context, doc_codes)
 
     @functools.cached_property
     def qcodes(self) -> np.ndarray:
@@ -68,14 +74,18 @@ class Ranked:
         return out
 
     # -- qrels
-    def _join(self, qrels: Qrels) -> None:
-        jd = judgments(qrels, qrels.qids)  # the users every mean is over
-        self.ctx = Context(jd)  # ideal DCG and relevant counts, cached as the measure engine does
+    def _join(self, qrels: Qrels, context: Context | None, doc_codes: np.ndarray | None) -> None:
+        # the users every mean is over: the qrels' (or the given judgments')
+        jd = context.jd if context is not None else judgments(qrels, qrels.qids)
+        self.ctx = context if context is not None else Context(jd)  # ideal DCG and relevant counts, cached
         self.counted = np.asarray(jd.queries, dtype=object)
         self.user_counted = jd.qlookup(self.users)  # -1: a user the qrels lack
         c_s = self.user_counted.astype(np.int32)[self.u_s]
         # the distinct documents are looked up, not every row's
-        at, j, _ = jd.join(self.user_counted, jd.dlookup(self.docids).astype(np.int32), self.u_s, self.dcode_s)
+        if doc_codes is None:
+            doc_codes = jd.dlookup(self.docids).astype(np.int32)
+        self.doc_codes = doc_codes  # handed to the measure engine with every order of this run
+        at, j, _ = jd.join(self.user_counted, doc_codes, self.u_s, self.dcode_s)
         hit = np.zeros(self.n_rows, dtype=bool)
         hit[at] = True
         self.judged_s = hit
@@ -105,14 +115,16 @@ class Ranked:
         """recjudge.data.trec.hash_keys for these rows, from string hashes computed once per run."""
         if self._bq is None:
             self._bq = string_hashes(self.users)
-            self._bd = string_hashes(self.docids)  # per distinct document
+            # per distinct document
+            self._bd = self.ids.hashes() if self.ids is not None else string_hashes(self.docids)
         return seeded_hash_keys(self._bq, self._bd[self.dcode_s[rows]], self.u_s[rows], seed)
 
     @property
     def docrank(self) -> np.ndarray:
         """Rank of each sorted row's item id in string order: the hash policy's collision fallback."""
         if self._docrank is None:
-            self._docrank = sorted_codes(self.docids)[self.dcode_s]
+            rank = self.ids.order() if self.ids is not None else sorted_codes(self.docids)
+            self._docrank = rank[self.dcode_s]
         return self._docrank
 
     def positions(self, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -142,17 +154,35 @@ class Ranked:
             h = self.hash_key(rows, seed)
             return self.positions(rows, _order_in_blocks(
                 block, h, lambda: (line, self.docrank[rows], h)))
+        if how in ("trec_eval", "docid"):
+            # the policies of the same names: docid descending (trec_eval) or ascending, unique per row
+            rank = self.docrank[rows]
+            return self.positions(rows, np.lexsort((-rank if how == "trec_eval" else rank, block)))
         if how == "random":
             key = rng.integers(0, np.iinfo(np.uint64).max, size=len(rows), dtype=np.uint64, endpoint=True)
             return self.positions(rows, _order_in_blocks(block, key, lambda: (line, key)))
         raise ConfigError(f"unknown treatment {how!r}; choose one of {', '.join(TREATMENTS)}")
+
+    def ranked_at(self, pos: np.ndarray) -> tuple[RankedRun, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """What the measure engine scores for the order ``pos`` (:class:`RankedRun`, scores n, n-1, …,
+        1) and its judged rows (:meth:`Judgments.join`'s result), from the join made once: a treatment
+        only moves rows inside blocks, so neither a sort nor another join is needed."""
+        n = self.n_rows
+        start = np.cumsum(self.user_len) - self.user_len
+        inv = np.empty(n, dtype=np.int64)
+        inv[start[self.u_s] + pos] = np.arange(n)  # the rows in rank order
+        ranked = RankedRun(self.users, self.u_s, self.dcode_s[inv], self.docids,
+                           (self.user_len[self.u_s] - self.pos).astype(np.float64), self.pos, self.user_len)
+        j = self.j_s[inv]
+        at = np.flatnonzero(j >= 0)
+        return ranked, (at, j[at].astype(np.int64), self.counted_s[inv[at]].astype(np.int64))
 
     def tie_free_run(self, pos: np.ndarray, name: str) -> Run:
         """This run with its rows at ``pos`` and scores rewritten n, n-1, ..., 1: codes only, no frame."""
         codes = FrameCodes(self.u_s.astype(np.int32), self.users, self.dcode_s, self.docids)
         table = RunTable(codes, (pos + 1).astype(np.int64), (self.user_len[self.u_s] - pos).astype(np.float64),
                          np.zeros(self.n_rows, dtype=np.int32), np.array([name], dtype=object))
-        return Run(name, tie_policy="input", table=table)
+        return Run(name, tie_policy="input", table=table._replace(ids=self.ids))
 
 
 def _order_in_blocks(block: np.ndarray, key: np.ndarray, exact: Callable[[], tuple]) -> np.ndarray:

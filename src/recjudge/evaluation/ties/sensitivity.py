@@ -109,6 +109,8 @@ class TieAudit:
                           if self.qrels is not None else None),
                 "counted_users": self.counted_users,
                 "prevalence_users": "shares of each run's own users; exact float64 ties",
+                "relevant_users": ("shares of each run's users that the qrels judge (prevalence.judged_users)"
+                                   if self.qrels is not None else None),
                 "relevant": "label >= 1",
                 "input_order": "stable sort by score: equal scores keep the run file's line order",
                 "hash": f"recjudge.data.trec.hash_keys(user, item, seed={s.seed}), item id as fallback",
@@ -142,8 +144,8 @@ def audit_run(run: Run, qrels: Qrels | None = None, measures=DEFAULT_TIE_MEASURE
     seed = settings.seed
     if ev.specs and len(r.tied_rows):
         log.debug("%s: %s have no closed form; up to %d evaluations of the run (Monte Carlo, hash seeds, "
-                 "shuffles)", run.name, ", ".join(s.name for s in ev.specs),
-                 2 + settings.seeds + settings.mc_samples + settings.permutations)
+                  "shuffles)", run.name, ", ".join(s.name for s in ev.specs),
+                  2 + settings.seeds + settings.mc_samples + settings.permutations)
     inp, hsh = per_user_values(r, specs, ev, [r.treatment(rows, "input"), r.treatment(rows, "hash", seed=seed)])
     seed_means = np.stack([
         per_user_values(r, specs, ev, [r.treatment(rows, "hash", seed=seed + i)])[0].mean(axis=1)
@@ -189,6 +191,10 @@ def audit_ties(runs: Mapping[str, Run] | Iterable[Run], qrels: Qrels | None = No
     specs = measure_specs(measures if measures is not None else DEFAULT_TIE_MEASURES) if qrels is not None else ()
     settings = TieSettings(tuple(s.name for s in specs), check_cutoffs(cutoffs), seed, seeds,
                            permutations, mc_samples, confidence)
+    general = [s.name for s in specs if s.family == "general"]
+    if general:  # once per audit, not per run: the cost of every run with ties
+        log.info("%s have no closed form: each run with ties is evaluated up to %d times (Monte Carlo, hash "
+                 "seeds, shuffles)", ", ".join(general), 2 + seeds + mc_samples + permutations)
     if isinstance(runs, Mapping):  # the mapping's keys name the runs
         items: Iterable[Run] = (v if v.name == k else v.renamed(k)
                                 for k, v in runs.items())
@@ -242,7 +248,7 @@ def format_audit(audit: TieAudit) -> str:
         header += [f"tied@{k}", f"cross@{k}", f"inside@{k}"]
     with_rel = audit.qrels is not None
     if with_rel:
-        header += ["rel tied"] + [f"rel tied@{k}" for k in s.cutoffs]
+        header += ["judged", "rel tied"] + [f"rel tied@{k}" for k in s.cutoffs]
     header += ["tied rows", "largest block"]
     rows = []
     for r in audit.runs:
@@ -251,13 +257,14 @@ def format_audit(audit: TieAudit) -> str:
         for i, _ in enumerate(s.cutoffs):
             row += [_pct(p.touching_top[i]), _pct(p.crossing_top[i]), _pct(p.inside_top[i])]
         if with_rel:
-            row += [_pct(p.relevant_tied)] + [_pct(x) for x in p.relevant_touching_top]
+            row += [str(p.judged_users), _pct(p.relevant_tied)] + [_pct(x) for x in p.relevant_touching_top]
         row += [_pct(p.tied_rows), str(p.largest_block)]
         rows.append(row)
     out += _table(header, rows)
     out.append("  tied@k: a tie block reaches the top k; cross@k: it holds ranks k and k+1 (changes "
-               "membership); inside@k: it lies wholly in the top k (changes positions); rel: it holds "
-               "an item labelled >= 1.")
+               "membership); inside@k: it lies wholly in the top k (changes positions)"
+               + ("; rel: it holds an item labelled >= 1, as a share of the run's users the qrels judge "
+                  "(column judged)." if with_rel else "."))
     for name in s.measures:
         out.append("")
         out.append(f"{name} (mean over {audit.counted_users} users of qrels {audit.qrels!r}; a user the "

@@ -125,11 +125,18 @@ class Evaluator:
     hash policy after a shuffle) costs nothing. One tie-free copy of the run exists at a time.
     """
 
-    def __init__(self, r: Ranked, specs: Sequence[MeasureSpec]):
+    def __init__(self, r: Ranked, specs: Sequence[MeasureSpec], scorer: Scorer | None = None):
+        """``scorer``: :meth:`scorer_for` of these judgments and specs, to share between runs."""
         self.r = r
         self.specs = [s for s in specs if s.family == "general"]
         self.memo: dict[bytes, np.ndarray] = {}
-        self._scorer = None
+        self._scorer = scorer
+
+    @staticmethod
+    def scorer_for(r: Ranked, specs: Sequence[MeasureSpec]) -> Scorer | None:
+        """The measure engine's scorer of the general ``specs`` over ``r``'s judgments (the counted users)."""
+        general = [s.measure for s in specs if s.family == "general"]
+        return Scorer(r.qrels, parse_measures(general), list(r.counted), "auto", 1, context=r.ctx) if general else None
 
     def values(self, orders: Sequence[np.ndarray]) -> list[np.ndarray]:
         """For each order: an array (len(specs), counted users)."""
@@ -144,14 +151,16 @@ class Evaluator:
     def _evaluate(self, pos: np.ndarray) -> np.ndarray:
         r = self.r
         if self._scorer is None:
-            self._scorer = Scorer(r.qrels, parse_measures([s.measure for s in self.specs]), list(r.counted), "auto", 1,
-                                  context=r.ctx)  # the run's judgments, built once
+            self._scorer = self.scorer_for(r, self.specs)  # the run's judgments, built once
         sc = self._scorer
         sc.reset(1)
-        sc.add(r.tie_free_run(pos, "order"), 0)
-        mats = sc.frames(["order"])
-        return np.vstack([mats[s.key]["order"].reindex(r.counted).fillna(0.0).to_numpy(dtype=np.float64)
-                          for s in self.specs])
+        if sc.reference is None:  # the engine alone: the order's rows from the run's one join
+            sc.add(None, 0, r.doc_codes, *r.ranked_at(pos))
+        else:  # ir-measures reads a run
+            sc.add(r.tie_free_run(pos, "order"), 0, r.doc_codes)
+        # the scorer's rows are the counted users in their order; no value (CompatHM) counts 0
+        out = np.vstack([sc.values[s.key][:, 0] for s in self.specs]).astype(np.float64)
+        return np.where(np.isnan(out), 0.0, out)
 
 
 def per_user_values(r: Ranked, specs: Sequence[MeasureSpec], ev: Evaluator, orders: Sequence[np.ndarray]
