@@ -47,5 +47,5 @@ def test_ties_logs_nothing_per_run_at_info(tmp_path, caplog, capsys):
     info = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert info == []  # was two lines per run ("auditing …", "… audited in …")
     with caplog.at_level(logging.DEBUG, logger="recjudge"):
-        assert main(["ties", runs, "--qrels", qrels, "--seeds", "2", "--permutations", "1"]) == 0
+        assert main(["-v", "ties", runs, "--qrels", qrels, "--seeds", "2", "--permutations", "1"]) == 0
     assert sum("audited in" in r.getMessage() for r in caplog.records) == 4  # --verbose still shows them
