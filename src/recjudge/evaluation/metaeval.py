@@ -427,6 +427,9 @@ class CompareResult:
     settings: Mapping[str, object]
     tie_share: Mapping[str, float] = field(default_factory=dict)
     reference_for: Mapping[str, SystemTable] = field(default_factory=dict)
+    # candidate → measure → trivial judge → statistic (kendall_tau, weighted_tau) → Spread (evaluation.baselines)
+    baselines: Mapping[str, Mapping[str, Mapping[str, Mapping]]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # said wherever the result is shown (a label set of one label, ...)
 
     def reference_table(self, candidate: str) -> SystemTable:
         return self.reference_for.get(candidate, self.reference)
@@ -455,11 +458,15 @@ class CompareResult:
             for cand, by_measure in self.agreement.items()
         }
         first = next(iter(per_candidate.values()), {})
+        baselines = {cand: {m: {judge: {k: v.to_json() for k, v in st.items()} for judge, st in by_judge.items()}
+                            for m, by_judge in by_measure.items()} for cand, by_measure in self.baselines.items()}
         return {
             "measures": first,
             "candidates": per_candidate,
             "systems": systems,
             "settings": dict(self.settings),
+            "baselines": baselines,
+            "warnings": list(self.warnings),
         }
 
 
@@ -687,13 +694,16 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
             measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "hash",
             seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None,
             bootstrap_seed: int | None = None, ci_method: str = DEFAULT_CI_METHOD,
-            sources: Mapping[str, str] | None = None) -> CompareResult:
+            sources: Mapping[str, str] | None = None, baselines: int = 0) -> CompareResult:
     """Rank systems under the reference and each candidate label set and compare the rankings.
 
     ``seed`` drives the hash tie policy and, unless ``bootstrap_seed`` is given, the bootstrap;
     a separate ``bootstrap_seed`` varies the CIs without changing any score or rank.
     ``sources`` (label set name → path it was read from) is recorded in the settings. ``runs`` maps
-    a name to a Run or to a run file, read one at a time as in :func:`evaluate`.
+    a name to a Run or to a run file, read one at a time as in :func:`evaluate`. ``baselines`` > 0
+    also scores each candidate's trivial judges (:mod:`recjudge.evaluation.baselines`: constant,
+    popularity and that many random draws, seeded by ``seed``) in the same pass and gives their τ
+    and weighted τ against the same reference table as the candidate's.
     """
     if queries not in QUERY_SETS:
         raise ConfigError(f"--queries must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
@@ -731,6 +741,9 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
             label_sets[("candidate", key)] = (qrels, shared[key])
         else:
             label_sets[("candidate", key)] = qrels
+    trivial = _trivial_label_sets(cand_map, baselines, seed)
+    for (key, judge, r), qrels in trivial.items():
+        label_sets[("trivial", key, judge, r)] = (qrels, shared[key]) if queries == "shared" else qrels
     scored = _score(runs, label_sets, names, tie_policy, seed)
     ref_table = _table(reference.name, scored, ("reference",), names)
     cand_tables: dict[str, SystemTable] = {}
@@ -773,4 +786,52 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     }
     if sources is not None:
         settings["paths"] = {name: str(path) for name, path in sources.items()}
-    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables)
+    if baselines:
+        settings["baselines"] = {"random_draws": baselines, "seed": seed}
+    by_trivial = _trivial_taus(trivial, scored, ref_tables, names)
+    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables,
+                         by_trivial, _single_label_warnings(reference, cand_map))
+
+
+def _trivial_label_sets(candidates: Mapping[str, Qrels], draws: int, seed: int) -> dict[tuple, Qrels]:
+    """(candidate, judge, draw) → the trivial judge's labels on the candidate's pairs (none for 0 draws)."""
+    if draws <= 0:
+        return {}
+    from .baselines import trivial_judges
+
+    return {(key, judge, r): q for key, qrels in candidates.items()
+            for judge, sets in trivial_judges(qrels, draws, seed).items() for r, q in enumerate(sets)}
+
+
+def _trivial_taus(trivial: Mapping[tuple, Qrels], scored: Scored, ref_tables: Mapping[str, SystemTable],
+                  names: Mapping[str, str]) -> dict:
+    """candidate → measure → judge → {kendall_tau, weighted_tau} as Spreads over the draws, each τ from
+    the same function and reference table as the candidate's own."""
+    from .baselines import spread
+
+    values: dict = {}
+    for (key, judge, r) in trivial:
+        label = ("trivial", key, judge, r)
+        mats = scored.matrices[label]  # its users are the candidate's: ranked, or the candidate was refused
+        for m, k in names.items():
+            with warnings.catch_warnings():
+                # a trivial judge may give no user a mean (CompatHM without a relevant label): τ is NaN, said
+                # as "–"; numpy's empty-slice warning would read as a fault of the judge's own numbers
+                warnings.simplefilter("ignore", RuntimeWarning)
+                ra = _agreement(m, ref_tables[key].matrices[m], mats[k], 0, 0)
+            cell = values.setdefault(key, {}).setdefault(m, {}).setdefault(judge, {"kendall_tau": [], "weighted_tau": []})
+            cell["kendall_tau"].append(ra.kendall_tau)
+            cell["weighted_tau"].append(ra.weighted_tau)
+    return {key: {m: {judge: {k: spread(v) for k, v in st.items()} for judge, st in by_judge.items()}
+                  for m, by_judge in by_measure.items()} for key, by_measure in values.items()}
+
+
+def _single_label_warnings(reference: Qrels, candidates: Mapping[str, Qrels]) -> tuple[str, ...]:
+    from .baselines import single_label, single_label_warning
+
+    out = []
+    for name, qrels in {reference.name: reference, **candidates}.items():
+        label = single_label(qrels)
+        if label is not None:
+            out.append(single_label_warning(name, label))
+    return tuple(out)
