@@ -200,3 +200,64 @@ def test_agreement_cli_rows_legend_and_warning(tmp_path, capsys):
     assert main(["agreement", "--reference", str(tmp_path / "human.qrels"), "--candidate",
                  str(tmp_path / "llm.qrels"), "--bootstrap", "0", "--baselines", "0"]) == 0
     assert "popularity" not in capsys.readouterr().out
+
+
+# -------------------------------------------------------------------------------------- ablate
+
+def _run_three(ctx):
+    """A judge that labels every pair 3 (tests only)."""
+    import time
+
+    from recjudge.judging.baselines import _result
+    from recjudge.judging.results import Judgment
+
+    judgments = [Judgment(p.qid, p.docid, 3, "ok", None, (3,), (None,)) for p in ctx.pairs]
+    return _result(ctx, judgments, time.perf_counter(), {"method": "three"})
+
+
+def test_ablate_shows_trivial_judges_and_warns_of_a_constant_variant(tmp_path, capsys, monkeypatch):
+    from test_ablate import _human_qrels, _movielens, _runs
+    from test_ablate import _write as write_experiment
+
+    from recjudge.judging import registry
+    from recjudge.judging.registry import JudgeSpec
+
+    monkeypatch.setitem(registry._JUDGES, "test-three", JudgeSpec("test-three", "baseline", "3 (tests only)",
+                                                                  _run_three))
+    coll, runs = _movielens(tmp_path), _runs(tmp_path, users=8, systems=5)
+    human = _human_qrels(tmp_path)
+    path = write_experiment(tmp_path, f'''
+collection = "{coll}"
+reference = "{tmp_path / 'human.qrels'}"
+runs = "{runs}"
+out = "{tmp_path / 'out'}"
+per_user = 6
+measures = ["nDCG@10", "Bpref"]
+bootstrap = 0
+baselines = 3
+[judge]
+judge = "test-three"
+''')
+    assert main(["ablate", str(path)]) == 0
+    text = capsys.readouterr().out
+    data = json.loads((tmp_path / "out" / "ablation.json").read_text())
+    [row] = data["rows"]
+    base = row["per_experiment"][0]["baselines"]
+    assert list(base) == ["constant", "random", "popularity"]
+    # one label: every trivial judge is the variant itself, so each gets the variant's κ and τ exactly
+    for judge in base.values():
+        assert judge["kappa"] == row["kappa"] == 0.0
+        assert judge["tau nDCG@10"] == row["tau nDCG@10"] and judge["tau Bpref"] == row["tau Bpref"]
+    # and the τ is compare's own for that label set
+    from recjudge.data.trec import read_runs
+    from recjudge.judging import select_pairs
+
+    pairs = select_pairs(reference=human, per_user=6, seed=0)
+    three = _qrels([(q, d, 3) for q, d in pairs], "three")
+    direct = compare(read_runs([runs]), human, {"three": three}, measures=["nDCG@10", "Bpref"], bootstrap=0)
+    assert row["tau Bpref"] == direct.agreement["three"]["Bpref"].kendall_tau
+    assert data["warnings"] and "gives every pair the same label (3)" in data["warnings"][0]
+    assert "warning: variant 'base' gives every pair the same label (3)" in text and "gives every pair the same label (3)" in text
+    assert "trivial judge" in text and "popularity" in text
+    md = (tmp_path / "out" / "ablation.md").read_text()
+    assert "**Warning:** variant 'base'" in md and "| variant | trivial judge |" in md

@@ -389,13 +389,14 @@ class AblateReport(Result):
         return rows_frame(self.rows)
 
     def format(self) -> str:
-        from ..experiments.ablate import coverage_notes, format_rows
+        from ..experiments.ablate import coverage_notes, format_rows, trivial_lines
 
         table = format_rows(self.rows)
         if self.dry_run:
             table = table[["variant", "K", "judged", "calls", "est. tokens"]].rename(columns={"judged": "pairs"})
             return "dry run: nothing was called\n" + table.to_string(index=False)
-        return table.to_string(index=False) + "".join(f"\n{line}" for line in coverage_notes(self.rows))
+        return table.to_string(index=False) + "".join(f"\n{line}" for line in coverage_notes(self.rows)) + "".join(
+            f"\n{line}" for line in trivial_lines(self.rows, self.experiment))
 
 
 def _str(path) -> str | None:

@@ -36,13 +36,14 @@ from ..data.trec.records import label_column
 
 __all__ = ["TRIVIAL_JUDGES", "DEFAULT_DRAWS", "Spread", "trivial_judges", "constant_label", "single_label",
            "single_label_warning", "spread", "TRIVIAL_NOTE_AGREEMENT", "agreement_baselines", "trivial_agreement_rows", "format_spread",
-           "TRIVIAL_NOTE"]
+           "TRIVIAL_NOTE", "TRIVIAL_KINDS"]
 
 TRIVIAL_JUDGES = ("constant", "random", "popularity")
 DEFAULT_DRAWS = 10  # random draws: the spread of their mean is a tenth of one draw's variance
-TRIVIAL_NOTE = ("trivial judges on the candidate's own pairs: constant = its most frequent label on every pair; "
-                "random = its labels shuffled across its pairs (mean ± sd of {draws} draws); popularity = its labels "
-                "assigned by how many users' pairs hold the item (same histogram)")
+TRIVIAL_KINDS = ("constant = its most frequent label on every pair; random = its labels shuffled across its pairs "
+                 "(mean ± sd of {draws} draws); popularity = its labels assigned by how many users' pairs hold the "
+                 "item (same histogram)")
+TRIVIAL_NOTE = "trivial judges on the candidate's own pairs: " + TRIVIAL_KINDS
 TRIVIAL_NOTE_AGREEMENT = ("indented rows: trivial judges on the candidate's own pairs, measured the same way without "
                           "bootstrap: constant = its most frequent label on every pair; random = its labels shuffled "
                           "across its pairs (mean of {draws} draws); popularity = its labels assigned by how many "
@@ -69,9 +70,9 @@ def single_label(qrels: Qrels) -> int | None:
     return None
 
 
-def single_label_warning(name: str, label: int, what: str = "τ") -> str:
-    """The warning printed beside a label set that gives every pair one label."""
-    return (f"label set {name!r} gives every pair the same label ({label}): its {what} reflects "
+def single_label_warning(name: str, label: int, what: str = "τ", kind: str = "label set") -> str:
+    """The warning printed beside a label set (or a ``kind`` of one) that gives every pair one label."""
+    return (f"{kind} {name!r} gives every pair the same label ({label}): its {what} reflects "
             + ("the runs (which systems retrieve judged items), not the judge" if what == "τ"
                else "the reference's label distribution, not the judge (κ is 0 or undefined by construction)"))
 
