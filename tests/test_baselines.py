@@ -14,7 +14,8 @@ from sklearn.metrics import cohen_kappa_score
 from recjudge.cli import main
 from recjudge.data.trec import Qrels, Run, write_qrels, write_run
 from recjudge.evaluation.agreement import agreement
-from recjudge.evaluation.baselines import agreement_baselines, constant_label, single_label, trivial_judges
+from recjudge.evaluation.baselines import (DEFAULT_DRAWS, agreement_baselines, constant_label, single_label,
+                                           trivial_judges)
 from recjudge.evaluation.metaeval import compare
 
 
@@ -61,6 +62,10 @@ def test_constant_judge_is_the_most_frequent_label_and_of_a_constant_candidate_t
     assert constant_label(cand) == 2
     assert set(_pairs(trivial_judges(cand, 1)["constant"][0]).values()) == {2}
     assert constant_label(_qrels([("u1", "a", 3), ("u1", "b", 1)])) == 1  # a tie: the lowest
+    # 0 is the mode, but a judge that calls every pair non-relevant ranks nothing: the most frequent label above 0
+    assert constant_label(_qrels([("u1", "a", 0), ("u1", "b", 0), ("u1", "c", 0), ("u2", "a", 2), ("u2", "b", 3),
+                                  ("u2", "c", 3)])) == 3
+    assert constant_label(_qrels([("u1", "a", 0), ("u2", "b", 0)])) == 0
     three = _qrels([("u1", "a", 3), ("u1", "b", 3), ("u2", "a", 3)])
     assert _pairs(trivial_judges(three, 1)["constant"][0]) == _pairs(three)
 
@@ -134,7 +139,7 @@ def test_compare_cli_shows_trivial_judges_and_warns_of_one_label(tmp_path, capsy
                  "--json", str(out), "--report", str(tmp_path / "rep")]) == 0
     text = capsys.readouterr().out
     data = json.loads(out.read_text())
-    expected = compare(runs, human, {"llm": llm}, bootstrap=0, baselines=10).baselines["llm"]
+    expected = compare(runs, human, {"llm": llm}, bootstrap=0, baselines=DEFAULT_DRAWS).baselines["llm"]
     nd = expected["nDCG@100"]
     line = (f"  nDCG@100: constant τ {nd['constant']['kendall_tau'].mean:.2f}, random τ "
             f"{nd['random']['kendall_tau'].mean:.2f} ± {nd['random']['kendall_tau'].sd:.2f}, popularity τ "
@@ -144,7 +149,7 @@ def test_compare_cli_shows_trivial_judges_and_warns_of_one_label(tmp_path, capsy
     assert data["warnings"] == [w for w in data["warnings"] if "'three'" in w] and len(data["warnings"]) == 1
     assert data["baselines"]["llm"]["Bpref"]["random"]["kendall_tau"]["mean"] == pytest.approx(
         expected["Bpref"]["random"]["kendall_tau"].mean)
-    assert len(data["baselines"]["llm"]["Bpref"]["random"]["kendall_tau"]["values"]) == 10
+    assert len(data["baselines"]["llm"]["Bpref"]["random"]["kendall_tau"]["values"]) == DEFAULT_DRAWS
     report = (tmp_path / "rep" / "report.md").read_text()
     assert "**Warning:** label set 'three' gives every pair the same label (3)" in report
     assert "| measure | constant τ-b | random τ-b | popularity τ-b |" in report
@@ -186,7 +191,7 @@ def test_agreement_cli_rows_legend_and_warning(tmp_path, capsys):
     rows = [line.split() for line in lines]
     assert [r[0] for r in rows[2:10]] == ["llm", "constant", "random", "popularity", "three", "constant", "random",
                                          "popularity"]
-    expected = agreement_baselines(human, llm, "zero", draws=10)
+    expected = agreement_baselines(human, llm, "zero", draws=DEFAULT_DRAWS)
     assert rows[4][4] == f"{expected['random']['cohen_kappa'].mean:.4f}"
     assert rows[3][1] == "0.0000"  # constant κ
     assert "columns: pairs = reference pairs compared" in text
@@ -261,3 +266,28 @@ judge = "test-three"
     assert "trivial judge" in text and "popularity" in text
     md = (tmp_path / "out" / "ablation.md").read_text()
     assert "**Warning:** variant 'base'" in md and "| variant | trivial judge |" in md
+
+
+def test_trivial_judgments_share_the_candidates_arrays_and_equal_judgments_built_alone():
+    from recjudge.evaluation.measures import judgments, relabelled
+
+    _, _, llm = _fixture()
+    index = llm.qids
+    jd = judgments(llm, index)
+    for q in [t for sets in trivial_judges(llm, 2, seed=1).values() for t in sets]:
+        alone, shared = judgments(q, index), relabelled(jd, q)
+        assert shared.qcode is jd.qcode and shared.dcode is jd.dcode
+        for name in ("qcode", "dcode", "label", "qrow", "above", "starts", "bstart"):
+            assert np.array_equal(getattr(shared, name), getattr(alone, name)), name
+            assert getattr(shared, name).dtype == getattr(alone, name).dtype, name
+
+
+def test_shared_queries_trivial_taus_are_compares_own():
+    runs, human, llm = _fixture()
+    few = _qrels([(q, d, lab) for (q, d), lab in _pairs(llm).items() if int(q[1:]) < 18], "few")
+    result = compare(runs, human, {"few": few}, queries="shared", bootstrap=0, baselines=2)
+    given = {f"{judge}{r}": q for judge, sets in trivial_judges(few, 2).items() for r, q in enumerate(sets)}
+    direct = compare(runs, human, given, queries="shared", bootstrap=0).agreement
+    for m, by_judge in result.baselines["few"].items():
+        assert by_judge["popularity"]["kendall_tau"].mean == direct["popularity0"][m].kendall_tau
+        assert by_judge["random"]["kendall_tau"].values == tuple(direct[f"random{r}"][m].kendall_tau for r in range(2))

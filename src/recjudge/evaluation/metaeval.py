@@ -742,8 +742,10 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
         else:
             label_sets[("candidate", key)] = qrels
     trivial = _trivial_label_sets(cand_map, baselines, seed)
-    for (key, judge, r), qrels in trivial.items():
-        label_sets[("trivial", key, judge, r)] = (qrels, shared[key]) if queries == "shared" else qrels
+    from .measures import SamePairs
+
+    for (key, judge, r), qrels in trivial.items():  # the candidate's judgments under other labels
+        label_sets[("trivial", key, judge, r)] = SamePairs(qrels, ("candidate", key))
     scored = _score(runs, label_sets, names, tie_policy, seed)
     ref_table = _table(reference.name, scored, ("reference",), names)
     cand_tables: dict[str, SystemTable] = {}

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..data.trec import Qrels
 from ..errors import ConfigError
+from ..evaluation.baselines import DEFAULT_DRAWS
 from .ablate import across_experiments
 from .reproduce_plan import (
     K_VALUES,
@@ -99,6 +100,7 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
             return None
         return [labels[k] for k in keys]
 
+    extras["trivial_draws"] = TRIVIAL_DRAWS
     _dataset(s, cells, extras, collection, human, runs, base)
     named: dict[str, str] = {}
     if only & {"table1", "figure2"}:
@@ -430,7 +432,7 @@ def _agreement(reference: Qrels, llm: Qrels, bootstrap: int, seed: int):
     return next(iter(report.results.values()))
 
 
-TRIVIAL_DRAWS = 10  # random draws of the trivial judges shown beside Tables 3, 4, 8, 9 and Figure 3
+TRIVIAL_DRAWS = DEFAULT_DRAWS  # random draws of the trivial judges shown beside Tables 3, 4, 8, 9 and Figure 3
 
 
 def _trivial_agreement(reference: Qrels, llm: Qrels, seed: int) -> dict[str, dict[str, float]]:

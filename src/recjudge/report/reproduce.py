@@ -198,9 +198,10 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
         trivial = (result.extras.get("trivial_judges") or {}).get(target)
         if trivial:
             lines += ["", "What trivial judges get on the same pairs (mean over the experiments): constant = the "
-                      "judge's most frequent label on every pair; random = its labels shuffled across its pairs "
-                      "(mean of 10 draws); popularity = its labels assigned by how many participants' pairs hold the "
-                      "item (same histogram).", "", markdown_table(pd.DataFrame(trivial), index=False)]
+                      "judge's most frequent label above 0 on every pair; random = its labels shuffled across its "
+                      f"pairs (mean of {result.extras.get('trivial_draws')} draws); popularity = its labels assigned "
+                      "by how many participants' pairs hold the item (same histogram).", "",
+                      markdown_table(pd.DataFrame(trivial), index=False)]
         if target in figure_paths:
             rel = os.path.relpath(figure_paths[target], out)
             lines += ["", f"![{md_text(TARGET_TITLES[target])}]({Path(rel).as_posix()})"]
