@@ -153,7 +153,7 @@ def trivial_tau_lines(by_measure: Mapping[str, Mapping[str, Mapping]], draws: in
 
     if not by_measure:
         return []
-    lines = [f"τ of {TRIVIAL_NOTE.format(draws=draws)}:"]
+    lines = [f"τ of {TRIVIAL_NOTE.format(draws=draws)}; – : the judge ties every system, so τ is undefined:"]
     for m, by_judge in by_measure.items():
         lines.append(f"  {m}: " + ", ".join(f"{judge} τ {format_spread(st['kendall_tau'])}"
                                              for judge, st in by_judge.items()))
@@ -218,6 +218,8 @@ class AgreementReport(Result):
 
             rows = [r for name, res in self.results.items()
                     for r in [res.summary_row(), *trivial_agreement_rows(name, self.baselines.get(name, {}))]]
+            width = max(len(str(r["candidate"])) for r in rows)  # left-aligned, so the trivial rows show indented
+            rows = [{**r, "candidate": str(r["candidate"]).ljust(width)} for r in rows]
         notes = "".join(f"\n{line}" for res in self.results.values() for line in res.notes())  # missing, CI coverage
         if self.baselines:
             draws = len(next(iter(next(iter(self.baselines.values()))["random"].values())).values)

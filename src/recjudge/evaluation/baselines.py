@@ -50,7 +50,7 @@ TRIVIAL_KINDS = ("constant = its most frequent label above 0 on every pair; rand
                  "item (same histogram)")
 TRIVIAL_NOTE = "trivial judges on the candidate's own pairs: " + TRIVIAL_KINDS
 TRIVIAL_NOTE_AGREEMENT = ("indented rows: trivial judges on the candidate's own pairs, measured the same way without "
-                          "bootstrap: constant = its most frequent label on every pair; random = its labels shuffled "
+                          "bootstrap: constant = its most frequent label above 0 on every pair; random = its labels shuffled "
                           "across its pairs (mean of {draws} draws); popularity = its labels assigned by how many "
                           "users' pairs hold the item (same histogram)")
 

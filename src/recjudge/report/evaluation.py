@@ -275,7 +275,8 @@ def _trivial_table(result: CompareResult, cand: str) -> list[str]:
     rows = [{"measure": m, **{f"{judge} τ-b": format_spread(st["kendall_tau"], 3) for judge, st in by_judge.items()},
              **{f"{judge} τ_h": format_spread(st["weighted_tau"], 3) for judge, st in by_judge.items()}}
             for m, by_judge in by_measure.items()]
-    return [f"Against the same reference, {md_text(TRIVIAL_NOTE.format(draws=draws))}:", "",
+    return [f"Against the same reference, {md_text(TRIVIAL_NOTE.format(draws=draws))}; – : the judge ties every "
+            "system, so τ is undefined:", "",
             markdown_table(pd.DataFrame(rows).set_index("measure")), ""]
 
 
