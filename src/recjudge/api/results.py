@@ -141,7 +141,7 @@ class CompareReport(Result):
             lines += ["", f"candidate: {cand}", pd.DataFrame(rows).to_string(index=False), *ci_notes(by_measure)]
             lines += [f"{m}: {ra.undefined}" for m, ra in by_measure.items() if ra.undefined]
             lines += trivial_tau_lines(result.baselines.get(cand, {}), s.get("baselines", {}).get("random_draws"))
-        lines += [f"warning: {w}" for w in getattr(result, "warnings", ())]
+        lines += [_wrapped(f"warning: {w}") for w in getattr(result, "warnings", ())]
         scores = result.reference.scores_frame()
         lines += ["", "system scores under the reference:", scores.round(4).to_string()]
         return "\n".join(lines) + _groups_text(self.groups)
@@ -153,7 +153,8 @@ def trivial_tau_lines(by_measure: Mapping[str, Mapping[str, Mapping]], draws: in
 
     if not by_measure:
         return []
-    lines = [f"τ of {TRIVIAL_NOTE.format(draws=draws)}; – : the judge ties every system, so τ is undefined:"]
+    lines = [_wrapped(f"τ of {TRIVIAL_NOTE.format(draws=draws)}; – : the judge ties every system, so τ is "
+                      "undefined:")]
     for m, by_judge in by_measure.items():
         lines.append(f"  {m}: " + ", ".join(f"{judge} τ {format_spread(st['kendall_tau'])}"
                                              for judge, st in by_judge.items()))
