@@ -405,6 +405,18 @@ def test_oracle_judge_reproduces_the_human_side_exactly(study, tmp_path, fake_op
     assert "| judge model | gpt-5-2025-08-07 | gpt-4o-mini |" in report
     assert "## Where the paper contradicts itself" in report and "0.0046 on Compat" in report
     assert "Published context: Table 6" in report
+    # beside the alignment and ranking cells, what trivial judges get on the same pairs
+    trivial = result.extras["trivial_judges"]
+    assert set(trivial) == {"table3", "table4", "table8", "table9", "figure3"}
+    for row in trivial["table3"]:
+        if row["trivial judge"] == "constant":  # one label: κ 0 (sklearn's cohen_kappa_score too), every pair ties
+            assert row["kappa"] == 0.0 and row["tie"] == 1.0 and row["agree"] == 0.0
+    assert [(r["row"], r["trivial judge"]) for r in trivial["table4"]] == [
+        (f"K={k}", j) for k in (10, 50, 100, 200) for j in ("constant", "random", "popularity")]
+    # the oracle ranks as the human labels do (τ 1); a judge that shuffles them does not
+    assert all(r["tau nDCG"] < 1.0 for r in trivial["table4"] if r["trivial judge"] == "random")
+    assert report.count("What trivial judges get on the same pairs") == 5
+    assert "| row | trivial judge | tau Compat | tau nDCG | tau Bpref |" in report
 
 
 # ------------------------------------------------------------------------------ a known confusion

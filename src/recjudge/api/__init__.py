@@ -373,7 +373,7 @@ def compare(s: CompareSettings) -> CompareReport:
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=s.measures,
                             queries=s.queries, tie_policy=s.tie_policy, seed=s.seed, bootstrap=s.bootstrap,
                             export_ties=ties, bootstrap_seed=s.bootstrap_seed, ci_method=s.ci_method,
-                            sources=sources, spelled=s.name_of, tie_note=s.tie_note)
+                            sources=sources, spelled=s.name_of, tie_note=s.tie_note, baselines=s.baselines)
     by_group = None
     if groups:
         import pandas as pd
@@ -405,9 +405,15 @@ def agreement(s: AgreementSettings) -> AgreementReport:
     clip = parse_clip(s.clip)
     reference, named, sources = _named(s.reference, candidates)
     results = {c.name: item_agreement(reference, c, s.missing, clip, s.bootstrap, s.seed) for c in named}
+    trivial = {}
+    if s.baselines:
+        from ..evaluation.baselines import agreement_baselines
+
+        trivial = {c.name: agreement_baselines(reference, c, results[c.name].missing, clip, s.baselines, s.seed)
+                   for c in named}
     report = AgreementReport(reference.name, results, sources,
                              {"reference_path": sources[reference.name], "missing": s.missing, "clip": s.clip},
-                             settings=s)
+                             settings=s, baselines=trivial)
     if s.json:
         write_json(s.json, report.to_json())
     return report

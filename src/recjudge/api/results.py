@@ -186,9 +186,44 @@ class CompareReport(Result):
                 })
             lines += ["", f"candidate: {cand}", pd.DataFrame(rows).to_string(index=False), *ci_notes(by_measure)]
             lines += [f"{m}: {ra.undefined}" for m, ra in by_measure.items() if ra.undefined]
+            lines += trivial_tau_lines(result.baselines.get(cand, {}), s.get("baselines", {}).get("random_draws"))
+        lines += [_wrapped(f"warning: {w}") for w in getattr(result, "warnings", ())]
         scores = result.reference.scores_frame()
         lines += ["", "system scores under the reference:", scores.round(4).to_string()]
         return "\n".join(lines) + _tie_line(result) + _groups_text(self.groups)
+
+
+def trivial_tau_lines(by_measure: Mapping[str, Mapping[str, Mapping]], draws: int | None) -> list[str]:
+    """Under a candidate's τ table: per measure, the τ of the trivial judges on the same pairs."""
+    from ..evaluation.baselines import TRIVIAL_NOTE, format_spread
+
+    if not by_measure:
+        return []
+    lines = [_wrapped(f"τ of {TRIVIAL_NOTE.format(draws=draws)}; – : the judge ties every system, so τ is "
+                      "undefined:")]
+    for m, by_judge in by_measure.items():
+        lines.append(f"  {m}: " + ", ".join(f"{judge} τ {format_spread(st['kendall_tau'])}"
+                                             for judge, st in by_judge.items()))
+    return lines
+
+
+def _wrapped(text: str, width: int = 100) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width, subsequent_indent="    "))
+
+
+AGREEMENT_LEGEND = (
+    "columns: pairs = reference pairs compared; missing = reference pairs the candidate lacks (and the rule that "
+    "counted them); cand-only = pairs the candidate labels and the reference does not (never compared);",
+    "kappa = Cohen's κ; kappa_lin = κ with linear weights |i − j| over the sorted labels (a near miss costs "
+    "less); alpha_ord / alpha_int = Krippendorff's α, ordinal / interval (0 = chance, 1 = perfect);",
+    "agree / tie / disagree = over pairs of one user's items whose reference labels differ: the share the "
+    "candidate orders the same way / labels equal / orders the other way (95% CI);",
+    "binary agree = the same on labels binarised (0 vs ≥ 1, both sides); rel>non agree/tie = pairs of a "
+    "reference-relevant (≥ 1) and a reference-non-relevant (0) item of one user: the share the candidate labels "
+    "the relevant one higher / equal, on its raw labels (Penha et al. 2025, Table 3)",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,6 +235,7 @@ class AgreementReport(Result):
     sources: Mapping[str, str]
     options: Mapping[str, Any]
     settings: Any = None  # AgreementSettings
+    baselines: Mapping[str, Any] = field(default_factory=dict)  # candidate → trivial judge → statistic → Spread
 
     def __getitem__(self, candidate: str):
         return self.results[candidate]
@@ -210,6 +246,10 @@ class AgreementReport(Result):
             entry = res.to_json()
             entry["path"] = self.sources.get(name)
             entry["settings"]["reference_path"] = self.options.get("reference_path")
+            if name in self.baselines:
+                entry["baselines"] = {judge: {k: v.to_json() for k, v in st.items()}
+                                      for judge, st in self.baselines[name].items()}
+            entry["warnings"] = [w for w in self.warnings if w.startswith(f"label set {name!r} ")]
             out[name] = entry
         return out
 
@@ -220,9 +260,31 @@ class AgreementReport(Result):
         s = self.options
         rows = [res.summary_row() for res in self.results.values()]
         missing = s["missing"] or "zero up to 1% missing, else refused"
+        if self.baselines:
+            from ..evaluation.baselines import trivial_agreement_rows
+
+            rows = [r for name, res in self.results.items()
+                    for r in [res.summary_row(), *trivial_agreement_rows(name, self.baselines.get(name, {}))]]
+            width = max(len(str(r["candidate"])) for r in rows)  # left-aligned, so the trivial rows show indented
+            rows = [{**r, "candidate": str(r["candidate"]).ljust(width)} for r in rows]
         notes = "".join(f"\n{line}" for res in self.results.values() for line in res.notes())  # missing, CI coverage
+        if self.baselines:
+            draws = len(next(iter(next(iter(self.baselines.values()))["random"].values())).values)
+            from ..evaluation.baselines import TRIVIAL_NOTE_AGREEMENT
+
+            notes += "\n" + _wrapped(TRIVIAL_NOTE_AGREEMENT.format(draws=draws))
+        notes += "".join(f"\n{_wrapped('warning: ' + w)}" for w in self.warnings)
         return (f"reference: {self.reference} ({s.get('reference_path')}; missing={missing}, "
-                f"clip={s['clip'] or 'none'})\n" + pd.DataFrame(rows).to_string(index=False) + notes)
+                f"clip={s['clip'] or 'none'})\n" + pd.DataFrame(rows).to_string(index=False) + notes
+                + "\n\n" + "\n".join(_wrapped(line) for line in AGREEMENT_LEGEND))
+
+    @property
+    def warnings(self) -> list[str]:
+        """A candidate that gives every compared pair one label (after any clip): κ is 0 by construction."""
+        from ..evaluation.baselines import single_label_warning
+
+        return [single_label_warning(name, int(res.confusion.columns[0]), "agreement")
+                for name, res in self.results.items() if len(res.confusion.columns) == 1]
 
 
 @dataclass(frozen=True, eq=False)
@@ -379,12 +441,13 @@ class AblateReport(Result):
         return rows_frame(self.rows)
 
     def format(self) -> str:
-        from ..experiments.ablate import coverage_notes, terminal_table
+        from ..experiments.ablate import coverage_notes, terminal_table, trivial_lines
 
         table = terminal_table(self.rows, self.dry_run)
         if self.dry_run:
             return "dry run: nothing was called\n" + table
-        return table + "".join(f"\n{line}" for line in coverage_notes(self.rows))
+        return table + "".join(f"\n{line}" for line in coverage_notes(self.rows)) + "".join(
+            f"\n{line}" for line in trivial_lines(self.rows, self.experiment))
 
 
 def _str(path) -> str | None:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import field_validator, model_validator
 
 from ..data.splits import SplitName
+from ..evaluation.baselines import DEFAULT_DRAWS
 from ..evaluation.intervals import DEFAULT_TAU_METHOD, TAU_METHODS
 from ..evaluation.measures import DEFAULT_MEASURES
 from ..settings import (
@@ -98,6 +99,11 @@ class _Measured(Settings):
         return self
 
 
+_BASELINES_HELP = ("trivial judges on each candidate's own pairs, shown beside it (constant: its most frequent "
+                   "label; random: its labels shuffled, mean of N draws; popularity: its labels by item "
+                   "popularity); N = the random draws (0: no trivial judges)")
+
+
 class CompareSettings(_Measured):
     command: ClassVar[str] = "compare"
     runs: Inputs = option(help="run files or folders, Runs, a {name: run} mapping or DataFrames",
@@ -122,6 +128,7 @@ class CompareSettings(_Measured):
         f"{TAU_METHODS[DEFAULT_TAU_METHOD].description}; the closest to 95% coverage of the population τ in "
         "benchmarks/bench_tau_ci.py; the others are there for comparison)")
     groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
+    baselines: Count = option(DEFAULT_DRAWS, _BASELINES_HELP, cli=Cli(metavar="N"))
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
     report: PathText | None = option(None, _REPORT_HELP, cli=Cli(metavar="DIR"))
 
@@ -164,7 +171,8 @@ class AgreementSettings(Settings):
     clip: str | None = option(None, "clip candidate labels, e.g. 0..3 (default: no clipping)",
                               cli=Cli(metavar="LO..HI"))
     bootstrap: Count = option(1000, "bootstrap resamples of users (0: no CI)")
-    seed: Seed = option(0, "seed for the bootstrap")
+    seed: Seed = option(0, "seed for the bootstrap (and the random trivial judge)")
+    baselines: Count = option(DEFAULT_DRAWS, _BASELINES_HELP, cli=Cli(metavar="N"))
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
 
     @field_validator("clip")

@@ -66,6 +66,7 @@ __all__ = [
     "fast_supported",
     "per_query_matrix",
     "score_runs",
+    "SamePairs",
     "Scored",
     "Scorer",
     "split_top_level",
@@ -647,6 +648,33 @@ def judgments(qrels: Qrels, queries: list[str]) -> Judgments:
                      bstart)
 
 
+class SamePairs(NamedTuple):
+    """A label set of :func:`score_runs` whose (query, document) pairs are exactly those of the label
+    set ``like`` (its key, given before it), read with the same codes, under other labels (a trivial
+    judge's, :mod:`recjudge.evaluation.baselines`): its judgments share ``like``'s arrays but the
+    labels, so ten of them cost ten label columns, not ten sorts and ten lookups."""
+
+    qrels: Qrels
+    like: object
+
+
+def relabelled(jd: Judgments, qrels: Qrels) -> Judgments:
+    """``jd`` under the labels of ``qrels``, whose pairs are ``jd``'s pairs in the same reader codes."""
+    from dataclasses import replace
+
+    c = qrels.codes
+    q = jd.qlookup(c.qids).astype(np.int32)[c.qcode]
+    at = jd.find(q, np.asarray(c.dcode, dtype=np.int32)) if len(q) else np.zeros(0, dtype=np.int64)
+    kept = at >= 0
+    if int(kept.sum()) != len(jd.label):
+        raise ConfigError(f"label set {qrels.name!r} does not label the pairs of the judgments it was to share")
+    label = np.zeros(len(jd.label), dtype=np.int32)
+    label[at[kept]] = qrels.table.label[kept]
+    above = _labels_above(jd.qcode, label, jd.nq)
+    return replace(jd, label=label.astype(_narrowest(int(label.min(initial=0)), int(label.max(initial=0)), margin=2)),
+                   above=above.astype(_narrowest(0, int(above.max(initial=0)))))
+
+
 class RankedRun(NamedTuple):
     """A tie-free run in score order (query by query in string order, best first): what each label
     set scores. Built once per run (:func:`ranked_run`) and shared by every label set."""
@@ -742,7 +770,11 @@ class _SharedJoin:
             return
         a = judgments[0]
         small = np.int32 if max(len(jd.qcode) for jd in judgments) < 2**31 else np.int64
+        seen: dict[tuple[int, int], np.ndarray | None] = {}  # judgments that share their pairs' arrays (SamePairs)
         for i, b in enumerate(judgments[1:], start=1):
+            if (id(b.qcode), id(b.dcode)) in seen:
+                self.of_first[i] = seen[id(b.qcode), id(b.dcode)]
+                continue
             qmap, dmap = a.qlookup(np.asarray(b.queries, dtype=object)), a.dlookup(b.dlookup.keys)
             of_first = np.full(len(a.qcode), -1, dtype=small)
             # a slice of b's judgments at a time: the join's temporaries of tens of millions of
@@ -754,7 +786,7 @@ class _SharedJoin:
                     of_first = None
                     break
                 of_first[ja] = rows + lo
-            self.of_first[i] = of_first
+            self.of_first[i] = seen[id(b.qcode), id(b.dcode)] = of_first
 
     def rows(self, i: int, first: tuple[np.ndarray, np.ndarray, np.ndarray] | None, jd: Judgments):
         """The join of label set ``i`` from the first one's (None: join alone)."""
@@ -1186,7 +1218,8 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     no sort when the file is written that way); its tied-user share at ``k`` is taken from that
     order before :func:`~recjudge.data.trec.ensure_tie_free` applies ``tie_policy`` / ``seed``, and
     the tie-free order is what every label set scores. ``label_sets`` maps a name to qrels, or to
-    ``(qrels, queries)`` with ``queries`` as in :func:`per_query_matrix`. The matrices equal
+    ``(qrels, queries)`` with ``queries`` as in :func:`per_query_matrix`, or to :class:`SamePairs`
+    (another label set's pairs under other labels; scored over its queries). The matrices equal
     ``per_query_matrix(tie_free_runs, qrels, measures, queries, backend)``.
 
     ``observe``, when given, is called as ``observe(name, col, run, order, scorers, doc_codes)`` after
@@ -1216,7 +1249,13 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
             run = read_run(run, name=name, dictionary=dictionary)
         return run, None if vocabulary is None else vocabulary.doc_codes(run.codes.docids)
 
+    scorers: dict[str, Scorer] = {}
+
     def scorer(value) -> Scorer:
+        if isinstance(value, SamePairs):
+            like = scorers[value.like]
+            return Scorer(value.qrels, parsed, like.index, backend, len(names),
+                          context=Context(relabelled(like.jd, value.qrels)))
         qrels, queries = value if isinstance(value, tuple) else (value, None)
         return Scorer(qrels, parsed, queries, backend, len(names))
 
@@ -1224,7 +1263,8 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recjudge-read") as reader:
         # the label sets' judgments one after the other (side by side, their sorts would add up to the
         # peak memory), then the first run
-        scorers = {label: scorer(value) for label, value in label_sets.items()}
+        for label, value in label_sets.items():
+            scorers[label] = scorer(value)
         ahead = reader.submit(load, names[0]) if names else None
         vocabulary = _Vocabulary([sc.jd for sc in scorers.values()], dictionary)
         shared = _SharedJoin([sc.jd for sc in scorers.values()])

@@ -517,6 +517,9 @@ class CompareResult:
     reference_for: Mapping[str, SystemTable] = field(default_factory=dict)
     users: Mapping[str, UserOverlap] = field(default_factory=dict)  # candidate → users each and both judge
     tie_sensitivity: Mapping | None = None  # the tie note (recjudge.evaluation.ties.note.summarize)
+    # candidate → measure → trivial judge → statistic (kendall_tau, weighted_tau) → Spread (evaluation.baselines)
+    baselines: Mapping[str, Mapping[str, Mapping[str, Mapping]]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # said wherever the result is shown (a label set of one label, ...)
 
     def user_notes(self) -> list[str]:
         """One line per candidate that judges other users than the reference: the counts and what τ compares."""
@@ -549,12 +552,16 @@ class CompareResult:
             for cand, by_measure in self.agreement.items()
         }
         first = next(iter(per_candidate.values()), {})
+        baselines = {cand: {m: {judge: {k: v.to_json() for k, v in st.items()} for judge, st in by_judge.items()}
+                            for m, by_judge in by_measure.items()} for cand, by_measure in self.baselines.items()}
         out = {
             "users": {cand: u.to_json() for cand, u in self.users.items()},
             "measures": first,
             "candidates": per_candidate,
             "systems": systems,
             "settings": dict(self.settings),
+            "baselines": baselines,
+            "warnings": list(self.warnings),
         }
         if self.tie_sensitivity is not None:
             out["tie_sensitivity"] = dict(self.tie_sensitivity)
@@ -686,7 +693,9 @@ def _score(runs: Mapping[str, RunSource], label_sets: Mapping, measures: Mapping
 
     _check_runs(runs, tie_policy)
     _check_tie_note(tie_note)
-    observer = TieObserver(label_sets, list(measures), tie_policy, seed) if tie_note < 1 else None
+    # the trivial judges' labels are the candidate's reshuffled: the note is about the label sets themselves
+    noted = {k: v for k, v in label_sets.items() if not (isinstance(k, tuple) and k[:1] == ("trivial",))}
+    observer = TieObserver(noted, list(measures), tie_policy, seed) if tie_note < 1 else None
     scored = score_runs(runs, label_sets, list(measures), tie_policy, seed, k=100, observe=observer)
     if tie_policy == "input":  # score_runs keeps each run's own warning quiet: said once here
         warnings.warn(_INPUT_WARNING, stacklevel=3)
@@ -817,7 +826,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
             seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None,
             bootstrap_seed: int | None = None, ci_method: str = DEFAULT_CI_METHOD,
             sources: Mapping[str, str] | None = None, spelled: Callable[[str], str] | None = None,
-            tie_note: float = 1.0) -> CompareResult:
+            tie_note: float = 1.0, baselines: int = 0) -> CompareResult:
     """Rank systems under the reference and each candidate label set and compare the rankings.
 
     ``seed`` drives the hash tie policy and, unless ``bootstrap_seed`` is given, the bootstrap;
@@ -829,7 +838,10 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     reference: τ would then compare two rankings over different users, which only an explicit
     ``"own"`` accepts (:func:`user_overlap`). ``spelled`` (a setting's name → how the caller wrote it,
     e.g. ``--queries``) words that refusal; default: the command line's. ``tie_note`` as in
-    :func:`evaluate`: τ is recomputed from the means under each other tie treatment.
+    :func:`evaluate`: τ is recomputed from the means under each other tie treatment. ``baselines`` > 0
+    also scores each candidate's trivial judges (:mod:`recjudge.evaluation.baselines`: constant,
+    popularity and that many random draws, seeded by ``seed``) in the same pass and gives their τ
+    and weighted τ against the same reference table as the candidate's.
     """
     spelled = spelled or (lambda name: "--" + name.replace("_", "-"))
     if queries is not None and queries not in QUERY_SETS:
@@ -867,6 +879,11 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
             label_sets[("candidate", key)] = (qrels, shared[key])
         else:
             label_sets[("candidate", key)] = qrels
+    trivial = _trivial_label_sets(cand_map, baselines, seed)
+    from .measures import SamePairs
+
+    for (key, judge, r), qrels in trivial.items():  # the candidate's judgments under other labels
+        label_sets[("trivial", key, judge, r)] = SamePairs(qrels, ("candidate", key))
     scored, observer = _score(runs, label_sets, names, tie_policy, seed, tie_note)
     ref_table = _table(reference.name, scored, ("reference",), names)
     cand_tables: dict[str, SystemTable] = {}
@@ -919,5 +936,53 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     }
     if sources is not None:
         settings["paths"] = {name: str(path) for name, path in sources.items()}
+    if baselines:
+        settings["baselines"] = {"random_draws": baselines, "seed": seed}
+    by_trivial = _trivial_taus(trivial, scored, ref_tables, names)
     return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables, users,
-                         tie_sensitivity=ties)
+                         tie_sensitivity=ties, baselines=by_trivial,
+                         warnings=_single_label_warnings(reference, cand_map))
+
+
+def _trivial_label_sets(candidates: Mapping[str, Qrels], draws: int, seed: int) -> dict[tuple, Qrels]:
+    """(candidate, judge, draw) → the trivial judge's labels on the candidate's pairs (none for 0 draws)."""
+    if draws <= 0:
+        return {}
+    from .baselines import trivial_judges
+
+    return {(key, judge, r): q for key, qrels in candidates.items()
+            for judge, sets in trivial_judges(qrels, draws, seed).items() for r, q in enumerate(sets)}
+
+
+def _trivial_taus(trivial: Mapping[tuple, Qrels], scored: Scored, ref_tables: Mapping[str, SystemTable],
+                  names: Mapping[str, str]) -> dict:
+    """candidate → measure → judge → {kendall_tau, weighted_tau} as Spreads over the draws, each τ from
+    the same function and reference table as the candidate's own."""
+    from .baselines import spread
+
+    values: dict = {}
+    for (key, judge, r) in trivial:
+        label = ("trivial", key, judge, r)
+        mats = scored.matrices[label]  # its users are the candidate's: ranked, or the candidate was refused
+        for m, k in names.items():
+            with warnings.catch_warnings():
+                # a trivial judge may give no user a mean (CompatHM without a relevant label): τ is NaN, said
+                # as "–"; numpy's empty-slice warning would read as a fault of the judge's own numbers
+                warnings.simplefilter("ignore", RuntimeWarning)
+                ra = _agreement(m, ref_tables[key].matrices[m], mats[k], 0, 0)
+            cell = values.setdefault(key, {}).setdefault(m, {}).setdefault(judge, {"kendall_tau": [], "weighted_tau": []})
+            cell["kendall_tau"].append(ra.kendall_tau)
+            cell["weighted_tau"].append(ra.weighted_tau)
+    return {key: {m: {judge: {k: spread(v) for k, v in st.items()} for judge, st in by_judge.items()}
+                  for m, by_judge in by_measure.items()} for key, by_measure in values.items()}
+
+
+def _single_label_warnings(reference: Qrels, candidates: Mapping[str, Qrels]) -> tuple[str, ...]:
+    from .baselines import single_label, single_label_warning
+
+    out = []
+    for name, qrels in {reference.name: reference, **candidates}.items():
+        label = single_label(qrels)
+        if label is not None:
+            out.append(single_label_warning(name, label))
+    return tuple(out)

@@ -64,6 +64,7 @@ from .._io import atomic_write, check_output_dir, check_outputs, read_toml, writ
 from ..data.trec import Qrels, Run
 from ..errors import ConfigError, InputError
 from ..judging.config import JudgeSettings
+from ..evaluation.baselines import DEFAULT_DRAWS
 from ..report.evaluation import CI_FLAG
 from ..data.splits import SplitName
 from ..settings import (FILE, MAX_SEED, PYTHON, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, checked,
@@ -107,6 +108,8 @@ class Experiment(Settings):
     mode: Literal[MODES] = option("one-at-a-time", "one setting at a time, or every combination")
     measures: tuple[str, ...] = option(("Compat(p=0.95)", "nDCG@100", "Bpref"), "measures of the τ", min_length=1)
     bootstrap: Count = option(1000, "user resamples of the CIs")
+    baselines: Count = option(DEFAULT_DRAWS, "trivial judges (constant, random, popularity) on each variant's "
+                                             "pairs, shown beside it; N = random draws (0: none)")
     tie_policy: TiePolicy = option("trec_eval", "order of equal scores (default trec_eval: docid descending, as trec_eval)")
     judge: dict[str, Any] = option(help="the base judge's settings", default_factory=dict)
     grid: dict[str, tuple] = option(help="values to try, axis by axis", default_factory=dict)
@@ -416,12 +419,17 @@ class ExperimentOutcome(NamedTuple):
     ci_note: str = ""                  # the shares' CIs covered below 95% in simulation (few users): why
     ci_summary: str = ""               # that note in one line, as printed
     ci_missing: str = ""               # why the shares have no CI (bootstrap = 0, ...); '' when they have
+    # trivial judge → metric (kappa, agree, tau <measure>) → value on this experiment's pairs (random: mean of draws)
+    baselines: Mapping[str, Mapping[str, float]] = MappingProxyType({})
+    warnings: tuple[str, ...] = ()     # e.g. the variant gave every pair one label
 
     def to_json(self) -> dict:
         out = self._asdict()
         for key in ("agree_ci", "tie_ci", "disagree_ci"):
             out[key] = list(out[key])
         out["tau"], out["weighted_tau"] = dict(self.tau), dict(self.weighted_tau)
+        out["baselines"] = {judge: dict(v) for judge, v in self.baselines.items()}
+        out["warnings"] = list(self.warnings)
         return out
 
 
@@ -675,8 +683,8 @@ def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, 
                                  alpha_ordinal=nan, tau={}, weighted_tau={})
     # item-level agreement on the judged pairs only ...
     sampled = reference.frame.merge(pd.DataFrame(pairs, columns=["qid", "docid"]), on=["qid", "docid"])
-    ag = agreement(Qrels.from_frame(sampled, reference.name), cand, missing="drop", bootstrap=exp.bootstrap,
-                   seed=pairs_seed)
+    sampled_ref = Qrels.from_frame(sampled, reference.name)
+    ag = agreement(sampled_ref, cand, missing="drop", bootstrap=exp.bootstrap, seed=pairs_seed)
     taus: dict[str, float] = {}
     wtaus: dict[str, float] = {}
     if len(runs) >= 2:
@@ -684,7 +692,7 @@ def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, 
         # sampled pairs would compare the LLM with a reference as sparse as itself (Penha et al. 2025,
         # Tables 4 and 9, score every K against the full human qrels)
         cmp = compare(runs, reference, {"variant": cand}, measures=list(exp.measures), queries="own",
-                      tie_policy=exp.tie_policy, seed=exp.seed, bootstrap=0)
+                      tie_policy=exp.tie_policy, seed=exp.seed, bootstrap=0, baselines=exp.baselines)
         for m, ra in cmp.agreement["variant"].items():
             taus[m], wtaus[m] = ra.kendall_tau, ra.weighted_tau
     pw = ag.pairwise
@@ -692,7 +700,31 @@ def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, 
                              tie_ci=pw.tie_ci, disagree=pw.disagree, disagree_ci=pw.disagree_ci,
                              kappa=ag.cohen_kappa, alpha_ordinal=ag.krippendorff_alpha_ordinal, tau=taus,
                              weighted_tau=wtaus, ci_note=pw.ci_note, ci_summary=pw.ci_summary,
-                             ci_missing=pw.ci_missing)
+                             ci_missing=pw.ci_missing,
+                             baselines=_trivial(exp, sampled_ref, cand, pairs_seed, cmp if len(runs) >= 2 else None),
+                             warnings=_one_label(var.name, cand))
+
+
+def _trivial(exp: Experiment, sampled: Qrels, cand: Qrels, seed: int, cmp) -> dict[str, dict[str, float]]:
+    """Trivial judge → κ, agree and τ per measure on this experiment's pairs (none when ``baselines`` = 0)."""
+    from ..evaluation.baselines import agreement_baselines
+
+    if not exp.baselines:
+        return {}
+    item = agreement_baselines(sampled, cand, "drop", draws=exp.baselines, seed=seed)
+    out = {judge: {"kappa": st["cohen_kappa"].mean, "agree": st["agree"].mean} for judge, st in item.items()}
+    for m, by_judge in (cmp.baselines.get("variant", {}) if cmp is not None else {}).items():
+        for judge, st in by_judge.items():
+            out[judge][f"tau {m}"] = st["kendall_tau"].mean
+    return out
+
+
+def _one_label(variant: str, cand: Qrels) -> tuple[str, ...]:
+    from ..evaluation.baselines import single_label, single_label_warning
+
+    label = single_label(cand)
+    return () if label is None else (single_label_warning(variant, label, kind="variant")
+                                     + "; its κ is 0 by construction",)
 
 
 SHARES = ("agree", "tie", "disagree")  # in [0, 1]; κ, α and τ in [−1, 1]
@@ -812,13 +844,18 @@ def write_results(exp: Experiment, rows: Sequence[VariantRow], protocol=None) ->
                                 "at the effective number of pairs, SE from a user bootstrap)"),
               "tau_reference": TAU_REFERENCE, "mode": exp.mode, "judge": dict(exp.judge),
               "grid": {k: list(v) for k, v in exp.grid.items()}}
-    write_json(paths["json"], {"experiment": header, "rows": records,
+    write_json(paths["json"], {"experiment": header, "rows": records, "warnings": ablation_warnings(rows),
                                **({"protocol": protocol.as_dict()} if protocol is not None else {})})
     shown = format_rows(rows)
     with atomic_write(paths["md"]) as fh:
         fh.write(f"# Ablation: {exp.name}\n\n" + "\n\n".join(notes(exp)) + "\n\n")
         fh.write(markdown_table(shown, index=False) + "\n")
         fh.write("".join(f"\n{line}\n" for line in coverage_notes(rows)))
+        trivial = trivial_frame(rows)
+        if trivial is not None:
+            fh.write(f"\n{_trivial_header(exp.baselines)}:\n\n"
+                     + markdown_table(trivial, index=False) + "\n")
+        fh.write("".join(f"\n**Warning:** {w}.\n" for w in ablation_warnings(rows)))
     return paths
 
 
@@ -891,6 +928,47 @@ def coverage_notes(rows: Sequence[VariantRow]) -> list[str]:
     seen = dict.fromkeys(r.outcomes[0].ci_summary or r.outcomes[0].ci_note for r in rows
                          if r.experiments == 1 and r.outcomes[0].ci_note)
     return [f"({CI_FLAG}) agree / tie / disagree intervals: {note}" for note in seen]
+
+
+def trivial_frame(rows: Sequence[VariantRow]) -> pd.DataFrame | None:
+    """Per variant and trivial judge: κ, agree and τ per measure on the variant's own pairs, each the mean
+    over the N experiments (random: of its draws too); None when no experiment measured them."""
+    records = []
+    for r in rows:
+        judges = list(dict.fromkeys(j for o in r.outcomes for j in o.baselines))
+        for judge in judges:
+            metrics = list(dict.fromkeys(k for o in r.outcomes for k in o.baselines.get(judge, {})))
+            rec = {"variant": r.variant, "trivial judge": judge}
+            for k in metrics:
+                values = [o.baselines[judge][k] for o in r.outcomes if k in o.baselines.get(judge, {})]
+                mean = across_experiments(values).mean
+                rec[{"kappa": "κ"}.get(k, k.replace("tau ", "τ "))] = _num(mean)
+            records.append(rec)
+    return pd.DataFrame(records) if records else None
+
+
+def trivial_lines(rows: Sequence[VariantRow], exp: Experiment | None = None) -> list[str]:
+    """The block under the ablation table: what trivial judges get on each variant's pairs, and the warnings."""
+    import textwrap
+
+    lines = []
+    frame = trivial_frame(rows)
+    if frame is not None:
+        draws = exp.baselines if exp is not None else DEFAULT_DRAWS
+        lines += ["", *textwrap.wrap(_trivial_header(draws) + ":", 100), frame.to_string(index=False)]
+    lines += [f"warning: {w}" for w in ablation_warnings(rows)]
+    return lines
+
+
+def _trivial_header(draws: int) -> str:
+    from ..evaluation.baselines import TRIVIAL_KINDS
+
+    return ("Trivial judges on each variant's own pairs, mean over the experiments ("
+            + TRIVIAL_KINDS.format(draws=draws).replace("its ", "the variant's ", 1).replace("mean ± sd", "mean") + ")")
+
+
+def ablation_warnings(rows: Sequence[VariantRow]) -> list[str]:
+    return list(dict.fromkeys(w for r in rows for o in r.outcomes for w in o.warnings))
 
 
 def _num(x: float) -> str:

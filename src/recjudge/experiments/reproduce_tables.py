@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..data.trec import Qrels
 from ..errors import ConfigError
+from ..evaluation.baselines import DEFAULT_DRAWS
 from .ablate import across_experiments
 from .reproduce_plan import (
     K_VALUES,
@@ -118,6 +119,7 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
             return None
         return [labels[k] for k in keys]
 
+    extras["trivial_draws"] = TRIVIAL_DRAWS
     _dataset(s, cells, extras, collection, human, runs, base)
     named: dict[str, str] = {}
     if only & {"table1", "figure2"}:
@@ -140,6 +142,7 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
         if got is not None:
             by_row = {row: [labels[("fields", row, e)] for e in exps] for row in rows}
             agree = _agreement_rows(s, human, by_row)
+            _trivial_rows(extras, "table3", agree)
             for row, r in agree.items():
                 for col in ("agree", "tie", "disagree"):
                     _add_mean(cells, "table3", row, col, r[col])
@@ -157,7 +160,9 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
                                                                               for e in exps])
         if got is not None:
             by_row = {"baseline": got[:len(exps)], "defined scale": got[len(exps):]}
-            for row, r in _agreement_rows(s, human, by_row).items():
+            agree = _agreement_rows(s, human, by_row)
+            _trivial_rows(extras, "table8", agree)
+            for row, r in agree.items():
                 for col in ("agree", "tie", "disagree"):
                     _add_mean(cells, "table8", row, col, r[col])
     if "figure3" in only:
@@ -165,6 +170,7 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
         if labelled({"figure3"}, keys) is not None:
             by_row = {f"profile {n}": [labels[("profiles", f"profile {n}", e)] for e in exps] for n in s.profile_sizes}
             agree = _agreement_rows(s, human, by_row)
+            _trivial_rows(extras, "figure3", agree)
             for row, r in agree.items():
                 for col in ("agree", "tie", "disagree"):
                     _add_mean(cells, "figure3", row, col, r[col])
@@ -352,7 +358,9 @@ def _rankings(s, cells: Cells, figures, extras, runs, human, base_labels: Sequen
             candidates[f"baseline K={k} e{e + 1}"] = restrict(llm, samples(s, human, k, e))
     for e, llm in enumerate(defined or ()):
         candidates[f"defined scale K={TABLE9_K} e{e + 1}"] = restrict(llm, samples(s, human, TABLE9_K, e))
-    cmp = compare(runs, human, candidates, measures=ranking, queries="shared", bootstrap=0, seed=s.seed)
+    cmp = compare(runs, human, candidates, measures=ranking, queries="shared", bootstrap=0, seed=s.seed,
+                  baselines=TRIVIAL_DRAWS)
+    _trivial_taus(extras, cmp, s, ks, len(base_labels), defined is not None, ranking)
 
     def per_exp(prefix: str, k: int, measure: str, what: str) -> list[float]:
         return [getattr(cmp.agreement[f"{prefix} K={k} e{e + 1}"][measure], what) for e in range(len(base_labels))]
@@ -409,6 +417,30 @@ def _rankings(s, cells: Cells, figures, extras, runs, human, base_labels: Sequen
                               "ranks": pd.DataFrame({"human": human_ranks, "LLM": llm_ranks})}
 
 
+def _trivial_taus(extras, cmp, s, ks, n_exp: int, defined: bool, ranking) -> None:
+    """What trivial judges get on the same pairs as each Table 4 / Table 9 row (τ per measure, the mean
+    over the experiments of each judge's τ; random: of its draws too), kept beside the cells."""
+    only = set(s.only)
+
+    def rows(prefix: str, k: int, row: str) -> list[dict]:
+        out = []
+        for judge in ("constant", "random", "popularity"):
+            rec: dict[str, Any] = {"row": row, "trivial judge": judge}
+            for m in ranking:
+                rec[f"tau {_short(m)}"] = _mean([cmp.baselines[f"{prefix} K={k} e{e + 1}"][m][judge]["kendall_tau"].mean
+                                                 for e in range(n_exp)])
+            out.append(rec)
+        return out
+
+    trivial = extras.setdefault("trivial_judges", {})
+    if "table4" in only:
+        trivial["table4"] = [r for k in s.k_values for r in rows("baseline", k, f"K={k}")]
+    if "table9" in only and defined:
+        trivial["table9"] = [*rows("baseline", TABLE9_K, "baseline"), *rows("defined scale", TABLE9_K, "defined scale")]
+    warnings = extras.setdefault("warnings", [])
+    warnings += [w for w in cmp.warnings if w not in warnings]
+
+
 def _best_of(family: str, ranks: pd.Series) -> str | None:
     hit = ranks[[str(n).startswith(family) for n in ranks.index]]
     return None if hit.empty else str(hit.idxmin())
@@ -420,21 +452,37 @@ def _agreement(reference: Qrels, llm: Qrels, bootstrap: int, seed: int):
     """``recjudge agreement`` over the pairs the reference holds (a pair the LLM failed is left out)."""
     from .. import api
 
-    report = api.agreement(reference, [llm], missing="drop", bootstrap=bootstrap, seed=seed)
+    report = api.agreement(reference, [llm], missing="drop", bootstrap=bootstrap, seed=seed, baselines=0)
     return next(iter(report.results.values()))
+
+
+TRIVIAL_DRAWS = DEFAULT_DRAWS  # random draws of the trivial judges shown beside Tables 3, 4, 8, 9 and Figure 3
+
+
+def _trivial_agreement(reference: Qrels, llm: Qrels, seed: int) -> dict[str, dict[str, float]]:
+    """Trivial judge → the relevant-vs-not agree / tie and κ of ``_agreement_rows``, on the same pairs."""
+    from ..evaluation.baselines import agreement_baselines
+
+    got = agreement_baselines(reference, llm, "drop", draws=TRIVIAL_DRAWS, seed=seed)
+    return {judge: {"agree": st["relevant_agree"].mean, "tie": st["relevant_tie"].mean,
+                    "kappa": st["cohen_kappa"].mean} for judge, st in got.items()}
 
 
 def _agreement_rows(s, human, by_row: Mapping[str, Sequence[Qrels]]) -> dict[str, dict[str, list[float]]]:
     """Per row: agree / tie / disagree over pairs of one participant's items the human labels 0 and 1-7,
     on the LLM's raw labels (Section 5.1), and κ; one value per experiment, each on that experiment's
-    K = ``per_user`` sample."""
+    K = ``per_user`` sample; under ``trivial``, the same of the trivial judges on those pairs."""
     n = max((len(v) for v in by_row.values()), default=0)
     cut = [restrict(human, samples(s, human, s.per_user, e)) for e in range(n)]
     out = {}
     for row, per_exp in by_row.items():
-        vals: dict[str, list[float]] = {"agree": [], "tie": [], "disagree": [], "kappa": []}
+        vals: dict[str, Any] = {"agree": [], "tie": [], "disagree": [], "kappa": [], "trivial": {}}
         for e, llm in enumerate(per_exp):
-            ag = _agreement(cut[e], restrict(llm, zip(cut[e].frame.qid, cut[e].frame.docid)), 0, s.seed + e)
+            llm_cut = restrict(llm, zip(cut[e].frame.qid, cut[e].frame.docid))
+            ag = _agreement(cut[e], llm_cut, 0, s.seed + e)
+            for judge, st in _trivial_agreement(cut[e], llm_cut, s.seed + e).items():
+                for k, v in st.items():
+                    vals["trivial"].setdefault(judge, {}).setdefault(k, []).append(v)
             rv = ag.pairwise_relevant_vs_not
             vals["agree"].append(rv.agree)
             vals["tie"].append(rv.tie)
@@ -442,6 +490,13 @@ def _agreement_rows(s, human, by_row: Mapping[str, Sequence[Qrels]]) -> dict[str
             vals["kappa"].append(ag.cohen_kappa)
         out[row] = vals
     return out
+
+
+def _trivial_rows(extras, target: str, agree: Mapping[str, Mapping]) -> None:
+    """Beside a target's agreement cells: each row's trivial judges, the mean over its experiments."""
+    extras.setdefault("trivial_judges", {})[target] = [
+        {"row": row, "trivial judge": judge, **{k: _mean(v) for k, v in st.items()}}
+        for row, r in agree.items() for judge, st in r["trivial"].items()]
 
 
 def _figure4(s, cells: Cells, figures, human, base_labels: Sequence[Qrels]) -> None:

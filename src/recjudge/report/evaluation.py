@@ -333,6 +333,22 @@ def plain_text(text: object) -> str:
     return str(text).replace("$", r"\$")
 
 
+def _trivial_table(result: CompareResult, cand: str) -> list[str]:
+    """What trivial judges get on the candidate's own pairs, per measure: Kendall τ-b and weighted τ."""
+    from ..evaluation.baselines import TRIVIAL_NOTE, format_spread
+
+    by_measure = getattr(result, "baselines", {}).get(cand)
+    if not by_measure:
+        return []
+    draws = result.settings.get("baselines", {}).get("random_draws")
+    rows = [{"measure": m, **{f"{judge} τ-b": format_spread(st["kendall_tau"], 3) for judge, st in by_judge.items()},
+             **{f"{judge} τ_h": format_spread(st["weighted_tau"], 3) for judge, st in by_judge.items()}}
+            for m, by_judge in by_measure.items()]
+    return [f"Against the same reference, {md_text(TRIVIAL_NOTE.format(draws=draws))}; – : the judge ties every "
+            "system, so τ is undefined:", "",
+            markdown_table(pd.DataFrame(rows).set_index("measure")), ""]
+
+
 def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, title: str = "recjudge compare",
                          protocol=None) -> Path:
     """Write ``report.md`` and ``report.html`` with per-measure scatter and rank displacement plots."""
@@ -365,6 +381,8 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         *_tie_note(s, result.tie_share, getattr(result, "tie_sensitivity", None)),
         "",
     ]
+    md += [f"**Warning:** {md_text(w)}." for w in getattr(result, "warnings", ())]
+    md += [""] if getattr(result, "warnings", ()) else []
     ref_label = str(s["reference"])
     for cand, by_measure in result.agreement.items():
         md += [f"## Reference vs {md_code(cand)}", ""]
@@ -386,6 +404,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         notes = ci_notes(by_measure)
         if notes:
             md += [md_text(n) for n in notes] + [""]
+        md += _trivial_table(result, cand)
         table = result.candidates[cand]
         ref_table = result.reference_table(cand)
         for m, ra in by_measure.items():

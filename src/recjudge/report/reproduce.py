@@ -170,6 +170,8 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
               "table or text), our value minus the published one (percent cells compare our share × 100) and, "
               "where the paper prints a ± or a p-value bound, whether ours falls inside it. "
               "\"not published in our data\" marks a cell the paper prints no number for."), ""]
+    lines += [f"**Warning:** {md_text(w)}." for w in result.extras.get("warnings") or []]
+    lines += [""] if result.extras.get("warnings") else []
     lines += ["## Settings that differ from the paper", ""]
     if result.differences:
         lines.append(markdown_table(pd.DataFrame(list(result.differences)), index=False))
@@ -209,6 +211,13 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
         part = cells[cells.target == target]
         if len(part):
             lines.append(_cells_table(part))
+        trivial = (result.extras.get("trivial_judges") or {}).get(target)
+        if trivial:
+            lines += ["", "What trivial judges get on the same pairs (mean over the experiments): constant = the "
+                      "judge's most frequent label above 0 on every pair; random = its labels shuffled across its "
+                      f"pairs (mean of {result.extras.get('trivial_draws')} draws); popularity = its labels assigned "
+                      "by how many participants' pairs hold the item (same histogram).", "",
+                      markdown_table(pd.DataFrame(trivial), index=False)]
         if target in figure_paths:
             rel = os.path.relpath(figure_paths[target], out)
             lines += ["", f"![{md_text(TARGET_TITLES[target])}]({Path(rel).as_posix()})"]

@@ -112,6 +112,8 @@ class TieObserver:
         column ``col`` under the evaluation's policy; ``doc_codes``: per scorer, its judgments' code of
         each of the run's distinct docids (or None)."""
         for i, (label, sc) in enumerate(scorers.items()):
+            if label not in self.label_sets:
+                continue  # a label set the note is not about (a trivial judge)
             self.users[label] = len(sc.index)
             jd = sc.jd
             codes = doc_codes[i] if doc_codes is not None else jd.dlookup(run.codes.docids).astype(np.int32)
