@@ -239,7 +239,7 @@ def test_eighteen_variants_fit_a_hundred_columns_and_the_csv_keeps_every_column(
     write_results(exp, rows)
     csv = pd.read_csv(tmp_path / "out" / "ablation.csv")
     expected = {"variant", "axis", "per_user", "experiments", "pairs", "judged", "failed", "calls", "cache_hits",
-                "est_input_tokens", "boot_ci_note"}
+                "est_input_tokens", "boot_ci_note", "boot_ci_missing"}
     for metric in ["agree", "tie", "disagree", "kappa", "alpha_ordinal"] + [f"{t} {m}" for t in ("tau", "wtau")
                                                                           for m in MEASURES]:
         expected |= {metric, f"{metric}_ci_lo", f"{metric}_ci_hi"}
