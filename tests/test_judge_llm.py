@@ -256,8 +256,9 @@ def test_queries_as_profiles_with_the_relevance_template(fake_openai):
     res = judge_pairs([("q1", "5"), ("q2", "6"), ("q3", "7")], movies(), config, topics=topics)
     assert res.labels == {("q1", "5"): 1, ("q2", "6"): 2}
     assert res.summary.failures == {"no_profile": 1}
-    assert {r.json["messages"][1]["content"].split("\n")[0] for r in fake_openai.chat_log()} == {
-        "Query: a comedy about dogs", "Query: dark drama"}
+    # the query opens the quoted data block
+    assert {tuple(r.json["messages"][1]["content"].split("\n")[:2]) for r in fake_openai.chat_log()} == {
+        ("<<<DATA", "Query: a comedy about dogs"), ("<<<DATA", "Query: dark drama")}
     with pytest.raises(ConfigError, match="expects query profiles"):
         judge_pairs([("u0", "5")], movies(), config)
 

@@ -111,6 +111,8 @@ class Summary:
     probe_requests: int = 0     # endpoint probes and tokenizer calls (no generation)
     failure_messages: Mapping[str, str] = field(default_factory=dict)  # reason -> the first server message
     token_counts: Mapping[str, int] = field(default_factory=dict)      # how prompts were counted -> prompts
+    # judged pairs whose candidate's shown text reads like an instruction to the judge (bias.InjectionCheck)
+    injection: Mapping[str, Any] | None = None
 
     def call_counts(self) -> dict[str, int]:
         """The parts planned calls split into; they add up to ``planned_calls``."""
@@ -172,6 +174,8 @@ class Summary:
             rows.append(("repeat agreement", f"{a.repeats} repeats over {a.pairs:,} pairs: all equal "
                                              f"{a.all_equal:.3f}, pairwise exact {a.pairwise_exact:.3f}, "
                                              f"Krippendorff alpha (interval) {a.alpha_interval:.3f}"))
+        if self.injection:
+            rows.append(("WARNING injection", self.injection["text"]))
         rows.append(("time", f"{self.elapsed:.1f} s"))
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
