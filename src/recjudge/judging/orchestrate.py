@@ -181,7 +181,7 @@ class LLMJob:
         path = self.ctx.cache_path
         if path is None or (self.config.dry_run and not Path(path).exists()):
             path = ":memory:"  # a dry run reads an existing cache and creates none
-        self.cache = JudgeCache(path)
+        self.cache = JudgeCache(path, scale=self.template.scale)
         backend = None
         try:
             if self.config.dry_run:
