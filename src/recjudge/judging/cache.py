@@ -169,7 +169,13 @@ class JudgeCache:
         if app not in (0, APPLICATION_ID):
             raise ConfigError(f"{self.path} is another program's SQLite file (application_id {app:#x}), not a "
                               "recjudge judgment cache; it was left unchanged — give another --cache path")
-        if app == 0 and not {"calls", "meta"} <= tables:
+        if "meta" in tables:
+            found = self._db.execute("SELECT v FROM meta WHERE k = 'schema'").fetchone()
+            if found is not None and found[0] != SCHEMA_VERSION:
+                raise ConfigError(f"the judgment cache {self.path} has schema version {found[0]}, this recjudge "
+                                  f"writes version {SCHEMA_VERSION} (its keys include the endpoint); give a new "
+                                  "--cache path, or move the old file away to start afresh")
+        if app == 0 and not {"calls", "meta"} & tables:
             # an unmarked file is adopted only when it is a cache written before the mark
             raise ConfigError(f"{self.path} is not a recjudge judgment cache (its tables: "
                               f"{', '.join(sorted(tables)) or 'none'}); it was left unchanged — give another "

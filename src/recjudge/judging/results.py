@@ -22,7 +22,7 @@ from ..evaluation.calibration import round_half_up
 from .cache import Usage
 from .config import AGGREGATIONS
 
-__all__ = ["Judgment", "Agreement", "Overflow", "Summary", "JudgeResult", "output_paths", "aggregate_labels",
+__all__ = ["read_judgments", "JUDGMENTS_FORMAT", "Judgment", "Agreement", "Overflow", "Summary", "JudgeResult", "output_paths", "aggregate_labels",
            "repeat_agreement", "alpha_interval"]
 
 log = logging.getLogger("recjudge.judging")
@@ -243,6 +243,8 @@ class JudgeResult:
             out["removed_qrels"] = qrels_path
         prov = dict(self.provenance)
         with atomic_write(judgments_path) as fh:
+            # the run's details once, on the first line; then one line per pair (read_judgments)
+            fh.write(json.dumps({"format": JUDGMENTS_FORMAT, "provenance": prov}, separators=(",", ":")) + "\n")
             for j in self.judgments:
                 fh.write(json.dumps({
                     "qid": j.qid, "docid": j.docid, "label": j.label, "status": j.status, "reason": j.reason,
@@ -250,13 +252,41 @@ class JudgeResult:
                     **({"criteria": list(j.criteria)} if any(c for c in j.criteria) else {}),
                     **({"score": j.score} if j.score is not None else {}),
                     **({"repeat_endpoints": list(j.endpoints)} if any(j.endpoints) else {}),
-                    "from_cache": j.from_cache, "usage": j.usage.as_dict(), "provenance": prov,
+                    "from_cache": j.from_cache, "usage": j.usage.as_dict(),
                 }, separators=(",", ":")) + "\n")
         out["judgments"] = judgments_path
         write_json(summary_path, {"summary": self.summary.as_dict(), "provenance": prov,
                                   **({"protocol": protocol.as_dict()} if protocol is not None else {})})
         out["summary"] = summary_path
         return out
+
+
+JUDGMENTS_FORMAT = "recjudge-judgments/2"  # 2: the provenance on a header line, not on every pair's
+
+
+def read_judgments(path: str | os.PathLike) -> tuple[dict, list[dict]]:
+    """A judgments log: (the run's provenance, one dict per pair). A log written before the header
+    (each line carrying the provenance) reads the same."""
+    from ..errors import InputError
+
+    provenance: dict = {}
+    rows: list[dict] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise InputError(str(path), f"not JSON ({exc.msg})", "a judgments log is JSON Lines as "
+                                 "recjudge judge writes it", line=n) from None
+            if n == 1 and "format" in row and "qid" not in row:
+                provenance = dict(row.get("provenance") or {})
+                continue
+            if "provenance" in row:
+                provenance = provenance or dict(row.pop("provenance"))
+            rows.append(row)
+    return provenance, rows
 
 
 def output_paths(qrels_path: str | os.PathLike) -> tuple[Path, Path]:
