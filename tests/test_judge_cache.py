@@ -190,3 +190,14 @@ def test_a_full_cache_names_the_file_and_the_free_space(tmp_path):
             _put(cache, CallRecord(key=f"k{i}", qid="u1", items=("10",), repeat=0, status="ok", labels={"10": 3},
                                    raw="x" * 4000))
     cache.close()
+
+
+# ------------------------------------------------------------------------------ smaller faults
+
+def test_a_fragment_in_the_endpoint_url_is_refused():
+    from recjudge.judging import JudgeSettings
+
+    with pytest.raises(ConfigError, match=r"http://127.0.0.1:8000/v1#… carries a #fragment; give base_url= without"):
+        JudgeSettings(base_url="http://127.0.0.1:8000/v1#secret", model="m")
+    with pytest.raises(ConfigError, match="carries a #fragment"):
+        JudgeSettings(base_url="http://127.0.0.1:8000/v1#", model="m")
