@@ -36,7 +36,7 @@ D. Significance tests (``pairwise_tests``, ``significance_agreement``): per-user
    candidate label set's decisions agree with the reference's.
 E. Speed: the vectorised τ replicates against scipy.stats.bootstrap resampling user indices.
 
-Prints the tables the README carries and, with ``--constants``, the coverage table by number of
+Prints the tables docs/statistics.md carries and, with ``--constants``, the coverage table by number of
 users and bootstrap bias that ``recjudge.evaluation.intervals.TAU_COVERAGE`` holds.
 """
 
@@ -227,7 +227,7 @@ def print_tau(cells, by_band, worst, reps: int, resamples: int) -> None:
 
 
 def print_compact(cells) -> None:
-    """The default's coverage as the README carries it: a row per layout and population τ, a column
+    """The default's coverage as docs/statistics.md carries it: a row per layout and population τ, a column
     per number of users, ``shared / own`` in each cell."""
     print(f"\nCoverage of the default ({DEFAULT_TAU_METHOD}), % (shared / own users)\n")
     users = sorted({c["n"] for c in cells})

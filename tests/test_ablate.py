@@ -168,8 +168,15 @@ def test_one_experiment_flags_share_intervals_of_few_users(tmp_path, capsys, use
         assert all("coverage" in n or "covered" in n for n in notes), notes
         # agree, tie, disagree flagged in both rows (Markdown escapes the flag)
         assert all(len(re.findall(r"\]\\?\*", line)) == 3 for line in table[2:]), table
+        # one short line, the full note in ablation.json only
+        summaries = {row["per_experiment"][0]["ci_summary"] for row in data["rows"]}
+        from recjudge.evaluation.intervals import SHARE_COVERAGE
+
+        pooled, lowest = SHARE_COVERAGE[5]  # 5–9 users with pairs: the band of the fewest simulated
+        assert summaries == {f"may under-cover: {pooled:.0%} in simulation, worst {lowest:.0%} — see docs: statistics"}
+        line = f"(*) agree / tie / disagree intervals: {data['rows'][0]['per_experiment'][0]['ci_summary']}"
         for text in (printed, md):
-            assert f"(*) The agree / tie / disagree interval: {notes[0]}." in text
+            assert line in text.splitlines() and notes[0] not in text
     else:
         assert notes == ["", ""] and not re.search(r"\]\\?\*", md) and "(*)" not in printed + md
 

@@ -176,27 +176,26 @@ def test_agreement_verb_on_the_papers_hand_case():
 
 
 def _readme_blocks() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Python API"):]
-    section = section[: section.index("\n## ", 1)]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    """The Python blocks of the docs' Python API page: a first example, then the whole pipeline."""
+    text = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
 def test_readme_positional_examples_run_on_a_core_install(monkeypatch, capsys):
     """The first example uses only what ships in the repository: no RecBole, no training."""
     monkeypatch.chdir(REPO)
     namespace: dict = {}
-    exec(compile(_readme_blocks()[0], "README.md (Python API, first example)", "exec"), namespace)
+    exec(compile(_readme_blocks()[0], "docs/python-api.md (first example)", "exec"), namespace)
     printed = capsys.readouterr().out
     assert "tau_b" in printed and "ranked by nDCG@10" in printed and "example-llm" in printed
     assert namespace["result"].to_frame().shape[0] == 4
 
 
 def test_readme_python_walkthrough_runs(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("recbole", reason="the README walk trains EASE: needs the 'train' extra")
+    pytest.importorskip("recbole", reason="the docs' walk trains EASE: needs the 'train' extra")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(_readme_blocks()[1], "README.md (Python API)", "exec"), namespace)
+    exec(compile(_readme_blocks()[1], "docs/python-api.md (the whole pipeline)", "exec"), namespace)
     assert set(namespace["runs"]) == {"Pop", "EASE"}
     assert (tmp_path / "qrels" / "ml-100k-overlap.qrels").is_file()
     assert (tmp_path / "qrels" / "ml-100k-filled.qrels").is_file()

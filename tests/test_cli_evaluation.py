@@ -307,7 +307,8 @@ def test_a_label_set_that_ties_every_system_gives_an_undefined_tau_said_once_and
     assert f"Judged@100: {reason}" in printed and "nan" not in printed
     judged = json.loads(out.read_text())["measures"]["Judged@100"]
     assert judged["undefined"] == reason
-    assert judged["kendall_tau"] is None and judged["kendall_tau_ci"] == [None, None]
+    assert judged["kendall_tau"] is None and judged["kendall_tau_ci"] is None
+    assert judged["kendall_tau_ci_missing"] == "no interval: τ is undefined"
     assert judged["most_displaced"] == [] and judged["median_abs_rank_displacement"] is None
     # a measure that ranks the systems keeps its numbers and says nothing of the kind
     assert json.loads(out.read_text())["measures"]["nDCG@100"]["undefined"] is None

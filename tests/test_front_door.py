@@ -113,6 +113,38 @@ def test_read_only_folder_is_refused_by_the_access_check(tmp_path, monkeypatch):
         check_outputs({"--out": ro / "x.qrels"})
 
 
+# an output folder's errors name the folder as given, never a file recjudge would probe it with
+
+def test_report_folder_errors_name_the_users_path(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(OutputError) as err:
+        check_output_dir(tmp_path / "afile" / "report", "--report")
+    assert str(err.value).startswith(f"{tmp_path / 'afile' / 'report'}: --report: {tmp_path / 'afile'} is a file")
+    assert ".probe" not in str(err.value)
+
+
+def test_unwritable_report_folder_names_the_users_path(tmp_path, monkeypatch):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == ro else real(p, mode))
+    for out in (ro / "report", ro):
+        with pytest.raises(OutputError) as err:
+            check_output_dir(out, "--report")
+        assert str(err.value) == f"{out}: --report: the folder {ro} is not writable (fix: choose a writable folder)"
+
+
+def test_compare_report_under_a_file_names_the_report_path(tmp_path, capsys):
+    repo = Path(__file__).resolve().parents[1]
+    (tmp_path / "afile").write_text("x")
+    target = tmp_path / "afile" / "report"
+    assert main(["compare", "--runs", str(repo / "runs" / "example"), "--reference",
+                 str(repo / "qrels" / "example-human.qrels"), "--candidate", str(repo / "qrels" / "example-llm.qrels"),
+                 "--bootstrap", "0", "--report", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert f"{target}: --report: {tmp_path / 'afile'} is a file, not a folder" in err and ".probe" not in err
+
+
 # ------------------------------------------------------------------------------- temp files
 
 def test_stale_temp_of_a_dead_writer_is_swept_and_a_live_one_kept(tmp_path):

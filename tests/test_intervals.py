@@ -162,7 +162,7 @@ def test_strongly_biased_bootstrap_default_contains_its_estimate_where_bca_colla
     assert ci.low <= est <= ci.high  # the default contains it...
     assert ci.high - ci.low > 0.05
     # ... and says what its measured coverage is at 50 users with this much bias
-    assert ci.n_users == 50 and ci.note.startswith("below nominal coverage") and ci.coverage < 0.93
+    assert ci.n_users == 50 and ci.note.startswith("may under-cover") and ci.coverage < 0.93
     assert "50–199 users per label set, resampled τ 1.5 SD or more below the estimate" in ci.note
 
 
@@ -286,7 +286,7 @@ def test_share_coverage_note_for_few_users_and_none_for_many():
     # the measured table: below 93% with fewest users, near nominal by 200
     assert min(SHARE_COVERAGE) <= 8 and SHARE_COVERAGE[200][0] >= 0.93
     cov, note = share_coverage_note(8)
-    assert cov < 0.93 and note.startswith("below nominal coverage: 8 users")
+    assert cov < 0.93 and note.startswith("may under-cover: 8 users")
     assert f"{cov:.0%}" in note and "bench_tau_ci.py section C" in note
     assert share_coverage_note(200) == (SHARE_COVERAGE[200][0], "")
     assert share_coverage_note(5000)[1] == ""

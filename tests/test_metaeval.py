@@ -677,7 +677,7 @@ def test_shared_bootstrap_weights_give_each_measures_own_interval():
 
 def test_an_interval_whose_measured_coverage_is_unknown_or_low_says_so_where_it_is_printed(tmp_path, capsys):
     # 12 users per label set: fewer than any simulated case, so the table flags the interval and
-    # says why under it; the JSON and the report carry the same note
+    # says so in one line under it (as the report does); the JSON carries that line and the full note
     run_dir = _write_fixture(tmp_path, seed=6, users=12, systems=5)
     out_json = tmp_path / "out.json"
     assert main(["compare", "--runs", str(run_dir), "--reference", str(tmp_path / "human.qrels"),
@@ -689,19 +689,21 @@ def test_an_interval_whose_measured_coverage_is_unknown_or_low_says_so_where_it_
     assert m["kendall_tau_ci_note"].startswith("coverage unknown: fewer than 25 users per label set")
     lo, hi = m["kendall_tau_ci"]
     assert f"[{lo:.3f}, {hi:.3f}]*" in printed
-    assert f"* nDCG@10: {m['kendall_tau_ci_note']}" in printed
+    summary = "coverage unknown: fewer than 25 users per label set, none simulated — see docs: statistics"
+    assert m["kendall_tau_ci_summary"] == summary
+    assert f"* nDCG@10: {summary}" in printed.splitlines()
     report = (tmp_path / "report" / "report.md").read_text()
-    assert "fewer than 25 users per label set" in report
+    assert f"\\* nDCG@10: {summary}" in report.splitlines()
 
 
-def test_ci_notes_say_each_distinct_note_once():
+def test_ci_notes_say_one_short_line_per_flagged_interval():
     from types import SimpleNamespace
 
     from recjudge.report.evaluation import ci_cell, ci_notes
 
-    low = SimpleNamespace(kendall_tau_ci=(0.1, 0.9), ci_note="few users")
-    fine = SimpleNamespace(kendall_tau_ci=(0.5, 0.7), ci_note="")
-    other = SimpleNamespace(kendall_tau_ci=(0.2, 0.4), ci_note="biased")
+    low = SimpleNamespace(kendall_tau_ci=(0.1, 0.9), ci_note="few users, at length", ci_summary="few users")
+    fine = SimpleNamespace(kendall_tau_ci=(0.5, 0.7), ci_note="", ci_summary="")
+    other = SimpleNamespace(kendall_tau_ci=(0.2, 0.4), ci_note="biased, at length", ci_summary="biased")
     by = {"nDCG@10": low, "Bpref": fine, "Compat": low, "P@10": other}
-    assert ci_notes(by) == ["* nDCG@10, Compat: few users", "* P@10: biased"]
+    assert ci_notes(by) == ["* nDCG@10: few users", "* Compat: few users", "* P@10: biased"]
     assert (ci_cell(low), ci_cell(fine)) == ("[0.100, 0.900]*", "[0.500, 0.700]")

@@ -156,7 +156,7 @@ def test_time_splits_refuse_ratings_without_order(tmp_path, method):
 
 
 def test_the_interest_qrels_have_one_name_everywhere(tmp_path):
-    """The README, the demo report and the loader name the human qrels by the loader's rule: the one
+    """The docs, the demo report and the loader name the human qrels by the loader's rule: the one
     ``qrels/*interest*.qrels`` of the release (the paper calls it interest.qrels; a release may prefix it)."""
     import glob
     import re
@@ -166,10 +166,10 @@ def test_the_interest_qrels_have_one_name_everywhere(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     named = re.compile(r"qrels/[\w*.-]*interest[\w*.-]*\.qrels")
-    for text in ((root / "README.md").read_text(), Path(demo.__file__).read_text()):
+    for text in ((root / "docs" / "reproducing-penha2025.md").read_text(), Path(demo.__file__).read_text()):
         found = set(named.findall(text))
         assert found == {"qrels/*interest*.qrels"}, found
     for name in ("p2-interest.qrels", "interest.qrels"):
         folder, _ = release(tmp_path / name, qrels_files=(name, "p2-rating.qrels"))
-        (match,) = glob.glob(str(folder / "qrels" / "*interest*.qrels"))  # what a shell gives the README's command
+        (match,) = glob.glob(str(folder / "qrels" / "*interest*.qrels"))  # what a shell gives the docs' command
         assert load_collection(folder).qrels.name == Path(match).stem

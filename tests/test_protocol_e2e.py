@@ -150,13 +150,13 @@ fields = ["title", "all"]
     assert all(e["judged"] == 20 * len(PARTICIPANTS) for row in rows for e in row["per_experiment"])
 
 
-# ------------------------------------------------------------------------------ the README, as written
+# ------------------------------------------------------------------- the documentation's recipe, as written
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "reproducing-penha2025.md"
 
 
 def _readme_commands(marker: str) -> list[list[str]]:
-    """The commands of the README's fenced block holding ``marker``, continuation lines joined."""
+    """The commands of the docs' fenced block holding ``marker``, continuation lines joined."""
     blocks, current = [], None
     for line in README.read_text().splitlines():
         if line.strip().startswith("```"):
@@ -172,7 +172,7 @@ def _readme_commands(marker: str) -> list[list[str]]:
 
 
 def _run_as_written(command: list[str], values: dict[str, str]) -> int:
-    """One README command with its placeholders filled in, globs expanded as a shell does."""
+    """One documented command with its placeholders filled in, globs expanded as a shell does."""
     args = []
     for word in command:
         for placeholder, value in values.items():
@@ -184,7 +184,7 @@ def _run_as_written(command: list[str], values: dict[str, str]) -> int:
 
 @pytest.fixture
 def researcher(tmp_path, monkeypatch, fake_openai):
-    """What the README says a researcher supplies: the release, appendix-a.toml (native systems, the
+    """What the docs say a researcher supplies: the release, appendix-a.toml (native systems, the
     pooled ones marked), figure1.txt (a template) and an endpoint."""
     folder, facts = release(tmp_path, seed=5, after_make=True, participants=tuple(range(1, 9)),
                             ml_users=tuple(str(u) for u in range(1, 41)), movies=range(1, 41),

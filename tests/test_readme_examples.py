@@ -1,7 +1,17 @@
-"""The README's command-line examples run as written (the Python walk-through is tests/test_api.py)."""
+"""The code examples of the README and of the docs run as written.
+
+Command lines: the README's Quick start and its three commands to try, the ablate page's experiment
+file. Python: every ```python block of README.md and docs/**/*.md, in a folder holding the example
+runs and qrels; a block preceded by ``<!-- example: needs train -->`` trains systems and is run,
+with checks of what it writes, by tests/test_api.py; one preceded by
+``<!-- example: not run (REASON) -->`` is illustrative. The reproduce recipe is run by
+tests/test_protocol_e2e.py.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shlex
@@ -14,6 +24,7 @@ from recjudge.cli import main
 from conftest import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = REPO / "docs"
 
 
 def _section(heading: str) -> str:
@@ -29,24 +40,38 @@ def _commands(text: str) -> list[list[str]]:
     return [shlex.split(c.replace("\\\n", " ")) for c in found]
 
 
-def test_the_quick_look_at_the_example_data_runs_as_written(tmp_path, monkeypatch, capsys):
-    quick = [argv for argv in _commands(_section("## Quick start")) if argv[0] == "compare"]
-    assert len(quick) == 1, "the Quick start's compare example moved: update this test"
+@pytest.fixture
+def example_folder(tmp_path, monkeypatch):
+    """A folder holding the repository's example runs and qrels, as the README's examples expect."""
     shutil.copytree(REPO / "runs" / "example", tmp_path / "runs" / "example")
     shutil.copytree(REPO / "qrels", tmp_path / "qrels")
     monkeypatch.chdir(tmp_path)
-    assert main(quick[0]) == 0
-    assert (tmp_path / "out" / "example" / "report.md").is_file()
-    assert "candidate: example-llm" in capsys.readouterr().out
+    return tmp_path
+
+
+def test_the_three_commands_to_try_run_as_written(example_folder, capsys):
+    (block,) = re.findall(r"```bash\n(.*?)```", _section("## Three commands to try"), re.S)
+    commands = [shlex.split(line.removeprefix(".venv/bin/recjudge ")) for line in block.splitlines()
+                if line.startswith(".venv/bin/recjudge ")]
+    assert [argv[0] for argv in commands] == ["compare", "agreement", "ties"], \
+        "the README's commands to try changed: update this test"
+    for argv in commands:
+        assert main(argv) == 0, argv
+    out = capsys.readouterr().out
+    assert (example_folder / "out" / "example" / "report.md").is_file()
+    assert "candidate: example-llm" in out          # compare
+    assert "rel>non agree/tie" in out              # agreement
+    assert "input order" in out                    # ties
 
 
 def _ablate_toml() -> str:
-    return re.search(r"```toml\n(.*?)```", _section("### ablate"), re.S).group(1)
+    return re.search(r"```toml\n(.*?)```", (DOCS / "commands" / "ablate.md").read_text(encoding="utf-8"),
+                     re.S).group(1)
 
 
 @pytest.fixture
 def ml100k_runs(tmp_path, monkeypatch):
-    """A folder laid out as the README's ablate example expects: runs/ml-100k with runs of ml-100k users."""
+    """A folder laid out as the docs' ablate example expects: runs/ml-100k with runs of ml-100k users."""
     pytest.importorskip("recbole", reason="ml-100k ships inside the recbole wheel: needs the 'train' extra")
     folder = tmp_path / "runs" / "ml-100k"
     folder.mkdir(parents=True)
@@ -71,7 +96,7 @@ def test_the_ablate_example_plans_as_written(ml100k_runs, capsys):
 
 
 def test_a_field_set_the_collection_lacks_is_found_before_any_call(ml100k_runs, capsys, fake_openai):
-    # the README's example once named title+overview, which MovieLens-100K does not have
+    # the docs' example once named title+overview, which MovieLens-100K does not have
     text = _ablate_toml().replace('"title+year"', '"title+overview", "title+cast"')
     (ml100k_runs / "experiment.toml").write_text(text)
     for argv in (["ablate", "experiment.toml", "--dry-run"], ["ablate", "experiment.toml"]):
@@ -103,3 +128,39 @@ def test_the_demo_runs_as_written(tmp_path, monkeypatch, capsys):
     summary = json.loads((tmp_path / "out" / "demo" / "summary.json").read_text())["summary"]
     assert summary["judge"] == "overlap" and len(summary["systems"]) >= 8
     assert (tmp_path / "out" / "demo" / "report.html").is_file()
+
+
+# ------------------------------------------------------------------------------------ Python blocks
+
+_MARK = re.compile(r"<!-- example: (needs train|not run \(.+?\)) -->\n```python\n")
+
+
+def _python_blocks() -> list[tuple[str, str, str | None]]:
+    """(where, code, marker) for every ```python block of the README and the docs."""
+    found = []
+    for path in [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        for n, block in enumerate(re.finditer(r"```python\n(.*?)```", text, re.S), 1):
+            before = text[max(0, block.start() - 200):block.start() + len("```python\n")]
+            mark = _MARK.search(before)
+            found.append((f"{path.relative_to(REPO)} (python block {n})", block.group(1),
+                          mark.group(1) if mark else None))
+    return found
+
+
+_RUN = [(where, code) for where, code, mark in _python_blocks() if mark is None]
+
+
+@pytest.mark.parametrize("where, code", _RUN, ids=[where for where, _ in _RUN])
+def test_a_python_example_runs_as_written(where, code, example_folder):
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, where, "exec"), {"__name__": "__example__"})
+    assert printed.getvalue().strip(), f"{where} printed nothing"
+
+
+def test_the_examples_that_train_are_run_by_the_api_tests():
+    marked = [where for where, _, mark in _python_blocks() if mark == "needs train"]
+    assert marked == ["docs/python-api.md (python block 2)"], marked
+    assert '"docs" / "python-api.md"' in (REPO / "tests" / "test_api.py").read_text(encoding="utf-8")
+    assert len(_RUN) >= 2  # the README's example and the API page's first

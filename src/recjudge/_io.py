@@ -267,14 +267,19 @@ def _expand(paths: list[Path]) -> Iterator[Path]:
 def _check_writable(out: Path, option: str) -> None:
     if out.is_dir():
         raise OutputError(str(out), f"{option} is a folder", "name a file inside it")
-    parent = out.parent
+    _check_folder(out, out.parent, option)
+
+
+def _check_folder(out: Path, parent: Path, option: str) -> None:
+    """``parent`` (the folder ``out`` goes in, or ``out`` itself for an output folder), or the nearest
+    ancestor that exists, must be a folder this process can write; errors name ``out``, the user's path."""
     while not parent.exists():
         if parent.parent == parent:
             break
         parent = parent.parent
     if not parent.is_dir():
         raise OutputError(str(out), f"{option}: {parent} is a file, not a folder", "choose another output path")
-    if out.exists() and not os.access(out, os.W_OK):
+    if out != parent and out.exists() and not os.access(out, os.W_OK):
         raise OutputError(str(out), f"{option} is not writable", "check its permissions or choose another path")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(str(out), f"{option}: the folder {parent} is not writable",
@@ -291,7 +296,7 @@ def check_output_dir(out: str | os.PathLike | None, option: str, inputs=()) -> N
     for src in inputs:
         if src is not None and Path(src).exists() and out.exists() and _same_file(out, Path(src)):
             raise OutputError(str(out), f"{option} is the input folder {src}", "write the report elsewhere")
-    _check_writable(out / ".probe", option)
+    _check_folder(out, out, option)
 
 
 def _umask() -> int:

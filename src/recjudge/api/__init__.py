@@ -185,9 +185,12 @@ def train(s: TrainSettings, progress=None, verbose: bool = False) -> TrainReport
 
         check_outputs({"--historical-qrels": s.historical_qrels}, inputs)
     data = given if in_memory else load_collection(given, s.collection_config)
-    if s.sample_users is not None or s.min_interactions is not None:
+    if s.sample_users is not None or s.min_interactions is not None or s.min_rating is not None:
         if isinstance(data, Split):
-            raise ConfigError("--sample-users and --min-interactions apply to a collection, not a ready split")
+            raise ConfigError("--min-rating, --sample-users and --min-interactions apply to a collection, not a "
+                              "ready split")
+        if s.min_rating is not None:  # the positives first, as the release's implicit-ratings.csv is made
+            data = data.min_rating(s.min_rating)
         if s.sample_users is not None:
             data = data.sample_users(s.sample_users, s.sample_seed)
         if s.min_interactions is not None:
@@ -363,7 +366,7 @@ def compare(s: CompareSettings) -> CompareReport:
     result = rank_agreement(runs, reference, {q.name: q for q in named}, measures=s.measures,
                             queries=s.queries, tie_policy=s.tie_policy, seed=s.seed, bootstrap=s.bootstrap,
                             export_ties=ties, bootstrap_seed=s.bootstrap_seed, ci_method=s.ci_method,
-                            sources=sources)
+                            sources=sources, spelled=s.name_of)
     by_group = None
     if groups:
         import pandas as pd
@@ -484,7 +487,7 @@ def _lazy_runs(files: list):
 
     def lazily():
         for i, (name, f) in enumerate(by_name.items(), start=1):
-            log.info("auditing %s (%d/%d)", f, i, len(by_name))
+            log.debug("auditing %s (%d/%d)", f, i, len(by_name))  # -v: one line per run is noise at 63 runs
             yield read_run(f, name=name)
 
     return lazily()

@@ -116,7 +116,9 @@ class CompareReport(Result):
         seeds = f"seed {s['seed']}"
         if s.get("bootstrap_seed", s["seed"]) != s["seed"]:
             seeds += f"; bootstrap seed {s['bootstrap_seed']}"
-        lines = [f"{len(result.reference.scores_frame())} systems; reference {s['reference']}; "
+        # said first: a τ over different users is read differently
+        lines = [*result.user_notes(),
+                 f"{len(result.reference.scores_frame())} systems; reference {s['reference']}; "
                  f"users: {s['queries']}; tie policy: {s['tie_policy']} ({seeds})"]
         from ..report.evaluation import ci_cell, ci_notes
 

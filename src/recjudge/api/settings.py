@@ -74,8 +74,9 @@ class CompareSettings(_Measured):
     candidates: Inputs = option(help="candidate labels (e.g. LLM); repeat for several",
                                 cli=Cli(flag="--candidate", action="append", metavar="QRELS"))
     measures: str = option(DEFAULT_MEASURE_STRING, "ir-measures strings, comma-separated")
-    queries: Literal["own", "shared"] = option(
-        "own", "own: each label set over the users it judges; shared: only users judged by both")
+    queries: Literal["own", "shared"] | None = option(
+        None, "own: each label set over the users it judges; shared: only users judged by both (default: own, "
+              "but a candidate that shares no user with the reference is refused unless own is given)")
     tie_policy: TiePolicy = option("hash", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)")
     bootstrap: Count = option(1000, "bootstrap resamples of users for the τ CIs (0: no CI)")
@@ -264,6 +265,10 @@ class TrainSettings(Settings):
     force: bool = option(False, "retrain systems found in the cache")
     evaluate: bool = option(False, "also record RecBole's own test NDCG@10/Recall@10")
     keep_checkpoints: bool = option(False, "keep RecBole's data and checkpoints in <out>/.work")
+    min_rating: float | None = option(None, "train on the ratings at or above R only, as positives (ML-32M-ext's "
+                                            "implicit-ratings.csv keeps >= 4; applied before --sample-users and "
+                                            "--min-interactions); default: every rating is a positive",
+                                      ge=0, cli=Cli(metavar="R"))
     sample_users: Positive | None = option(None, "train on N users drawn by a seeded hash, plus every user the "
                                                  "human qrels judge (Penha et al. 2025: 10,000 + the 51 "
                                                  "participants; default: every user)", cli=Cli(metavar="N"))

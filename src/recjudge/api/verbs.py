@@ -48,6 +48,9 @@ def verb(model: type[Settings], positional: Sequence[str] = (), extra: Sequence[
                         else model.build(values, spelled=PYTHON))
             return work(settings, **passed)
 
+        # the verb is what users call: tools that unwrap (help(), the API reference) must see its
+        # parameters, not the work function's one settings object
+        del call.__wrapped__
         call.__signature__ = model.signature(positional, extra)
         call.__doc__ = (inspect.cleandoc(work.__doc__ or "") + "\n\nParameters:\n" + model.parameters_doc()
                         + "".join(f"\n    {p.name}: {p.annotation if isinstance(p.annotation, str) else ''}"

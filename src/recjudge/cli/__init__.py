@@ -8,6 +8,7 @@ dependencies inside ``func`` only, so ``recjudge compare`` never loads torch or 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import signal
@@ -39,17 +40,48 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cranfield-style evaluation of recommender systems with LLM judges.",
     )
     parser.add_argument("--version", action="version", version=f"recjudge {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    _add_output_options(parser, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     for command_parser in sub.choices.values():
+        # `recjudge --quiet compare ...` and `recjudge compare ... --quiet` alike; SUPPRESS keeps the
+        # sub-command's default from overwriting a flag given before the command name
+        _add_output_options(command_parser, argparse.SUPPRESS)
         command_parser.add_argument(
             "--protocol", metavar="NAME_OR_FILE",
             help="a named protocol (e.g. penha2025) or protocol file: its settings become this command's "
                  "defaults; options given here win, and the outputs list every setting that differs")
     return parser
+
+
+def _add_output_options(parser: argparse.ArgumentParser, default) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="store_true", default=default, help="log debug messages")
+    group.add_argument("-q", "--quiet", action="store_true", default=default,
+                       help="print no progress or info lines on stderr; warnings and errors still show")
+
+
+# recjudge's own loggers: INFO by default; every other library's only from WARNING up (matplotlib's
+# font cache, RecBole, the HTTP stack say what a user of recjudge has no use for)
+_OWN_LOGGER = "recjudge"
+
+
+@contextlib.contextmanager
+def _logging(verbose: bool, quiet: bool):
+    """stderr logging for one command; the levels it changes are put back afterwards (main can be
+    called again in the same process, as the tests do)."""
+    root, own = logging.getLogger(), logging.getLogger(_OWN_LOGGER)
+    saved = root.level, own.level
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    own.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    try:
+        yield
+    finally:
+        root.setLevel(saved[0])
+        own.setLevel(saved[1])
 
 
 class Terminated(KeyboardInterrupt):
@@ -64,13 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+    args.verbose, args.quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
+    if args.verbose and args.quiet:  # one before the command name, the other after it
+        parser.error("-v/--verbose and -q/--quiet exclude each other; give one of them")
     warnings.simplefilter("default")
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
     previous = _install_sigterm()
     try:
-        return int(args.func(args) or 0)
+        with _logging(args.verbose, args.quiet):
+            return int(args.func(args) or 0)
     except RecjudgeError as exc:
         print(f"recjudge {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -17,5 +17,17 @@ def settings_from(args: argparse.Namespace, model):
     defaults. Under a protocol, one line on stderr names it and every setting that differs."""
     settings = model.from_args(args)
     if settings.protocol is not None:
-        print(settings.protocol.describe(), file=sys.stderr)
+        progress(args)(settings.protocol.describe())
     return settings
+
+
+def progress(args: argparse.Namespace, stream=None):
+    """How a command says what it is doing: a line on ``stream`` (default stderr), flushed at once;
+    nothing under ``--quiet``, which keeps only results, warnings and errors."""
+    if getattr(args, "quiet", False):
+        return lambda message: None
+
+    def say(message: str) -> None:
+        print(message, file=stream or sys.stderr, flush=True)
+
+    return say

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..experiments.demo import DemoSettings
-from ._settings import add_settings, settings_from
+from ._settings import add_settings, progress, settings_from
 
 
 def register(sub) -> None:
@@ -13,14 +14,15 @@ def register(sub) -> None:
         "demo", help="run the whole pipeline on MovieLens-100K (offline unless an LLM is asked for)",
         description="Global time split → train the quick grid → runs → historical qrels → judge a pool "
                     "(the offline overlap judge, or an LLM when asked for with --judge openai or --base-url) → "
-                    "fill gaps (when the judge can be calibrated) → compare → tie audit → report with figures "
-                    "and an evaluation card.")
+                    "fill gaps (refused, with the reason, when the judge cannot be calibrated) → compare → tie audit "
+                    "(the systems' rankings before tie-breaking, and sampled candidates) → report with figures and "
+                    "an evaluation card. Progress goes to stdout (--quiet: only where the report is).")
     add_settings(p, DemoSettings, run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
     from ..experiments.demo import run_demo as demo
 
-    result = demo(settings_from(args, DemoSettings), progress=lambda m: print(m, flush=True))
-    print(f"\nReport: {result.report}  (also {result.report.with_suffix('.html')})")
+    result = demo(settings_from(args, DemoSettings), progress=progress(args, sys.stdout))
+    print(f"Report: {result.report}  (also {result.report.with_suffix('.html')})")
     return 0

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..api.settings import JudgeCommandSettings
-from ._settings import add_settings, settings_from
+from ._settings import add_settings, progress, settings_from
 
 INCOMPLETE_EXIT = 4  # outputs written, but some selected pairs have no label (failures or budget)
 
@@ -27,7 +27,7 @@ def run_judge(args: argparse.Namespace) -> int:
     from ..api import judge
 
     s = settings_from(args, JudgeCommandSettings)
-    report = judge(s, progress=lambda m: print(m, file=sys.stderr))
+    report = judge(s, progress=progress(args))
     result = report.result
     prof = result.provenance.get("profiles", {})
     if prof.get("history_order") == "chronological" and prof.get("users_without_chronology"):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from ._settings import add_settings, settings_from
+from ._settings import add_settings, progress, settings_from
 
 
 def register(sub) -> None:
@@ -26,7 +25,7 @@ def run_reproduce_cli(args: argparse.Namespace) -> int:
     from ..experiments.reproduce import ReproduceSettings, run_reproduce
 
     settings = settings_from(args, ReproduceSettings)
-    result = run_reproduce(settings, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    result = run_reproduce(settings, progress=progress(args))
     if settings.dry_run:
         print(result.plan_text)
         return 0

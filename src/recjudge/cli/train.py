@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..api.settings import TrainSettings
-from ._settings import add_settings, settings_from
+from ._settings import add_settings, progress, settings_from
 
 
 def register(subparsers) -> None:
@@ -35,7 +35,7 @@ def run(args) -> int:
 
     s = settings_from(args, TrainSettings)
     result = train(s, verbose=getattr(args, "verbose", False),
-                   progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+                   progress=progress(args))
     print(json.dumps(result.to_json(), indent=2) if s.json else result.format())
     failed = [r.system for r in result.results if not r.ok]
     if failed:

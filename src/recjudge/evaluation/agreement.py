@@ -39,6 +39,7 @@ import pandas as pd
 
 from ..data.trec import MAX_LABEL, Qrels, sorted_codes
 from ..errors import ConfigError
+from .intervals import NO_RESAMPLES
 
 __all__ = [
     "PairwiseAgreement",
@@ -69,14 +70,17 @@ class PairwiseAgreement(NamedTuple):
     disagree_ci: tuple[float, float]
     n_users: int = 0        # users with at least one such pair: the clusters the CIs rest on
     ci_coverage: float = math.nan  # measured coverage of such 95% CIs from this many users (NaN: unknown)
-    ci_note: str = ""       # said beside the CIs when that coverage is below nominal
+    ci_note: str = ""       # why the CIs are flagged: that coverage is below nominal
+    ci_summary: str = ""    # that note in one line, printed under the table
+    ci_missing: str = ""    # why there are no CIs (0 resamples, ...); '' when there are
 
     def to_json(self) -> dict:
+        ci = (lambda bounds: None if self.ci_missing else list(bounds))  # noqa: E731
         return {
             "agree": self.agree, "tie": self.tie, "disagree": self.disagree, "n_pairs": self.n_pairs,
-            "agree_ci": list(self.agree_ci), "tie_ci": list(self.tie_ci),
-            "disagree_ci": list(self.disagree_ci), "n_users": self.n_users,
-            "ci_coverage": self.ci_coverage, "ci_note": self.ci_note,
+            "agree_ci": ci(self.agree_ci), "tie_ci": ci(self.tie_ci),
+            "disagree_ci": ci(self.disagree_ci), "ci_missing": self.ci_missing or None, "n_users": self.n_users,
+            "ci_coverage": self.ci_coverage, "ci_note": self.ci_note, "ci_summary": self.ci_summary,
         }
 
 
@@ -125,6 +129,7 @@ class AgreementResult:
             "missing": self.missing,
             "missing_note": self.missing_note,
             "ci_note": self.pairwise.ci_note,
+            "ci_summary": self.pairwise.ci_summary,
             "confusion": {
                 "reference_labels": [int(x) for x in self.confusion.index],
                 "candidate_labels": [int(x) for x in self.confusion.columns],
@@ -153,8 +158,8 @@ class AgreementResult:
             "kappa_lin": f"{self.cohen_kappa_linear:.4f}",
             "alpha_ord": f"{self.krippendorff_alpha_ordinal:.4f}",
             "alpha_int": f"{self.krippendorff_alpha_interval:.4f}",
-            "agree": (f"{pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]"
-                      + (CI_FLAG if pw.ci_note else "")),
+            "agree": (f"{pw.agree:.3f} {pw.ci_missing}" if pw.ci_missing else
+                      f"{pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]" + (CI_FLAG if pw.ci_note else "")),
             "tie": f"{pw.tie:.3f}",
             "disagree": f"{pw.disagree:.3f}",
             "binary agree": f"{self.pairwise_binary.agree:.3f}",
@@ -164,7 +169,8 @@ class AgreementResult:
 
     def notes(self) -> list[str]:
         """The lines printed under the table: the missing pairs, and the CI's coverage note if any."""
-        ci = [f"{CI_FLAG} {self.candidate}: agree CI: {self.pairwise.ci_note}"] if self.pairwise.ci_note else []
+        pw = self.pairwise
+        ci = [f"{CI_FLAG} {self.candidate}: agree CI: {pw.ci_summary or pw.ci_note}"] if pw.ci_note else []
         return [f"{self.candidate}: {self.missing_note}", *ci]
 
     def format(self) -> str:
@@ -374,18 +380,19 @@ def _pairwise(counts: np.ndarray, n_boot: int, rng: np.random.Generator, chunk: 
     total = counts.sum()
     if total == 0:
         nan2 = (math.nan, math.nan)
-        return PairwiseAgreement(math.nan, math.nan, math.nan, 0, nan2, nan2, nan2)
+        return PairwiseAgreement(math.nan, math.nan, math.nan, 0, nan2, nan2, nan2, ci_missing="no interval (no pairs)")
     shares = counts.sum(0) / total
     cis = [(math.nan, math.nan)] * 3
     n_users = int(np.count_nonzero(counts.sum(1)))
-    coverage, note = math.nan, ""
+    coverage, note, summary, missing = math.nan, "", "", NO_RESAMPLES
     if n_boot > 0:
         # Korn–Graubard (Clopper–Pearson at the effective number of pairs: pairs of one user are a
         # cluster): nearest to 95% coverage in benchmarks/bench_tau_ci.py (section C), always in
         # [0, 1] and containing the share; with few users none reached 95%, so the note says so
-        from .intervals import share_coverage_note, share_interval
+        from .intervals import share_coverage_note, share_coverage_summary, share_interval
 
         coverage, note = share_coverage_note(n_users)
+        summary, missing = share_coverage_summary(n_users), ""
         units = counts.shape[0]  # resampled: every user, those without such pairs too
         samples = []
         for start in range(0, n_boot, chunk):
@@ -398,8 +405,10 @@ def _pairwise(counts: np.ndarray, n_boot: int, rng: np.random.Generator, chunk: 
         s = s[~np.isnan(s).any(1)]
         per_user = counts.sum(1)
         cis = [share_interval(counts[:, j], per_user, replicates=s[:, j]) for j in range(3)]
+        if math.isnan(cis[0][0]):  # pairs of one user tell nothing about the spread between users
+            note, summary, missing = "", "", f"no interval (pairs from {n_users} user{'s' * (n_users != 1)})"
     return PairwiseAgreement(float(shares[0]), float(shares[1]), float(shares[2]), int(total), *cis,
-                             n_users, coverage, note)
+                             n_users, coverage, note, summary, missing)
 
 
 def _summed(counts: dict[int, np.ndarray], n_users: int) -> np.ndarray:

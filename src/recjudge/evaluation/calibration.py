@@ -114,6 +114,13 @@ class Calibration:
                        f"needed τ-b > 0 at p < {ASSOCIATION_ALPHA})")
         return tuple(out)
 
+    def requirements(self) -> str:
+        """What :meth:`problems` asks of a calibration before it fills, in words."""
+        return (f"each {self.candidate} grade that fills must rest on at least {self.min_overlap} pairs shared with "
+                f"{self.reference} labels; the calibrated labels must never fall as the grade rises and must take at least "
+                f"{MIN_FILLED_LEVELS} values; and grade and label must be positively associated (Kendall τ-b > 0 "
+                f"at p < {ASSOCIATION_ALPHA})")
+
     def apply(self, labels: np.ndarray) -> np.ndarray:
         m = self.mapping
         try:

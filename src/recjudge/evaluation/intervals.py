@@ -35,6 +35,9 @@ __all__ = [
     "DEFAULT_TAU_METHOD",
     "tau_interval",
     "coverage_note",
+    "coverage_summary",
+    "DOCS_POINTER",
+    "NO_RESAMPLES",
     "TAU_COVERAGE",
     "USER_BANDS",
     "BIAS_BANDS",
@@ -45,6 +48,7 @@ __all__ = [
     "bounded_t",
     "share_interval",
     "share_coverage_note",
+    "share_coverage_summary",
     "SHARE_COVERAGE",
     "fisher_z",
 ]
@@ -344,27 +348,63 @@ def _band_text(i: int, edges: Sequence[float], unit: str, integer: bool) -> str:
     return f"{edges[i - 1]:g}–{hi:g}{unit}"
 
 
+# where the measured coverages and what they mean are explained; every one-line summary points there
+DOCS_POINTER = "see docs: statistics"
+NO_RESAMPLES = "no interval (0 resamples)"  # printed where an interval would be with no bootstrap resample
+
+
+def _tau_coverage(method: str, n_users: int, bias_sd: float, level: float):
+    """(pooled, lowest, users band text, bias band text) of :data:`TAU_COVERAGE`, or None when not measured
+    (another level or method); pooled NaN below the simulated users."""
+    if level != 0.95 or method not in TAU_METHODS:
+        return None
+    bias = 0.0 if not math.isfinite(bias_sd) else abs(bias_sd)
+    ub, bb = _band(n_users, USER_BANDS), _band(bias, BIAS_BANDS)
+    users = _band_text(ub, USER_BANDS, " users", True)
+    if ub == 0:
+        return (math.nan, math.nan, users, "")
+    pooled, lowest = TAU_COVERAGE.get(method, {}).get((ub, bb), (math.nan, math.nan))
+    return (pooled, lowest, users, _band_text(bb, BIAS_BANDS, " SD", False))
+
+
+def _flagged(pooled: float, lowest: float) -> bool:
+    return pooled < NOMINAL_LOW or lowest < LOWEST_LOW
+
+
 def coverage_note(method: str, n_users: int, bias_sd: float, level: float = 0.95) -> tuple[float, str]:
     """(measured coverage, note) for a ``method`` τ interval from ``n_users`` users per label set whose
     resampled τ sits ``bias_sd`` standard deviations from the estimate. The coverage is the pooled
     share of :data:`TAU_COVERAGE`; the note is empty when both it and the lowest simulated
     population's are near nominal (:data:`NOMINAL_LOW`, :data:`LOWEST_LOW`), and otherwise says what
-    was measured and what it means."""
-    if level != 0.95 or method not in TAU_METHODS:
+    was measured and what it means (:func:`coverage_summary` says it in one line)."""
+    found = _tau_coverage(method, n_users, bias_sd, level)
+    if found is None:
         return (math.nan, "")
-    bias = 0.0 if not math.isfinite(bias_sd) else abs(bias_sd)
-    ub, bb = _band(n_users, USER_BANDS), _band(bias, BIAS_BANDS)
-    users = _band_text(ub, USER_BANDS, " users", True)
-    if ub == 0:
+    pooled, lowest, users, bias = found
+    if not bias and math.isnan(pooled):
         return (math.nan, f"coverage unknown: {users} per label set, fewer than any case simulated "
                           "(benchmarks/bench_tau_ci.py); read the interval as the spread of the sample τ only")
-    pooled, lowest = TAU_COVERAGE.get(method, {}).get((ub, bb), (math.nan, math.nan))
-    if math.isnan(pooled) or (pooled >= NOMINAL_LOW and lowest >= LOWEST_LOW):
+    if math.isnan(pooled) or not _flagged(pooled, lowest):
         return (pooled, "")
-    where = f"{users} per label set, resampled τ {_band_text(bb, BIAS_BANDS, ' SD', False)} below the estimate"
-    return (pooled, f"below nominal coverage: in simulation ({where}) {pooled:.0%} of such 95% intervals covered "
-                    f"the population τ, {lowest:.0%} for the worst simulated population (benchmarks/bench_tau_ci.py); "
-                    "system pairs closer than the users resolve bias the sample τ below the population τ")
+    where = f"{users} per label set, resampled τ {bias} below the estimate"
+    return (pooled, f"may under-cover: in simulation ({where}) {pooled:.0%} of such 95% intervals covered the "
+                    f"population τ over all simulated populations, only {lowest:.0%} for the worst one "
+                    "(benchmarks/bench_tau_ci.py); system pairs closer than the users resolve bias the sample τ "
+                    "below the population τ")
+
+
+def coverage_summary(method: str, n_users: int, bias_sd: float, level: float = 0.95) -> str:
+    """The line printed under a table for an interval :func:`coverage_note` flags ('' when it flags
+    none): the measured coverage, the worst simulated population's, and where the docs explain it."""
+    found = _tau_coverage(method, n_users, bias_sd, level)
+    if found is None:
+        return ""
+    pooled, lowest, users, bias = found
+    if not bias and math.isnan(pooled):
+        return f"coverage unknown: {users} per label set, none simulated — {DOCS_POINTER}"
+    if math.isnan(pooled) or not _flagged(pooled, lowest):
+        return ""
+    return f"may under-cover: {pooled:.0%} in simulation, worst {lowest:.0%} — {DOCS_POINTER}"
 
 
 # ------------------------------------------------------------------------------ across experiments
@@ -460,22 +500,47 @@ SHARE_COVERAGE: dict[int, tuple[float, float]] = {
 }
 
 
+def _share_coverage(n_users: int, level: float):
+    """(band, pooled, lowest) of :data:`SHARE_COVERAGE` for ``n_users`` (band 0 and NaN below the
+    simulated users), or None when not measured."""
+    if level != 0.95 or not SHARE_COVERAGE or n_users < 2:
+        return None
+    simulated = sorted(SHARE_COVERAGE)
+    if n_users < simulated[0]:
+        return (0, math.nan, math.nan)
+    band = max(n for n in simulated if n <= n_users)
+    return (band, *SHARE_COVERAGE[band])
+
+
 def share_coverage_note(n_users: int, level: float = 0.95) -> tuple[float, str]:
     """(measured coverage, note) for a 95% :func:`share_interval` from ``n_users`` users with pairs:
     the note is empty when the pooled coverage of :data:`SHARE_COVERAGE` is at least
-    :data:`NOMINAL_LOW`, and otherwise says what was measured and why."""
-    if level != 0.95 or not SHARE_COVERAGE or n_users < 2:
+    :data:`NOMINAL_LOW`, and otherwise says what was measured and why (:func:`share_coverage_summary`
+    says it in one line)."""
+    found = _share_coverage(n_users, level)
+    if found is None:
         return (math.nan, "")
-    simulated = sorted(SHARE_COVERAGE)
-    if n_users < simulated[0]:
+    band, pooled, lowest = found
+    if band == 0:
         return (math.nan, f"coverage unknown: {n_users} users, fewer than any case simulated "
-                          f"({simulated[0]}; benchmarks/bench_tau_ci.py section C); few users say little about "
+                          f"({min(SHARE_COVERAGE)}; benchmarks/bench_tau_ci.py section C); few users say little about "
                           "how agreement varies between users, so the true share may lie well outside the interval")
-    band = max(n for n in simulated if n <= n_users)
-    pooled, lowest = SHARE_COVERAGE[band]
     if pooled >= NOMINAL_LOW:
         return (pooled, "")
-    return (pooled, f"below nominal coverage: {n_users} users; in simulation {pooled:.0%} of such 95% intervals "
-                    f"from {band} users covered the population share ({lowest:.0%} for the worst simulated population; "
+    return (pooled, f"may under-cover: {n_users} users; in simulation {pooled:.0%} of such 95% intervals from "
+                    f"{band} users covered the population share ({lowest:.0%} for the worst simulated population; "
                     "benchmarks/bench_tau_ci.py section C): a user's pairs are not independent, and few users say "
                     "little about how agreement varies between users")
+
+
+def share_coverage_summary(n_users: int, level: float = 0.95) -> str:
+    """The one line printed for an interval :func:`share_coverage_note` flags ('' when it flags none)."""
+    found = _share_coverage(n_users, level)
+    if found is None:
+        return ""
+    band, pooled, lowest = found
+    if band == 0:
+        return f"coverage unknown: {n_users} users, fewer than simulated — {DOCS_POINTER}"
+    if pooled >= NOMINAL_LOW:
+        return ""
+    return f"may under-cover: {pooled:.0%} in simulation, worst {lowest:.0%} — {DOCS_POINTER}"

@@ -27,7 +27,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -36,7 +36,16 @@ import pandas as pd
 
 from ..data.trec import TIE_POLICIES, Qrels, Run
 from ..errors import ConfigError
-from .intervals import DEFAULT_TAU_METHOD, TAU_METHODS, Replicates, bias_corrected, coverage_note, tau_interval
+from .intervals import (
+    DEFAULT_TAU_METHOD,
+    NO_RESAMPLES,
+    TAU_METHODS,
+    Replicates,
+    bias_corrected,
+    coverage_note,
+    coverage_summary,
+    tau_interval,
+)
 
 if TYPE_CHECKING:
     from .measures import Scored
@@ -47,6 +56,8 @@ __all__ = [
     "DEFAULT_MEASURES",
     "SystemTable",
     "RankAgreement",
+    "UserOverlap",
+    "user_overlap",
     "CompareResult",
     "EvaluationResult",
     "evaluate",
@@ -269,6 +280,7 @@ class TauInterval(NamedTuple):
     n_users: int              # the fewer users of the two label sets (what the coverage note is read at)
     coverage: float           # measured coverage of such intervals in simulation (NaN: not measured)
     note: str                 # "" when the measured coverage is near nominal, else what to make of it
+    summary: str = ""         # the note in one line, as printed under a table
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -311,7 +323,8 @@ def kendall_tau_interval(reference: pd.DataFrame, candidate: pd.DataFrame, n_res
     lo, hi = tau_interval(method, reps, level)
     bias = reps.bootstrap_bias_sd
     coverage, note = coverage_note(method, n_users, bias, level)
-    return TauInterval(lo, hi, method, level, bias, n_users, coverage, note)
+    return TauInterval(lo, hi, method, level, bias, n_users, coverage, note,
+                       coverage_summary(method, n_users, bias, level))
 
 
 def bootstrap_kendall_tau(reference: pd.DataFrame, candidate: pd.DataFrame, n_resamples: int = 1000,
@@ -340,7 +353,9 @@ class RankAgreement(NamedTuple):
     most_displaced: tuple[tuple[str, float], ...]  # (system, candidate rank − reference rank)
     kendall_tau_p: float = math.nan  # scipy.stats.kendalltau's two-sided p-value (H0: no association)
     ci_method: str = DEFAULT_CI_METHOD
-    ci_note: str = ""                         # said beside the CI when its measured coverage is below nominal
+    ci_note: str = ""                         # why the CI is flagged: its measured coverage is below nominal
+    ci_summary: str = ""                      # that note in one line, printed under the table
+    ci_missing: str = ""                      # why there is no CI (0 resamples, τ undefined, ...); '' when there is
     ci_coverage: float = math.nan             # coverage such intervals achieved in simulation (NaN: not measured)
     bootstrap_bias_sd: float = math.nan       # (τ − mean resampled τ) / SD of resampled τ
     undefined: str = ""  # why τ and the displacements are undefined (every system ties under a label set)
@@ -350,11 +365,13 @@ class RankAgreement(NamedTuple):
             "undefined": self.undefined or None,
             "kendall_tau": self.kendall_tau,
             "kendall_tau_p": self.kendall_tau_p,
-            "kendall_tau_ci": list(self.kendall_tau_ci),
+            "kendall_tau_ci": None if self.ci_missing else list(self.kendall_tau_ci),
+            "kendall_tau_ci_missing": self.ci_missing or None,
             "kendall_tau_ci_method": self.ci_method,
             "kendall_tau_ci_description": TAU_METHODS[self.ci_method].description,
             "kendall_tau_ci_coverage": None if math.isnan(self.ci_coverage) else self.ci_coverage,
             "kendall_tau_ci_note": self.ci_note,
+            "kendall_tau_ci_summary": self.ci_summary,
             "kendall_tau_bootstrap_bias_sd": None if math.isnan(self.bootstrap_bias_sd) else self.bootstrap_bias_sd,
             "weighted_tau": self.weighted_tau,
             "tau_ap": self.tau_ap,
@@ -365,6 +382,73 @@ class RankAgreement(NamedTuple):
             "n_users_reference": self.n_users_reference,
             "n_users_candidate": self.n_users_candidate,
         }
+
+
+class UserOverlap(NamedTuple):
+    """How many users the reference and one candidate judge, and how many both; ``note`` says what τ
+    then compares ('' when both judge the same users)."""
+
+    reference: int
+    candidate: int
+    both: int
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return {"reference": self.reference, "candidate": self.candidate, "both": self.both,
+                "note": self.note or None}
+
+
+def _setting(spelled: Callable[[str], str], name: str, value: str) -> str:
+    """``name`` set to ``value`` as the caller would write it: ``--queries own``, ``queries='own'``."""
+    flag = spelled(name)
+    if flag.endswith("="):
+        return f"{flag}{value!r}"
+    if flag.startswith("key "):
+        return f'{name} = "{value}"'
+    return f"{flag} {value}"
+
+
+def user_overlap(reference: Qrels, candidates: Mapping[str, Qrels], queries: str | None = None,
+                 spelled: Callable[[str], str] | None = None) -> dict[str, UserOverlap]:
+    """Per candidate: the users it and the reference judge, and what τ compares under ``queries``.
+
+    Refused (ConfigError) where a candidate shares no user with the reference, unless ``queries`` is
+    ``"own"`` given explicitly (None: the default, read as "own"): τ then compares a ranking over one
+    set of users with a ranking over another, which says how two user samples agree, not how two
+    judges do. ``"shared"`` with no user in common leaves nothing to compare and is refused always.
+    """
+    spelled = spelled or (lambda name: "--" + name.replace("_", "-"))
+    own, shared = _setting(spelled, "queries", "own"), _setting(spelled, "queries", "shared")
+    ref_users = set(reference.qids)
+    out: dict[str, UserOverlap] = {}
+    for key, qrels in candidates.items():
+        cand_users = set(qrels.qids)
+        r, c, b = len(ref_users), len(cand_users), len(ref_users & cand_users)
+        counts = f"reference judges {r:,} users, {key} judges {c:,}, both {b:,}"
+        if ref_users == cand_users:
+            note = ""
+        elif b == 0 and queries == "shared":
+            raise ConfigError(f"reference {reference.name!r} ({r:,} users) and candidate {key!r} ({c:,} users) "
+                              f"judge no user in common, so {shared} leaves no user to compare; {own} compares "
+                              "each label set's system ranking on its own users instead")
+        elif b == 0 and queries is None:
+            raise ConfigError(
+                f"reference {reference.name!r} and candidate {key!r} share no user ({counts}): τ could only compare "
+                "the systems ranked over one set of users with the systems ranked over another, which says whether "
+                f"two samples of users rank the systems alike, not whether {key} judges as the reference does. "
+                f"{own} compares each label set's system ranking on its own users (how SynDL's published figure is "
+                "computed): give it to accept that τ, or give label sets that judge the same users (if these should, "
+                "check that both use the same user ids)")
+        elif b == 0:
+            note = (f"{counts}: with {own}, τ compares the reference's system ranking over its {r:,} users with "
+                    f"{key}'s over {c:,} other users — two samples of users, not two judges of the same users")
+        elif queries == "shared":
+            note = f"{counts}: with {shared}, both rankings are over the {b:,} users both judge"
+        else:
+            note = (f"{counts}: each ranking is over its own users ({own}), so τ compares rankings over partly "
+                    f"different users; {shared} compares them over the {b:,} both judge")
+        out[key] = UserOverlap(r, c, b, note)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -427,6 +511,11 @@ class CompareResult:
     settings: Mapping[str, object]
     tie_share: Mapping[str, float] = field(default_factory=dict)
     reference_for: Mapping[str, SystemTable] = field(default_factory=dict)
+    users: Mapping[str, UserOverlap] = field(default_factory=dict)  # candidate → users each and both judge
+
+    def user_notes(self) -> list[str]:
+        """One line per candidate that judges other users than the reference: the counts and what τ compares."""
+        return [u.note for u in self.users.values() if u.note]
 
     def reference_table(self, candidate: str) -> SystemTable:
         return self.reference_for.get(candidate, self.reference)
@@ -456,6 +545,7 @@ class CompareResult:
         }
         first = next(iter(per_candidate.values()), {})
         return {
+            "users": {cand: u.to_json() for cand, u in self.users.items()},
             "measures": first,
             "candidates": per_candidate,
             "systems": systems,
@@ -638,7 +728,8 @@ def _undefined(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, reference: s
     return RankAgreement(measure=measure, n_systems=ref.shape[1], n_users_reference=len(ref.index),
                          n_users_candidate=len(cand.index), kendall_tau=nan, kendall_tau_ci=(nan, nan),
                          weighted_tau=nan, tau_ap=nan, median_abs_rank_displacement=nan,
-                         max_abs_rank_displacement=nan, most_displaced=(), ci_method=ci_method, undefined=why)
+                         max_abs_rank_displacement=nan, most_displaced=(), ci_method=ci_method, undefined=why,
+                         ci_missing="no interval: τ is undefined")
 
 
 def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int, seed: int,
@@ -653,12 +744,17 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
     r, c = ref_means.to_numpy(), cand_means.to_numpy()
     tau = stats.kendalltau(r, c, variant="b")
     ci = kendall_tau_interval(ref, cand, n_boot, seed, method=ci_method, weights=weights)
-    if n_boot > 0 and math.isfinite(tau.statistic) and not math.isfinite(ci.low):
+    missing = NO_RESAMPLES if n_boot <= 0 else ""
+    if n_boot > 0 and not math.isfinite(ci.low):
+        one_side = ci_method in ("BC", "BCa") and math.isfinite(tau.statistic)
+        missing = ("no interval (every resampled τ-b on one side of the estimate)" if one_side
+                   else "no interval (no resample gave a defined τ-b)")
         why = (f"every bootstrap τ-b falls on one side of the estimate {tau.statistic:.3f}, so the {ci_method} "
-               "interval is undefined (reported as NaN); the systems' differences are small against the users' "
-               "spread" if ci_method in ("BC", "BCa") else
-               f"no resample gave a defined τ-b, so the {ci_method} interval is undefined (reported as NaN)")
-        warnings.warn(f"{label}, {measure}: {why}", stacklevel=3)
+               "interval is undefined (reported as no interval); the systems' differences are small against the "
+               "users' spread" if one_side else
+               f"no resample gave a defined τ-b, so the {ci_method} interval is undefined (reported as no interval)")
+        if math.isfinite(tau.statistic):
+            warnings.warn(f"{label}, {measure}: {why}", stacklevel=3)
     displacement = system_ranks(cand_means) - system_ranks(ref_means)
     abs_disp = displacement.abs()
     movers = abs_disp.sort_values(ascending=False, kind="stable")
@@ -678,25 +774,34 @@ def _agreement(measure: str, ref: pd.DataFrame, cand: pd.DataFrame, n_boot: int,
         kendall_tau_p=float(tau.pvalue),
         ci_method=ci_method,
         ci_note=ci.note,
+        ci_summary=ci.summary,
+        ci_missing=missing,
         ci_coverage=ci.coverage,
         bootstrap_bias_sd=ci.bootstrap_bias_sd,
     )
 
 
 def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequence[Qrels] | Mapping[str, Qrels],
-            measures: Sequence[str] | str | None = None, queries: str = "own", tie_policy: str = "hash",
+            measures: Sequence[str] | str | None = None, queries: str | None = None, tie_policy: str = "hash",
             seed: int = 0, bootstrap: int = 1000, export_ties: Mapping[str, dict] | None = None,
             bootstrap_seed: int | None = None, ci_method: str = DEFAULT_CI_METHOD,
-            sources: Mapping[str, str] | None = None) -> CompareResult:
+            sources: Mapping[str, str] | None = None, spelled: Callable[[str], str] | None = None
+            ) -> CompareResult:
     """Rank systems under the reference and each candidate label set and compare the rankings.
 
     ``seed`` drives the hash tie policy and, unless ``bootstrap_seed`` is given, the bootstrap;
     a separate ``bootstrap_seed`` varies the CIs without changing any score or rank.
     ``sources`` (label set name → path it was read from) is recorded in the settings. ``runs`` maps
     a name to a Run or to a run file, read one at a time as in :func:`evaluate`.
+
+    ``queries`` None counts users as ``"own"`` but refuses a candidate that shares no user with the
+    reference: τ would then compare two rankings over different users, which only an explicit
+    ``"own"`` accepts (:func:`user_overlap`). ``spelled`` (a setting's name → how the caller wrote it,
+    e.g. ``--queries``) words that refusal; default: the command line's.
     """
-    if queries not in QUERY_SETS:
-        raise ConfigError(f"--queries must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
+    spelled = spelled or (lambda name: "--" + name.replace("_", "-"))
+    if queries is not None and queries not in QUERY_SETS:
+        raise ConfigError(f"{spelled('queries')} must be one of {', '.join(QUERY_SETS)}, not {queries!r}")
     if isinstance(candidates, Mapping):
         cand_map = dict(candidates)
     else:
@@ -715,6 +820,8 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     _check_ci_method(ci_method)
     boot_seed = seed if bootstrap_seed is None else bootstrap_seed
     names = _measure_names(measures)
+    users = user_overlap(reference, cand_map, queries, spelled)  # refused here, before any run is read
+    explicit, queries = queries is not None, queries or "own"
     # every table's label set, so that one pass over the runs scores them all: ("reference",) over
     # the reference's users; per candidate, ("candidate", key) and, under "shared", ("shared", key)
     # for the reference over the users both judge
@@ -724,9 +831,6 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     for key, qrels in cand_map.items():
         if queries == "shared":
             shared[key] = sorted(ref_users & set(qrels.qids))
-            if not shared[key]:
-                raise ConfigError(f"reference {reference.name!r} and candidate {key!r} judge no user in "
-                                  "common; use --queries own")
             label_sets[("shared", key)] = (reference, shared[key])
             label_sets[("candidate", key)] = (qrels, shared[key])
         else:
@@ -759,6 +863,7 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
         "measures": list(names),
         "measure_definitions": measure_definitions(names),
         "queries": queries,
+        "queries_given": explicit,
         "tie_policy": tie_policy,
         "seed": seed,
         "bootstrap": bootstrap,
@@ -773,4 +878,4 @@ def compare(runs: Mapping[str, RunSource], reference: Qrels, candidates: Sequenc
     }
     if sources is not None:
         settings["paths"] = {name: str(path) for name, path in sources.items()}
-    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables)
+    return CompareResult(ref_table, cand_tables, agreement, settings, scored.tied_user_share, ref_tables, users)

@@ -404,6 +404,8 @@ class ExperimentOutcome(NamedTuple):
     tau: Mapping[str, float]           # vs the complete reference qrels
     weighted_tau: Mapping[str, float]
     ci_note: str = ""                  # the shares' CIs covered below 95% in simulation (few users): why
+    ci_summary: str = ""               # that note in one line, as printed
+    ci_missing: str = ""               # why the shares have no CI (bootstrap = 0, ...); '' when they have
 
     def to_json(self) -> dict:
         out = self._asdict()
@@ -564,7 +566,8 @@ def _one_experiment(exp: Experiment, var: Variant, index: int, pairs_seed: int, 
     return ExperimentOutcome(**counts, calls=s.calls, agree=pw.agree, agree_ci=pw.agree_ci, tie=pw.tie,
                              tie_ci=pw.tie_ci, disagree=pw.disagree, disagree_ci=pw.disagree_ci,
                              kappa=ag.cohen_kappa, alpha_ordinal=ag.krippendorff_alpha_ordinal, tau=taus,
-                             weighted_tau=wtaus, ci_note=pw.ci_note)
+                             weighted_tau=wtaus, ci_note=pw.ci_note, ci_summary=pw.ci_summary,
+                             ci_missing=pw.ci_missing)
 
 
 SHARES = ("agree", "tie", "disagree")  # in [0, 1]; κ, α and τ in [−1, 1]
@@ -625,6 +628,7 @@ def rows_frame(rows: Sequence[VariantRow]) -> pd.DataFrame:
             boot = getattr(r.outcomes[0], f"{name}_ci") if r.experiments == 1 else (math.nan, math.nan)
             rec[f"{name}_boot_lo"], rec[f"{name}_boot_hi"] = boot
         rec["boot_ci_note"] = r.outcomes[0].ci_note if r.experiments == 1 else ""
+        rec["boot_ci_missing"] = r.outcomes[0].ci_missing if r.experiments == 1 else ""
         records.append(rec)
     return pd.DataFrame(records)
 
@@ -643,7 +647,11 @@ def notes(exp: Experiment) -> list[str]:
               "reference qrels (all their labels, not only the sampled pairs); agreement, κ and α on the sampled "
               "pairs.")]
     seeds = [derive_seed(exp.seed, e, "pairs") for e in range(exp.experiments)]
-    if exp.experiments == 1:
+    if exp.experiments == 1 and exp.bootstrap == 0:
+        lines.append(f"One experiment (seed {exp.seed}): pairwise shares with no interval (0 resamples: bootstrap "
+                     "= 0); no interval across experiments (set experiments = N, or --experiments N, for N "
+                     "independent experiments).")
+    elif exp.experiments == 1:
         lines.append(f"One experiment (seed {exp.seed}): pairwise shares with 95% CIs within it (Korn–Graubard: "
                      "Clopper–Pearson at the effective number of pairs, SE from a user bootstrap; with fewer than 25 "
                      "users they covered below 95% in simulation, see `recjudge agreement`); no interval "
@@ -712,9 +720,11 @@ def format_rows(rows: Sequence[VariantRow]) -> pd.DataFrame:
 
 
 def coverage_notes(rows: Sequence[VariantRow]) -> list[str]:
-    """What a flagged interval of :func:`format_rows` means, once per distinct note."""
-    seen = dict.fromkeys(r.outcomes[0].ci_note for r in rows if r.experiments == 1 and r.outcomes[0].ci_note)
-    return [f"({CI_FLAG}) The agree / tie / disagree interval: {note}." for note in seen]
+    """What a flagged interval of :func:`format_rows` means, in one short line per distinct note (the full
+    note is in ablation.json)."""
+    seen = dict.fromkeys(r.outcomes[0].ci_summary or r.outcomes[0].ci_note for r in rows
+                         if r.experiments == 1 and r.outcomes[0].ci_note)
+    return [f"({CI_FLAG}) agree / tie / disagree intervals: {note}" for note in seen]
 
 
 def _num(x: float) -> str:

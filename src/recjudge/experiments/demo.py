@@ -4,8 +4,9 @@ global time split → train the ``quick`` grid → tie-free runs → historical 
 ratings → judge a depth-D pool (plus K historical items per user, for calibration and agreement)
 with the offline ``overlap`` judge, or with an LLM only when asked for (``judge="openai"`` or a
 ``base_url``; an API key in the environment is not a request to spend money) → calibrated gap
-filling, refused when the calibration cannot calibrate → compare historical vs judge (vs filled)
-→ tie audit → report with figures and an evaluation card.
+filling, refused (and said why) when the calibration cannot calibrate → compare historical vs judge
+(vs filled) → tie audit of the trained systems' rankings before tie-breaking, and of the sampled-
+candidate protocol → report with figures and an evaluation card.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from ..judging.config import FieldSet
 from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, TiePolicy, option
 from ..urls import public_url
 
-__all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS", "DEMO_JUDGES"]
+__all__ = ["DemoSettings", "DemoResult", "run_demo", "HISTORICAL_MAPPING", "REDUCED_SYSTEMS", "DEMO_JUDGES",
+           "fill_needs"]
 
 # 1 star = not interested (0) … 5 stars = extremely interested (4): the interest scale's first levels
 HISTORICAL_MAPPING = {1.0: 0, 2.0: 1, 3.0: 2, 4.0: 3, 5.0: 4}
@@ -36,6 +38,13 @@ REDUCED_SYSTEMS = ("Pop", "Random", "EASE", "ItemKNN")
 PROFILE_SIZES = (5, 10, 25, 50, 100)
 # the offline judges cost nothing; "openai" (any OpenAI-compatible endpoint) is used only when asked for
 DEMO_JUDGES = ("overlap", "popularity", "openai")
+RAW_RUNS = "raw-runs"  # the report folder's copy of each system's ranking before the tie policy
+
+
+def fill_needs(cal) -> str:
+    """Why a fill could work and how to get one: the calibration's requirements, and the way round them."""
+    return (f"{cal.requirements()}. A judge whose grades follow the {cal.reference} labels passes (an LLM judge, "
+            "--judge openai, may); recjudge fill --allow-weak-calibration fills anyway, marked as weak")
 
 
 class DemoSettings(Settings):
@@ -154,6 +163,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     check_output_dir(qrels_dir, "--qrels-dir")
     check_output_dir(s.runs_dir, "--runs-dir")
     steps = _Steps(say, 9)
+    raw_dir = out / RAW_RUNS
 
     steps.start(f"load {s.collection} and split it by global time (quantile 0.8)")
     collection = load_collection(s.collection)
@@ -161,7 +171,7 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         collection = collection.sample_users(s.max_users, s.seed)
     runs_dir = Path(s.runs_dir) if s.runs_dir else Path("runs") / collection.name
     judge_name = s.judge if s.judge != "openai" else f"llm-{slug(s.model, keep='.')}"
-    _check_output_files(out, runs_dir, qrels_dir, collection.name, judge_name, systems)
+    _check_output_files(out, runs_dir, qrels_dir, collection.name, judge_name, systems, raw_dir)
     out.mkdir(parents=True, exist_ok=True)
     split = make_split(collection, "global_time", quantile=0.8)
     info = dict(split.info)
@@ -171,7 +181,8 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
 
     steps.start(f"train the {'reduced ' if s.reduced else ''}{s.grid} grid and export top-100 runs")
     results = train_systems(split, s.grid, out_dir=runs_dir, k=100, systems=s.systems, epochs=s.epochs,
-                            tie_policy=s.tie_policy, tie_seed=s.seed, progress=lambda m: say(f"      {m}"))
+                            tie_policy=s.tie_policy, tie_seed=s.seed, progress=lambda m: say(f"      {m}"),
+                            raw_dir=raw_dir)
     ok = [r for r in results if r.ok]
     failed = [r for r in results if not r.ok]
     if len(ok) < 2:
@@ -207,14 +218,15 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     written = judged.write(qrels_dir / f"{collection.name}-{judge_name}.qrels")
     paths["judge"] = written["qrels"]
 
-    steps.start("item-level agreement with the historical labels, and agreement against profile size")
+    steps.start("item-level agreement with the historical labels"
+                + (", and agreement against profile size" if s.judge != "openai" else ""))
     # on the sampled historical items only: pool items are what systems ranked, not a random sample
     aligned_ref = Qrels.from_frame(historical.frame.merge(pd.DataFrame(aligned, columns=["qid", "docid"]),
                                                           on=["qid", "docid"]), historical.name)
     item_agreement = agreement(aligned_ref, judge_q, missing="drop", bootstrap=s.bootstrap, seed=s.seed)
     sweep = _profile_sweep(s, collection, split.train, aligned, historical) if s.judge != "openai" else []
 
-    steps.start(f"calibrate the judge to the historical scale and fill the top-{s.depth} gaps")
+    steps.start(f"calibrate the judge to the historical scale; fill the top-{s.depth} gaps if it holds")
     cal = calibrate(historical, judge_q, min_overlap=30, reference="historical", candidate=judge_name)
     filled_path = qrels_dir / f"{collection.name}-filled.qrels"
     try:
@@ -226,7 +238,11 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         for stale in (filled_path, sources_path(filled_path)):
             if stale.is_file():  # an earlier demo's file at this path would now contradict the report
                 stale.unlink()
-        say(f"      not filled: the calibration cannot calibrate ({'; '.join(p.split(':')[0] for p in cal.problems())})")
+        say("      gap filling refused: the calibration cannot carry the judge's order, so a filled ranking "
+            "would show the fill, not the judge:")
+        for problem in cal.problems():
+            say(f"        - {problem}")
+        say(f"      ({fill_needs(cal)})")
     sources = None
     if filled is not None:
         paths["filled"], sources = write_filled(filled, filled_path)
@@ -239,8 +255,11 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
                             **({f"{judge_name} fills gaps": filled.qrels} if filled is not None else {}),
                             f"Full {judge_name}": judge_q}, k=100, tie_policy=s.tie_policy, seed=s.seed)
 
-    steps.start(f"tie audit: sampled candidates (1 held-out + {s.negatives} negatives, relevant first)")
-    audit = _tie_audit(s, collection, split)
+    steps.start(f"tie audit: the {len(runs)} systems' rankings before tie-breaking, and sampled candidates "
+                f"(1 held-out + {s.negatives} negatives, relevant first)")
+    audit = _tie_audit(s, collection, split, {r.system: raw_dir / f"{r.system}.run" for r in ok}, historical)
+    audit["raw_runs"] = raw_dir
+    say("      " + _tie_summary(audit["systems"]))
 
     steps.start("write the report")
     from ..report.demo import write_demo_report
@@ -250,7 +269,8 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         out, settings=s, collection=collection, split_info=info, train_results=results,
         historical=historical, judge_q=judge_q, judged=judged, judge_name=judge_name, filled=filled,
         calibration=cal, item_agreement=item_agreement, sweep=sweep, compare_result=cmp, scenario=scen,
-        audit=audit, paths={**paths, **({"sources": sources} if sources else {})}, step_times=elapsed)
+        audit=audit, paths={**paths, **({"sources": sources} if sources else {})}, step_times=elapsed,
+        fill_needs=fill_needs(cal) if filled is None else "")
     total = steps.close()
     summary = {
         "seconds": round(total, 1),
@@ -260,14 +280,17 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         "fill_refused": list(cal.problems()) if filled is None else [],
         "kendall_tau": {c: {m: ra.kendall_tau for m, ra in by.items()} for c, by in cmp.agreement.items()},
         "judged_at_100": {k: float(v) for k, v in scen.judged.items()},
+        "tie_audit": {r.name: {"tied_users": r.prevalence.tied,
+                               **{m.measure: {"input_minus_expected": round(m.input_order - m.expected, 6) + 0.0}
+                                  for m in r.measures}} for r in audit["systems"].runs},
     }
     write_json(out / "summary.json", {"summary": summary, "settings": _settings_json(s)})
-    say(f"finished in {total:.0f} s. Report: {report}")
+    say(f"finished in {total:.0f} s")  # where the report is: the caller says it, once
     return DemoResult(report, {n: runs_dir / f"{n}.run" for n in runs}, paths, summary)
 
 
 def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: str, judge_name: str,
-                        systems: list[str]) -> None:
+                        systems: list[str], raw_dir: Path) -> None:
     """Every file the demo writes can be written (not a folder, parent not a file, folder writable)."""
     from ..judging import output_paths
 
@@ -285,6 +308,7 @@ def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: 
         "--qrels-dir filled sources": filled.with_name(filled.name + ".sources.tsv"),
         **{f"--runs-dir {name}.run": runs_dir / f"{name}.run" for name in systems},
         **{f"--runs-dir {name}.json": runs_dir / f"{name}.json" for name in systems},
+        **{f"--out {RAW_RUNS}/{name}.run": raw_dir / f"{name}.run" for name in systems},
     })
 
 
@@ -313,9 +337,26 @@ def _profile_sweep(s: DemoSettings, collection, history, aligned, historical) ->
     return out
 
 
-def _tie_audit(s: DemoSettings, collection, split):
-    """Sampled-candidate protocol on the held-out data: tie-heavy scorers under every tie treatment."""
+def _tie_summary(audit) -> str:
+    """One line: which systems' rankings had ties, and the largest move of a measure they cause."""
+    tied = [r for r in audit.runs if r.prevalence.tied > 0]
+    if not tied:
+        return "no system's ranking has an exact score tie: tie-breaking changes nothing here"
+    worst = max(((abs(m.input_order - m.expected), r.name, m.measure) for r in audit.runs for m in r.measures),
+                default=(0.0, "", ""))
+    return (f"{len(tied)} of {len(audit.runs)} systems rank tied items ("
+            + ", ".join(f"{r.name} {r.prevalence.tied:.0%} of users" for r in tied)
+            + f"); largest effect of the input order vs a random order within ties: {worst[1]} {worst[2]} "
+              f"{worst[0]:.4f}")
+
+
+def _tie_audit(s: DemoSettings, collection, split, raw_paths: Mapping[str, Path], historical):
+    """The trained systems' rankings before tie-breaking against the historical labels, then the
+    sampled-candidate protocol (the tie paper's setting) with two tie-heavy scorers."""
     from ..evaluation.ties import audit_ties
+
+    systems = audit_ties({name: read_run(path, name) for name, path in raw_paths.items()}, historical,
+                         seeds=50, permutations=10, seed=s.seed)
     from ..systems.sampled import attribute_overlap_scorer, popularity_scorer, sampled_candidate_run
 
     test = split.test[split.test.rating >= 4]
@@ -335,4 +376,5 @@ def _tie_audit(s: DemoSettings, collection, split):
         runs[name], qrels = sc.run, sc.qrels
     audit = audit_ties(runs, qrels, measures="Hit@10,nDCG@10", cutoffs=(10,), seeds=50, permutations=10,
                        seed=s.seed)
-    return {"audit": audit, "users": len(held), "negatives": s.negatives, "catalogue": len(catalogue)}
+    return {"systems": systems, "audit": audit, "users": len(held), "negatives": s.negatives,
+            "catalogue": len(catalogue)}

@@ -56,13 +56,14 @@ from .reproduce_plan import (
     plan,
     plan_jobs,
     protocol_settings,
+    training_positives,
 )
 
 __all__ = [*reproduce_plan.__all__, "run_reproduce"]
 
 
 def _train(settings: ReproduceSettings, collection, out: Path, historical: bool, say) -> tuple[Path, Path | None]:
-    """Train the protocol's grid (Cranfield: every rating; historical: a split, with its qrels)."""
+    """Train the protocol's grid on its positives (Cranfield: all of them; historical: a split, with its qrels)."""
     from .. import api
 
     train = protocol_settings("train")
@@ -71,7 +72,8 @@ def _train(settings: ReproduceSettings, collection, out: Path, historical: bool,
             "sample_users": (settings.sample_users if settings.sample_users is not None
                              else train.get("sample_users")),
             "min_interactions": (settings.min_interactions if settings.min_interactions is not None
-                                 else train.get("min_interactions"))}
+                                 else train.get("min_interactions")),
+            "min_rating": training_positives(settings) or None}
     qrels = None
     if historical:
         # the held-out interactions of the split: every one relevant (label 1), as a train-test split scores them

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STUDY",
+    "training_positives",
     "TARGETS",
     "K_VALUES",
     "PROFILE_SIZES",
@@ -136,10 +137,14 @@ class ReproduceSettings(Settings):
     epochs: int | None = option(None, "override epochs, for quick checks (default: each system's own)", ge=1,
                                 le=10_000, cli=Cli(metavar="N"))
     device: str = option("cpu", "cpu, cuda or cuda:N")
-    sample_users: Positive | None = option(None, "participants sampled (default: the protocol's 10000)",
+    sample_users: Positive | None = option(None, "ML-32M users sampled for training, the participants always "
+                                                 "added (default: the protocol's 10000)",
                                            cli=Cli(metavar="N"))
     min_interactions: Positive | None = option(None, "ratings a sampled user needs (default: the protocol's 20)",
                                                cli=Cli(metavar="N"))
+    min_rating: float | None = option(None, "training positives: the ratings at or above R (default: the protocol's "
+                                            "4, the rule of the release's implicit-ratings.csv; 0: every rating, "
+                                            "0.5 stars included)", ge=0, le=5, cli=Cli(metavar="R"))
     historical_split: str = option("user_ratio", "split of the historical setting, 80/20")
     experiments: int | None = option(None, "repeated experiments (default: the protocol's 3)", ge=1, le=100,
                                      cli=Cli(metavar="N"))
@@ -159,6 +164,9 @@ class ReproduceSettings(Settings):
     seed: Seed = option(0, "seed of experiment 1 (experiment e uses seed + e - 1): samples, history, ties")
     permutations: Positive = option(10_000, "sign flips per significance test", cli=Cli(metavar="N"))
     bootstrap: Count = option(1000, "resamples of the agreement CIs (0: none)", cli=Cli(metavar="N"))
+    allow_weak_calibration: bool = option(False, "compute Table 5's LLM fills gaps column even when the calibration "
+                                                 "is weak (too few shared pairs in a grade, under 3 levels, not "
+                                                 "monotone, no association), with the warning beside its cells")
     alpha: float = option(0.05, "significance level", gt=0, lt=1, cli=Cli(hidden=True))
 
     @field_validator("collection", "out", "collection_config", "runs", "historical_runs", "historical_qrels",
@@ -231,6 +239,13 @@ class ReproduceSettings(Settings):
 
 
 # ----------------------------------------------------------------------------------- judge settings
+
+def training_positives(settings: ReproduceSettings) -> float:
+    """The rating at or above which a rating trains the systems (0: every rating)."""
+    if settings.min_rating is not None:
+        return float(settings.min_rating)
+    return float(protocol_settings("train").get("min_rating") or 0.0)
+
 
 def base_judge(settings: ReproduceSettings) -> tuple[Any, dict[str, Any]]:
     """The protocol's judge as a JudgeSettings with this run's overrides; and the protocol settings this
@@ -463,7 +478,25 @@ def format_plan(rows: Sequence[PlanRow], model: str, concurrency: int, call_seco
         lines.append(f"the paper: judging every human-labelled pair three times would be {paper_calls.shown()} calls "
                      f"(Section 3); a participant's full profile with every field averages {paper_tokens.shown()} "
                      "tokens (Section 5.1; the protocol shows 1,000 of its items)")
+        lines.append(f"{paper_calls.shown()} is one configuration over every human-labelled pair, not the paper's "
+                     "total: each table's other configurations (field sets, profile sizes, the defined-scale "
+                     "prompt) and the pool's unjudged pairs are calls of their own")
+    lines += [""] + sharing_lines(rows)
     return "\n".join(lines)
+
+
+def sharing_lines(rows: Sequence[PlanRow]) -> list[str]:
+    """What the job groups share, and why no cheaper plan computes the same tables."""
+    shared = [r for r in rows if r.shared_pairs]
+    out = ["shared between job groups (each such prompt asked once): " + ("; ".join(
+        f"{r.tables.split(' (')[0]}: {r.shared_pairs:,} of {r.pairs:,} pairs" for r in shared) if shared else "none")]
+    out.append("every sample is nested across K (K = 50 within K = 100 within K = 200 of one experiment), so a "
+               "field set or profile size equal to the protocol judge's, and the pool's human-judged pairs, reuse "
+               "its answers; the remaining calls are distinct prompts (another field set, profile size or "
+               "prompt, another experiment's sample), and no plan that shares more computes the same tables. "
+               "Fewer calls change a table: --experiments 1 (no interval across experiments) or a smaller "
+               "--k-values / --profile-sizes / --field-sets")
+    return out
 
 
 # ------------------------------------------------------------------------------------------ run

@@ -28,6 +28,7 @@ from .reproduce_plan import (
     field_sets,
     protocol_settings,
     samples,
+    training_positives,
 )
 
 __all__ = ["compute", "paper_contradictions", "restrict"]
@@ -51,20 +52,38 @@ def _mean(values: Sequence[float]) -> float:
     return across_experiments(values).mean
 
 
-def _ci_note(values: Sequence[float]) -> str:
-    lo, hi = across_experiments(values).ci
+def _ci_note(values: Sequence[float], bounds: tuple[float, float] = (-1.0, 1.0), scale: float = 1.0) -> str:
+    lo, hi = across_experiments(values, bounds=bounds).ci
     if math.isnan(lo):
         return f"{len(values)} experiment" + ("s" if len(values) != 1 else "")
-    return f"mean of {len(values)} experiments, 95% CI [{lo:.4f}, {hi:.4f}]"
+    unit = "%" if scale == 100.0 else ""
+    return f"mean of {len(values)} experiments, 95% CI [{lo * scale:.4f}{unit}, {hi * scale:.4f}{unit}]"
 
 
 def _add_mean(cells: Cells, target: str, row: str, column: str, values: Sequence[float],
               published_as: tuple[str, str, str] | None = None, note: str = "") -> None:
     """A cell that is a mean over experiments, its CI stated on the published cell's scale (percent or share)."""
     cell = cells.published.cell(*(published_as or (target, row, column)))
-    scale = 100.0 if cell is not None and cell.unit == "percent" else 1.0
-    text = _ci_note([v * scale for v in values]) + (f"; {note}" if note else "")
-    cells.add(target, row, column, _mean(values), text, published_as)
+    percent = cell is not None and cell.unit == "percent"
+    # the interval is built on the shares' own range, then shown on the cell's scale (scaling first
+    # put the values outside the τ-sized default bounds and lost the interval)
+    text = _ci_note(values, bounds=(0.0, 1.0), scale=100.0) if percent else _ci_note(values)
+    cells.add(target, row, column, _mean(values), text + (f"; {note}" if note else ""), published_as)
+
+
+def _flag_contradicted(frame: pd.DataFrame, published, contradictions: Sequence[Mapping]) -> pd.DataFrame:
+    """Cells whose published value is one side of a contradiction of the paper say so in their note."""
+    marks: dict[str, str] = {}
+    for c in contradictions:
+        for key in c.get("cells", ()):
+            cell = published.cell(*key)
+            if cell is not None:
+                marks[cell.cite] = f"the paper contradicts this value ({c['where']}: see below)"
+    if not marks:
+        return frame
+    hit = frame.cite.isin(list(marks))
+    frame.loc[hit, "note"] = [(f"{n}; " if n else "") + marks[c] for n, c in zip(frame.note[hit], frame.cite[hit])]
+    return frame
 
 
 def _short(measure: str) -> str:
@@ -161,7 +180,8 @@ def compute(s: ReproduceSettings, collection, human: Qrels, runs: Mapping, run_f
     differences = _differences(s, base, not_applied, measure_note, runs, run_files, collection, extras)
     extras["contradictions"] = paper_contradictions(published)
     extras["published_context"] = [c.as_dict() for c in published.table("table6")]
-    return ReproduceResult(cells.frame(), figures, extras, tuple(differences), tuple(plan_rows),
+    frame = _flag_contradicted(cells.frame(), published, extras["contradictions"])
+    return ReproduceResult(frame, figures, extras, tuple(differences), tuple(plan_rows),
                            not extras["not_computed"], stopped, {}, s.as_dict())
 
 
@@ -188,6 +208,7 @@ def _dataset(s: ReproduceSettings, cells: Cells, extras, collection, human: Qrel
     participant (a participant a run leaves out scores 0 for that run in every measure)."""
     judged = human.frame.groupby("qid").size()
     participants = set(judged.index)
+    extras["participants"] = len(participants)
     inter = collection.interactions
     profile = inter[inter.user.isin(participants)].user.value_counts()
     cells.add("dataset", "ML-32M-ext", "participants", len(participants), "users the human qrels judge",
@@ -254,6 +275,8 @@ def _historical(s, cells: Cells, figures, extras, runs, run_files, human, histor
     hist_runs, hist_qrels = historical
     held_out = historical_relevance(hist_qrels)
     groups = _groups(s, run_files, sorted(runs))
+    users = {"historical": len(set(held_out.frame.qid)), "Cranfield": len(set(human.frame.qid))}
+    extras["historical_users"] = users["historical"]
     if "table1" in s.only:
         for label, rr, qq in (("historical", hist_runs, held_out), ("Cranfield", runs, human)):
             table = evaluate(rr, qq, ["Judged@100"]).table
@@ -262,7 +285,8 @@ def _historical(s, cells: Cells, figures, extras, runs, run_files, human, histor
             means = group_means(scores, g, "groups")
             for group, row in means.iterrows():
                 value = float(row[table.measures[0]])
-                cells.add("table1", str(group), f"Judged@100 {label}", value, f"{int(row['systems'])} systems")
+                cells.add("table1", str(group), f"Judged@100 {label}", value,
+                          f"{int(row['systems'])} systems, mean over {users[label]:,} users")
                 cells.add("table1", f"{group} (text)", f"Judged@100 {label}", value, "Section 4 rounds Table 1",
                           published_as=("section4", f"Judged@100 {group}", label))
     ndcg = pick_measure(ranking, "nDCG") or ranking[0]
@@ -458,14 +482,19 @@ def _pool(s, cells: Cells, figures, extras, runs, human, llm: Qrels, ranking, co
     refused, weak = None, ""
     try:
         cal = calibrate(human, llm, min_overlap)
-        filled = fill_gaps(human, llm, runs, cal, k=s.depth, seed=s.seed, name="LLM fills gaps")
+        extras["calibration"] = cal.to_json()
+        filled = fill_gaps(human, llm, runs, cal, k=s.depth, seed=s.seed, name="LLM fills gaps",
+                           allow_weak=s.allow_weak_calibration)
+        if filled.problems:
+            weak = "computed although the calibration is weak (--allow-weak-calibration): " + "; ".join(filled.problems)
         # the mixed qrels are kept beside the report (with their .sources.tsv)
         write_filled(filled, s.out / "table5-filled.qrels")
         label_sets["LLM fills gaps"] = filled.qrels
         extras["calibration"] = cal.to_json()
         flagged = [g for g in cal.grades if g.flagged]
-        if flagged:
+        if flagged and not weak:
             weak = ("weak calibration: " + "; ".join(f"LLM grade {g.llm_grade}: {g.note}" for g in flagged))
+        if weak:
             extras["calibration_warning"] = weak
     except ConfigError as exc:  # a calibration the evaluation refuses (degenerate, too few pairs)
         refused = f"calibration refused: {exc}"
@@ -568,10 +597,44 @@ def paper_contradictions(published) -> list[dict[str, str]]:
     out.append({"where": "Table 3",
                 "detail": "the columns are headed 'Agreement (%)', 'Tie (%)', 'Disagreement (%)' but the values are "
                           "printed as shares (0.5398, not 53.98); recjudge compares them as shares"})
+    pooled, non_pooled = v("table1", "pooled", "Judged@100 Cranfield"), v("table1", "non-pooled", "Judged@100 Cranfield")
+    human_only = v("table5", "Avg. Judged@100", "Human-only")
+    if pooled is not None and non_pooled is not None and human_only is not None:
+        # Table 1's rows are 7 pooled and 45 non-pooled configurations; their weighted mean is the all-system mean
+        implied = (7 * pooled + 45 * non_pooled) / 52
+        if round(implied, 3) != round(human_only, 3):
+            out.append({"where": "Table 1 vs Table 5",
+                        "detail": (f"Table 1's Cranfield column (7 pooled configurations at {pooled:.4f}, 45 "
+                                   f"non-pooled at {non_pooled:.4f}) implies an all-system mean Judged@100 of "
+                                   f"{implied:.4f}; Table 5's Human-only column prints {human_only:.3f} for the "
+                                   "same 52 configurations and the same human qrels"),
+                        "cells": [["table1", "pooled", "Judged@100 Cranfield"],
+                                  ["table1", "non-pooled", "Judged@100 Cranfield"],
+                                  ["table5", "Avg. Judged@100", "Human-only"]]})
+    cis = [c for c in published.table("table3") if c.ci is not None]
+    if cis:
+        lo, hi = min(c.ci for c in cis), max(c.ci for c in cis)
+        out.append({"where": "Table 3's confidence intervals",
+                    "detail": (f"Table 3 prints 95% intervals of ±{lo:.4f} to ±{hi:.4f} on shares of about 0.5, "
+                               "described as across runs with different samples; three experiments of 51 "
+                               "participants × 50 items cannot pin a share to ±0.003 (a t-interval over three "
+                               "values is ±4.3 standard deviations), so the paper's interval is probably not "
+                               "across resamples. recjudge's interval is across its experiments, and 'inside' "
+                               "compares with the printed ± as it is"),
+                    "cells": [[c.table, c.row, c.column] for c in cis]})
     return out
 
 
 # ------------------------------------------------------------------------------ differences
+
+def _table3_fields(s: ReproduceSettings, collection) -> set[str]:
+    """The fields Table 3's rows show (none when Table 3 is not computed)."""
+    from ..judging.profile import parse_fields
+
+    if "table3" not in s.only:
+        return set()
+    return {f for spec in field_sets(s, collection)[0].values() for f in parse_fields(spec)}
+
 
 def _differences(s: ReproduceSettings, base, not_applied: Mapping[str, Any], measure_note: str, runs,
                  run_files, collection, extras) -> list[dict[str, str]]:
@@ -605,6 +668,16 @@ def _differences(s: ReproduceSettings, base, not_applied: Mapping[str, Any], mea
             "Table 8 and Table 9, row defined scale")
     add("rating scale in the prompt", "explicit ratings 'on a 1-5 scale' (Section 3)",
         f"the collection's scale ({collection.rating_scale.describe()})", LLM_CELLS)
+    from ..judging.profile import DERIVED_FIELDS, parse_fields
+
+    derived = (set(parse_fields(base.fields)) | _table3_fields(s, collection)) & set(DERIVED_FIELDS)
+    if derived:
+        sources = collection.info.get("interactions_from") or [collection.name]
+        add("average rating and number of ratings", "not stated where they come from (Table 3's rows 'Title + "
+            "Average rating' and 'Title + Number ratings')", f"computed from the collection's ratings "
+            f"({', '.join(map(str, sources))}: {len(collection.interactions):,} ratings, ML-32M's users with the "
+            "participants), leaving out the judged participant's own rating of the movie",
+            "Table 3 (those rows and 'Title + All metadata'), every cell of the protocol's judge")
     ablate = protocol.settings("ablate")
     for key, paper in (("experiments", ablate.get("experiments", 3)), ("per_user", ablate.get("per_user", 50))):
         if getattr(s, key) != paper:
@@ -632,7 +705,15 @@ def _differences(s: ReproduceSettings, base, not_applied: Mapping[str, Any], mea
             "the depth-100 pool judged once (the first experiment's seed)", "Table 5, significance agreement")
         if extras.get("calibration_refused"):
             add("Table 5 calibration", "the mean human label per LLM grade over the items both label",
-                extras["calibration_refused"], "Table 5, column and row LLM fills gaps (not computed)")
+                extras["calibration_refused"] + " (--allow-weak-calibration computes the column anyway, with "
+                "the warning)", "Table 5, column and row LLM fills gaps (not computed)")
+        cal = extras.get("calibration")
+        if cal:
+            mapping = {str(g["llm_grade"]): g["label"] for g in cal.get("grades", ()) if g.get("label") is not None}
+            add("Table 5 calibration labels", "the mean human label per LLM grade (not stated how a mean becomes "
+                "a label)", f"the mean rounded half up to a whole label (qrels hold integers): "
+                f"{len(mapping)} LLM grades onto {len(set(mapping.values()))} labels "
+                f"({', '.join(f'{k}→{v}' for k, v in mapping.items())})", "Table 5, column and row LLM fills gaps")
     train = protocol.settings("train")
     if s.runs is not None:
         add("systems", "the paper's 52 configurations (Appendix A; not in our copy)", f"runs given: {s.runs} "
@@ -645,11 +726,31 @@ def _differences(s: ReproduceSettings, base, not_applied: Mapping[str, Any], mea
         for key in ("sample_users", "min_interactions"):
             if getattr(s, key) is not None and getattr(s, key) != train.get(key):
                 add(f"train {key}", train.get(key), getattr(s, key), SYSTEM_CELLS)
+        positives = training_positives(s)
+        add("training positives", "not stated (Section 3: the sampled users' interactions)",
+            f"the ratings >= {positives:g}, the rule of the release's implicit-ratings.csv (--min-rating 0 trains "
+            "on every rating)" if positives > 0 else "every explicit rating, 0.5 stars included (--min-rating 0)",
+            SYSTEM_CELLS + (" and the historical setting's held-out interactions" if s.historical_runs is None
+                            else ""))
     if only & {"table1"} and runs:
         groups = _groups(s, run_files, sorted(runs))
         if set(groups.values()) == {"all systems"}:
             add("system groups", "7 pooled and 45 non-pooled configurations (Table 1)",
                 "none given (--groups, or group = \"pooled\" in the grid file): one row of all systems", "Table 1")
+        else:
+            for group in ("pooled", "non-pooled"):
+                if group not in set(groups.values()):
+                    add("system groups", "7 pooled and 45 non-pooled configurations (Table 1)",
+                        f"no {group} system among the {len(groups)} given ({', '.join(sorted(set(groups.values())))}"
+                        f"): Table 1's {group} row is absent, not zero" + (
+                            "; the grid's systems follow Section 3's rule for the non-pooled ones, and the 7 pooled "
+                            "configurations are not in our copy (give them in a grid file with group = \"pooled\")"
+                            if group == "pooled" else ""), f"Table 1 (the {group} row)")
+    if only & {"table1", "figure2"} and extras.get("historical_users") is not None:
+        add("historical setting's users", "not stated (ML-32M users of the 80%-20% split)",
+            f"{extras['historical_users']:,} users: those of the historical qrels (each user's held-out 20%), "
+            f"not the {extras.get('participants', 51)} participants the Cranfield setting ranks",
+            "Table 1 (historical column), Figure 2")
     if only & {"table1", "figure2"}:
         if s.historical_runs is None:
             add("historical split", "an 80%-20% train-test split (per user, by time; not otherwise stated)",

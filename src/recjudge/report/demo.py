@@ -17,13 +17,17 @@ from .evaluation import (
     load_pyplot,
     save_figure,
     ci_label,
+    label_points,
     markdown_table,
     md_code,
-    md_fence,
     md_text,
     slug,
     write_report,
 )
+
+PENHA2025 = ("Penha, Petrov, Hauff, Palumbo, Vardasbi, D’Amico, Fabbri, Wang, Chandar, Lindström, Bouchard, "
+             "Lalmas (2025). From IR to RecSys: Evaluating LLM-based Judges in Cranfield-style Recommendation "
+             "Collections. arXiv 2511.23312.")
 
 CARD_FIELDS = (
     "collection", "split", "candidate set", "systems", "pre-sort candidate order", "tie prevalence",
@@ -35,23 +39,25 @@ CARD_FIELDS = (
 def _fig_system_scores(out: Path, cmp, measure: str) -> str:
     plt = load_pyplot()
     cands = list(cmp.candidates)
-    fig, axes = plt.subplots(1, len(cands), figsize=(5.0 * len(cands), 4.4), squeeze=False)
+    # one panel per row: each stays ~650 px wide, readable without scaling down on an 800 px page
+    fig, axes = plt.subplots(len(cands), 1, figsize=(5.4, 4.4 * len(cands)), squeeze=False)
     ref = cmp.reference.means(measure)
-    for ax, cand in zip(axes[0], cands):
+    for ax, cand in zip(axes[:, 0], cands):
         c = cmp.candidates[cand].means(measure).reindex(ref.index)
         ra = cmp.agreement[cand][measure]
         ax.scatter(ref.to_numpy(), c.to_numpy(), s=30)
-        for name in ref.index:
-            ax.annotate(plain_text(name), (ref[name], c[name]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
         ax.set_xlabel(plain_text(f"{measure}, historical labels"))
         ax.set_ylabel(plain_text(f"{measure}, {cand}"))
         ax.set_title(plain_text(f"{cand}: every system ties, τ-b undefined" if ra.undefined else
                             f"{cand}: τ-b {ra.kendall_tau:.3f} "
                             f"[{ra.kendall_tau_ci[0]:.2f}, {ra.kendall_tau_ci[1]:.2f}]"), fontsize=10)
         ax.grid(alpha=0.3)
+        ax.margins(0.12)  # room for the labels of the outermost systems
     fig.suptitle(plain_text(f"System scores under each label source: {measure}"), fontsize=11)
     fig.tight_layout()
+    for ax, cand in zip(axes[:, 0], cands):
+        label_points(ax, ref.to_numpy(), cmp.candidates[cand].means(measure).reindex(ref.index).to_numpy(),
+                     list(ref.index))
     name = f"fig-system-scores-{slug(measure)}.png"
     save_figure(fig, out / name)
     plt.close(fig)
@@ -125,20 +131,83 @@ def _fig_judged(out: Path, frame: pd.DataFrame) -> str:
     return "fig-judged-at-100.png"
 
 
+def _pct(x) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def _tie_tables(audit, what: str) -> list[str]:
+    """A tie audit as Markdown tables that wrap to the page (prevalence, then one table per measure)."""
+    s = audit.settings
+    k = s.cutoffs[0]
+    rows = []
+    for r in audit.runs:
+        p = r.prevalence
+        rows.append({what: r.name, "users": p.users, "tied": _pct(p.tied), f"tied@{k}": _pct(p.touching_top[0]),
+                     f"cross@{k}": _pct(p.crossing_top[0]), f"inside@{k}": _pct(p.inside_top[0]),
+                     f"relevant tied@{k}": _pct(p.relevant_touching_top[0]) if audit.qrels else "–",
+                     "tied rows": _pct(p.tied_rows), "largest block": p.largest_block})
+    md = ["Share of users whose ranking holds an exact score tie, before any tie policy "
+          f"(tied@{k}: a tie block reaches the top {k}; cross@{k}: it holds ranks {k} and {k + 1}, so it decides "
+          f"what enters the top {k}; inside@{k}: it lies wholly in the top {k}, so it decides positions; relevant: "
+          "it holds an item labelled 1 or more):", "", markdown_table(pd.DataFrame(rows), index=False), ""]
+    for name in s.measures:
+        rows = []
+        for r in audit.runs:
+            m = next(x for x in r.measures if x.measure == name)
+            rows.append({what: r.name, "input order": m.input_order, f"hash (seed {s.seed})": m.hash,
+                         "expected": m.expected, f"mean over {s.seeds} hash seeds": m.hash_seeds_mean,
+                         "sd": m.hash_seeds_sd,
+                         "input − expected": f"{round(m.input_order - m.expected, 4) + 0.0:+.4f}",
+                         "shuffled rows, max change": m.permutation})
+        md += [f"{md_text(name)}, mean over {audit.counted_users} users of {md_code(audit.qrels)}:", "",
+               markdown_table(pd.DataFrame(rows), index=False), ""]
+    if s.measures:
+        md += ["Input order: equal scores in the order of the list (a stable sort); hash: the disclosed "
+               f"seeded hash policy; expected: a uniformly random order within tie blocks (exact); shuffled rows: "
+               f"the largest change of the mean over {s.permutations} seeded shuffles of each user's rows, under "
+               "input order (under the hash policy it is 0).", ""]
+    md += [f"_{md_text(n)}_" for n in audit.notes]
+    return md
+
+
+def _tie_audit_section(audit) -> list[str]:
+    systems = audit["systems"]
+    tied = [r.name for r in systems.runs if r.prevalence.tied > 0]
+    md = ["## Tie audit", "",
+          "### The trained systems, before tie-breaking", "",
+          "The exported runs are tie-free (the hash policy ordered equal scores at export), so this audit reads "
+          f"each system's own scores as it ranked them, ties kept (written to {md_code(audit['raw_runs'])}), "
+          "and scores them against the historical labels. "
+          + (f"{len(tied)} of {len(systems.runs)} systems have ties: " + ", ".join(md_code(n) for n in tied) + "."
+             if tied else "No system's ranking has an exact score tie: tie-breaking changes nothing here."), "",
+          *_tie_tables(systems, "system"),
+          "### Sampled candidates (1 held-out item among sampled negatives)", "",
+          f"Two tie-heavy scorers that are not trained systems (item popularity and genre overlap with the "
+          f"user's history) rank 1 held-out liked item + {audit['negatives']} sampled negatives per user, "
+          "listed relevant first: under input order the relevant item wins every tie.", "",
+          *_tie_tables(audit["audit"], "scorer")]
+    return md
+
+
 def evaluation_card(*, settings, collection, split_info, train_results, judged, judge_name, audit, cmp,
                     item_agreement) -> dict[str, str]:
     prov = dict(judged.provenance)
     shares = {r.system: r.tied_user_share for r in train_results if r.ok and r.tied_user_share is not None}
     tied_systems = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]))
-    tie_audit = audit["audit"]
     perm, sens = [], []
-    for run in tie_audit.runs:
-        for m in run.measures:
-            perm.append(f"{run.name} {m.measure}: input order moves up to {m.permutation:.3f}, hash "
-                        f"{m.permutation_hash:.3f}")
-            sens.append(f"{run.name} {m.measure}: input order {m.input_order:.3f}, hash {m.hash:.3f}, "
-                        f"expected {m.expected:.3f} ({m.expected_method}), hash seeds "
-                        f"{m.hash_seeds_mean:.3f} ± {m.hash_seeds_sd:.3f}")
+    for label, tie_audit in (("trained systems before tie-breaking", audit["systems"]),
+                             ("sampled candidates", audit["audit"])):
+        cells = [(run.name, m) for run in tie_audit.runs for m in run.measures]
+        if not cells:
+            continue
+        moved = max(cells, key=lambda c: c[1].permutation)
+        hashed = max(c[1].permutation_hash for c in cells)
+        perm.append(f"{label}: shuffling a user's rows moves a measure by up to {moved[1].permutation:.3f} under "
+                    f"input order ({moved[0]} {moved[1].measure}), {hashed:.3f} under the hash policy")
+        far = max(cells, key=lambda c: abs(c[1].input_order - c[1].expected))
+        seeds = max(c[1].hash_seeds_sd for c in cells)
+        sens.append(f"{label}: input order − expected up to {far[1].input_order - far[1].expected:+.3f} "
+                    f"({far[0]} {far[1].measure}); sd over hash seeds up to {seeds:.3f}")
     template = prov.get("template") or {}
     profiles = prov.get("profiles") or {}
     summary = judged.summary
@@ -153,9 +222,9 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
                  f"seconds); {split_info.get('test_users')} test users with training history, "
                  f"{split_info.get('cold_test_users_dropped')} cold test users dropped",
         "candidate set": "full catalogue of training items minus each user's own training history; top-100 per "
-                         f"user. Tie audit: sampled candidates, 1 held-out liked item + {audit['negatives']} "
-                         f"negatives from {audit['catalogue']} items, seeded, history excluded, "
-                         f"{audit['users']} users",
+                         "user. Tie audit: the same rankings before tie-breaking; and sampled candidates, 1 "
+                         f"held-out liked item + {audit['negatives']} negatives from {audit['catalogue']} items, "
+                         f"seeded, history excluded, {audit['users']} users",
         "systems": ", ".join(r.system for r in train_results if r.ok) + (
             "; failed: " + ", ".join(r.system for r in train_results if not r.ok)
             if any(not r.ok for r in train_results) else ""),
@@ -165,7 +234,7 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
         "tie-breaking rule": f"{settings.tie_policy} (seed {settings.seed}): BLAKE2b+splitmix64 of seed, user, "
                              "item; item id as collision fallback; scores then rewritten as n…1",
         "permutation check": "; ".join(perm),
-        "tie sensitivity": "; ".join(sens),
+        "tie sensitivity": "; ".join(sens) + " (every system and measure: the report's tie audit)",
         "judge": f"{judge_name} — {'LLM' if llm else 'non-LLM baseline (not an LLM)'}",
         "judge model": str(prov.get("model", "none (offline)")),
         "template hash": (f"{template['name']} sha256:{template['sha256'][:16]}" if template.get("sha256")
@@ -177,7 +246,7 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
                       f"prompt tokens, cost {cost}",
         "labels compared": f"historical (held-out ratings, rating − 1 → 0–4) vs {judge_name}"
                            + (" vs filled" if "filled" in cmp.candidates else
-                              " (filling refused: the calibration cannot calibrate)")
+                              " (gap filling refused: the calibration cannot carry the judge's order)")
                            + f"; {item_agreement.n_pairs} shared pairs for item agreement",
         "measures": "; ".join(dict(cmp.settings.get("measure_definitions") or {}).values()
                               or cmp.settings["measures"]),
@@ -191,7 +260,7 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
 
 def write_demo_report(out: Path, *, settings, collection, split_info, train_results, historical, judge_q,
                       judged, judge_name, filled, calibration, item_agreement, sweep, compare_result, scenario,
-                      audit, paths: Mapping[str, Path], step_times: Mapping[str, float]) -> Path:
+                      audit, paths: Mapping[str, Path], step_times: Mapping[str, float], fill_needs: str = "") -> Path:
     cmp = compare_result
     judged_per_system = scenario.judged_systems
     figs: dict[str, str | None] = {}
@@ -221,10 +290,13 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         "",
         # continuation lines keep each command within a page's width, and still copy-paste as one
         "```bash",
-        "recjudge train --collection /path/to/ml-32m-ext --split full --grid quick --out runs/ml-32m-ext",
-        "recjudge judge --runs runs/ml-32m-ext --collection /path/to/ml-32m-ext --split none \\",
-        "    --out qrels/llm.qrels --depth 10 --model MODEL --base-url URL",
-        "recjudge compare --runs runs/ml-32m-ext --reference /path/to/ml-32m-ext/qrels/*interest*.qrels \\",
+        "recjudge train --collection /path/to/ml-32m-ext --split full \\",
+        "    --grid quick --out runs/ml-32m-ext",
+        "recjudge judge --runs runs/ml-32m-ext --collection /path/to/ml-32m-ext \\",
+        "    --split none --out qrels/llm.qrels --depth 10 \\",
+        "    --model MODEL --base-url URL",
+        "recjudge compare --runs runs/ml-32m-ext \\",
+        "    --reference /path/to/ml-32m-ext/qrels/*interest*.qrels \\",
         "    --candidate qrels/llm.qrels --report out/ml-32m-ext",
         "```",
         "",
@@ -249,16 +321,17 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
         (f"- filled: {filled.n_human:,} historical + {filled.n_filled:,} calibrated judge labels "
          f"({filled.n_unfilled:,} top-{settings.depth} items unlabelled) → {md_code(paths['filled'])} "
          f"(sources: {md_code(paths['sources'])})" if filled is not None else
-         "- filled: **not computed** — the calibration below cannot calibrate, so a filled ranking would show "
-         "the fill, not the judge (`recjudge fill --allow-weak-calibration` writes one anyway, marked as such):"),
+         "- filled: **refused** — the calibration below cannot carry the judge's order onto the historical "
+         "scale, so a filled ranking would show the fill, not the judge:"),
         *([f"  - {md_text(p)}" for p in calibration.problems()] if filled is None else []),
+        *([f"  - What would make it work: {md_text(fill_needs)}."] if filled is None and fill_needs else []),
         "",
         f"Calibration of {md_text(judge_name)} grades to the historical scale (mean historical label per grade, "
         "rounded half up):",
         "",
         markdown_table(calibration.to_frame().reset_index(), index=False),
         "",
-        "## System rankings (Figure 5)",
+        "## System rankings (as in Figure 5 of Penha et al. 2025)",
         "",
     ]
     for cand, by in cmp.agreement.items():
@@ -280,23 +353,25 @@ def write_demo_report(out: Path, *, settings, collection, split_info, train_resu
     md += ["### Judged@100 per system", "", f"![Judged@100]({figs['judged']})", "",
            markdown_table(judged_per_system.rename_axis("system")), ""]
     pw = item_agreement.pairwise
-    md += ["## Item-level agreement with the historical labels (Figure 4)", "",
+    md += ["## Item-level agreement with the historical labels (as in Figure 4 of Penha et al. 2025)", "",
            f"Over {item_agreement.n_pairs:,} (user, item) pairs both label: Cohen's κ "
            f"{item_agreement.cohen_kappa:.3f} (linear {item_agreement.cohen_kappa_linear:.3f}), Krippendorff's α "
            f"ordinal {item_agreement.krippendorff_alpha_ordinal:.3f} (interval "
            f"{item_agreement.krippendorff_alpha_interval:.3f}); over {pw.n_pairs:,} item pairs with different "
-           f"historical labels the judge agrees {pw.agree:.3f} [{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]"
-           f"{'*' if pw.ci_note else ''}, ties {pw.tie:.3f}, disagrees {pw.disagree:.3f}."
-           + (f" (*) The interval: {pw.ci_note}." if pw.ci_note else ""), "",
+           f"historical labels the judge agrees {pw.agree:.3f} "
+           + (pw.ci_missing or f"[{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]{'*' if pw.ci_note else ''}")
+           + f", ties {pw.tie:.3f}, disagrees {pw.disagree:.3f}."
+           + (f" (*) The interval: {pw.ci_summary or pw.ci_note}." if pw.ci_note else ""), "",
            f"![Agreement by distance]({figs['distance']})", ""]
     if figs["profile"]:
-        md += ["## Agreement against profile size (Figure 3)", "", f"![Profile size]({figs['profile']})", "",
+        md += ["## Agreement against profile size (as in Figure 3 of Penha et al. 2025)", "",
+               f"![Profile size]({figs['profile']})", "",
                markdown_table(pd.DataFrame([{k: v for k, v in r.items() if k != "agree_ci"} for r in sweep]),
                               index=False), ""]
-    md += ["## Tie audit (sampled candidates)", "", *md_fence(audit["audit"].format()), ""]
+    md += _tie_audit_section(audit)
     md += ["## Evaluation card", "", "| field | value |", "|---|---|"]
     md += [f"| {md_text(k)} | {md_text(v)} |" for k, v in card.items()]
-    md.append("")
+    md += ["", "## References", "", f"- {md_text(PENHA2025)}", ""]
     path = write_report(out, "\n".join(md), title)
     write_json(out / "card.json", card)
     return path

@@ -22,7 +22,7 @@ from ..evaluation.metaeval import CompareResult, EvaluationResult
 
 __all__ = ["write_compare_report", "write_evaluation_report", "write_report", "render_html", "markdown_table",
            "md_text", "md_code", "md_fence", "slug", "unique_slugs", "ci_method", "ci_cell", "ci_notes",
-           "ci_label"]
+           "ci_label", "label_points"]
 
 
 def slug(text: str, keep: str = "") -> str:
@@ -92,20 +92,21 @@ CI_FLAG = "*"  # beside an interval whose measured coverage is below nominal; th
 
 def ci_cell(ra, digits: int = 3) -> str:
     """A τ interval as printed, flagged when its note says the measured coverage is below nominal; "–" when
-    τ itself is undefined (its reason is said beside the table)."""
+    τ itself is undefined (its reason is said beside the table); why there is none (``no interval (0
+    resamples)``) when there is none."""
     if getattr(ra, "undefined", ""):
         return "–"
+    missing = getattr(ra, "ci_missing", "")
+    if missing:
+        return missing
     lo, hi = ra.kendall_tau_ci
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]" + (CI_FLAG if getattr(ra, "ci_note", "") else "")
 
 
 def ci_notes(by_measure: Mapping[str, object]) -> list[str]:
-    """One line per distinct note of the flagged intervals: ``* measure, measure: note``."""
-    measures: dict[str, list[str]] = {}
-    for m, ra in by_measure.items():
-        if getattr(ra, "ci_note", ""):
-            measures.setdefault(ra.ci_note, []).append(m)
-    return [f"{CI_FLAG} {', '.join(ms)}: {note}" for note, ms in measures.items()]
+    """One short line per flagged interval, ``* measure: summary`` (the full note is in the JSON)."""
+    return [f"{CI_FLAG} {m}: {getattr(ra, 'ci_summary', '') or ra.ci_note}" for m, ra in by_measure.items()
+            if getattr(ra, "ci_note", "") and not getattr(ra, "ci_missing", "")]
 
 
 def _fmt(x) -> str:
@@ -192,20 +193,84 @@ def save_figure(fig, path: Path) -> None:
         fig.savefig(fh, format="png", dpi=120, bbox_inches="tight")
 
 
+# where a label may go around its point: rings of growing radius (points), 16 directions each, nearest
+# first; a label away from its point gets a leader line. Labels are placed after the layout is fixed,
+# so display coordinates are final.
+def _label_spots():
+    spots = []
+    for radius in (5, 11, 18, 27, 38, 50):
+        for k in range(16):
+            a = np.pi / 4 + k * np.pi / 8  # up-right first, the usual place of a label
+            c, s = np.cos(a), np.sin(a)
+            spots.append((radius * c, radius * s, "left" if c > 0.3 else "right" if c < -0.3 else "center",
+                          "bottom" if s > 0.3 else "top" if s < -0.3 else "center", radius > 6))
+    return tuple(spots)
+
+
+_LABEL_SPOTS = _label_spots()
+
+
+def _overlap(a, b) -> float:
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return w * h if w > 0 and h > 0 else 0.0
+
+
+def label_points(ax, xs, ys, names, fontsize: float = 8, marker_points: float = 3.0) -> list:
+    """Name each point with a label that overlaps no other label, no point and stays in the axes where
+    any spot around it allows (greedy, most crowded points first); the least-overlapping spot otherwise.
+    Call after the figure's layout is final (``tight_layout``): placement is measured on the canvas."""
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    pts = ax.transData.transform(np.column_stack([np.where(ok, xs, 0), np.where(ok, ys, 0)]))
+    r = marker_points * fig.dpi / 72
+    markers = [Bbox([[x - r, y - r], [x + r, y + r]]) for (x, y), good in zip(pts, ok) if good]
+    frame = ax.get_window_extent(renderer)
+    # most crowded first: they have the fewest free spots
+    dist = np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=2) + np.where(np.eye(len(pts)), np.inf, 0)
+    order = np.argsort(dist.min(axis=1) if len(pts) > 1 else np.zeros(len(pts)), kind="stable")
+    placed, texts = [], []
+    for i in order:
+        if not ok[i]:
+            continue
+        best = None
+        for dx, dy, ha, va, leader in _LABEL_SPOTS:
+            t = ax.annotate(plain_text(names[i]), (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points",
+                            ha=ha, va=va, fontsize=fontsize,
+                            arrowprops=dict(arrowstyle="-", lw=0.5, color="0.5", shrinkA=0, shrinkB=2)
+                            if leader else None)
+            bb = t.get_window_extent(renderer).expanded(1.04, 1.15)
+            cost = sum(_overlap(bb, o) for o in placed) + sum(_overlap(bb, m) for m in markers)
+            cost += (bb.width * bb.height - _overlap(bb, frame)) * 0.5  # outside the axes: crowds the axis labels
+            if best is None or cost < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (cost, t, bb)
+            else:
+                t.remove()
+            if cost == 0:
+                break
+        placed.append(best[2])
+        texts.append(best[1])
+    return texts
+
+
 def plot_scatter(ref: pd.Series, cand: pd.Series, measure: str, title: str, path: Path,
                  ref_label: str, cand_label: str) -> None:
     plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.6))
     ax.scatter(ref.to_numpy(), cand.reindex(ref.index).to_numpy(), s=28, alpha=0.8)
-    if len(ref) <= 25:
-        for name in ref.index:
-            ax.annotate(plain_text(name), (ref[name], cand[name]), fontsize=7, alpha=0.75,
-                        xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel(f"{measure} under {ref_label}")
     ax.set_ylabel(f"{measure} under {cand_label}")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
+    if len(ref) <= 25:
+        label_points(ax, ref.to_numpy(), cand.reindex(ref.index).to_numpy(), list(ref.index), fontsize=7)
     save_figure(fig, path)
     plt.close(fig)
 
@@ -278,6 +343,8 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         f"Reference labels: {md_code(s['reference'])}. Candidates: "
         + ", ".join(md_code(c) for c in s["candidates"]) + ".",
         "",
+        # before any τ: a τ over different users is read differently
+        *[line for note in result.user_notes() for line in (f"> {md_text(note)}.", "")],
         "## Settings",
         "- Measures:",
         *_measure_lines(s),
@@ -286,9 +353,10 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
            else "only users judged by both label sets") + "); a user a run does not rank scores 0"
         + "".join(f" ({md_text(m)}: {md_text(why)})" for m, why in
                   dict(s.get("missing_user_exceptions") or {}).items()) + ".",
-        f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b"
-        + (f" ({md_text(TAU_METHODS[ci_method(s)].description)})" if ci_method(s) in TAU_METHODS else "")
-        + f", seed {md_text(s.get('bootstrap_seed', s['seed']))}.",
+        (f"- Bootstrap: {md_text(s['bootstrap'])} resamples of users, {md_text(ci_label(s))} for Kendall τ-b"
+         + (f" ({md_text(TAU_METHODS[ci_method(s)].description)})" if ci_method(s) in TAU_METHODS else "")
+         + f", seed {md_text(s.get('bootstrap_seed', s['seed']))}." if s["bootstrap"]
+         else "- Bootstrap: none (0 resamples), so no confidence interval for Kendall τ-b."),
         *[f"- {md_code(name)} read from {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
         *_tie_note(s, result.tie_share),
         "",

@@ -32,6 +32,20 @@ TARGET_TITLES = {
 }
 
 
+# how each statistic of the report is computed, where the paper names only the statistic
+STATISTICS_NOTES = (
+    "τ is Kendall's τ-b (scipy.stats.kendalltau, ties counted as in τ-b; its p-value two-sided).",
+    "Weighted τ is scipy.stats.weightedtau with its default hyperbolic weigher (an exchange at ranks r and s "
+    "weighs 1/(r+1) + 1/(s+1)) and rank=True: the ranks come from each score vector in decreasing order and "
+    "the two weighted τ values are averaged.",
+    "Intervals of a mean over experiments are Student t-intervals across the experiments on the Fisher-z scale "
+    "of the statistic's range (one experiment gives none); agreement shares are built as shares and shown on "
+    "the paper's percent scale where it prints percents.",
+    "Table 5's LLM fills gaps column maps each LLM grade to the mean human label of the pool items both label, "
+    "rounded half up to a whole label (qrels hold integers): see 'Settings that differ from the paper'.",
+)
+
+
 def format_duration(seconds: float) -> str:
     """A wall time as people say it: 45 s, 12 min, 3.5 h."""
     if seconds < 120:
@@ -180,7 +194,9 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
             "USD": "unknown" if r.cost is None else f"{r.cost:,.4f}", "wall time": format_duration(r.wall_seconds)}
             for r in result.plan]), index=False))
         lines.append(f"\nWall time at concurrency {s.get('concurrency')} and an assumed {s.get('call_seconds')} s "
-                     "per call; tokens estimated at 4 characters each.")
+                     "per call; input tokens counted as the judge's context check counts them: the endpoint's "
+                     "tokenizer where it has one, else about 3 characters per token for OpenAI models and 2.5 "
+                     "for others.")
     cells = result.cells
     order = [t for t in TARGET_TITLES if t in set(cells.target) or t in result.extras.get("not_computed", {})
              or t in figure_paths]
@@ -207,6 +223,8 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
                                                    for k, v in sorted(unranked.items()))]
         if target == "audit" and "popularity" in result.extras:
             lines += ["", "```", result.extras["popularity"]["text"], "```"]
+    lines += ["", "## Notes on the statistics", ""]
+    lines += [f"- {md_text(n)}" for n in STATISTICS_NOTES]
     context = result.extras.get("published_context") or []
     if context:
         lines += ["", "## Published context: Table 6 (the podcast case study, not reproduced)", "",
@@ -226,6 +244,7 @@ def _json(result) -> dict:
             figs[k] = {str(a): b for a, b in v.items()} if isinstance(v, dict) else v
     return {"study": "penha2025", "complete": result.complete, "stopped": result.stopped,
             "settings": dict(result.settings), "differences": list(result.differences),
+            "notes": list(STATISTICS_NOTES),
             "plan": [r.as_dict() for r in result.plan], "cells": cells.to_dict(orient="records"),
             "figures": figs, "extras": dict(result.extras)}
 

@@ -107,6 +107,13 @@ def export_run(model, users: list[str], history: pd.DataFrame, k: int, name: str
     Returns the tie-free run and the share of users whose top-k held tied scores before the tie
     policy ordered them (ties that straddle position k count: they decide who enters the list).
     """
+    run, share, _ = _export(model, users, history, k, name, tie_policy, tie_seed, batch_users)
+    return run, share
+
+
+def _export(model, users, history, k, name, tie_policy, tie_seed, batch_users=SCORE_BATCH_USERS):
+    """export_run's work, also returning the ranking before the tie policy (the model's own scores,
+    every item tied with the k-th kept, equal scores in item-id order)."""
     items = np.asarray(model.items, dtype=object)
     col_of = pd.Series(np.arange(len(items)), index=pd.Index(items.astype(str)))
     hist = history[history.user.isin(set(users))]
@@ -140,7 +147,15 @@ def export_run(model, users: list[str], history: pd.DataFrame, k: int, name: str
     raw = Run.from_frame(pd.DataFrame({"qid": np.concatenate(qids), "docid": np.concatenate(docs),
                                        "score": np.concatenate(scores)}), name=name, tag=name)
     share = tied_user_share(raw, k)
-    return resolve_ties(raw, tie_policy, tie_seed, depth=k), share
+    return resolve_ties(raw, tie_policy, tie_seed, depth=k), share, raw
+
+
+def _in_score_order(run: Run) -> Run:
+    """Each user's rows by descending score, equal scores in the order they came (item id), ranked 1…n."""
+    f = run.frame.copy()
+    f["neg"] = -f.score
+    f = f.sort_values(["qid", "neg"], kind="stable").drop(columns=["neg", "rank"])
+    return Run.from_frame(f, name=run.name, tag=run.name)
 
 
 def _as_split(collection_or_split: Collection | Split, split: str, split_options: dict | None) -> Split:
@@ -208,8 +223,12 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                   tie_seed: int = 0, epochs: int | None = None, force: bool = False,
                   evaluate: bool = False, keep_checkpoints: bool = False, verbose: bool = False,
                   threads: int | None = 1, progress: Callable[[str], None] | None = None,
-                  protocol=None) -> list[TrainResult]:
+                  protocol=None, raw_dir: str | Path | None = None) -> list[TrainResult]:
     """Train systems and write ``<out_dir>/<system>.run`` (default ``runs/<collection>``).
+
+    ``raw_dir``: also write each system's ranking before the tie policy to ``<raw_dir>/<system>.run``
+    (its own scores, ties kept: what a tie audit of the systems reads); a cached system whose raw
+    ranking is missing there or changed is trained again.
 
     ``protocol``: the protocol the training follows (a ProtocolUse), named in every run's sidecar.
 
@@ -254,6 +273,10 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
         # native systems have no RecBole evaluation to wait for
         evaluated = not evaluate or cfg.family.kind == "native" or meta and meta.get("recbole_test")
         why_not = _cached(meta, key, run_path)
+        raw_path = Path(raw_dir) / f"{cfg.name}.run" if raw_dir is not None else None
+        if why_not is None and raw_path is not None and (
+                not meta.get("raw_sha256") or file_sha256(raw_path) != meta.get("raw_sha256")):
+            why_not = "no ranking before the tie policy in " + str(raw_dir)
         if why_not is None and evaluated:
             say(f"{head}: cached ({run_path})")
             results.append(TrainResult(cfg.name, cfg.model, "cached", run_path, key, 0.0,
@@ -285,9 +308,12 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                 model = _recbole.train(cfg, sp, workdir, device=device, epochs_override=epochs,
                                        evaluate=evaluate, verbose=verbose, threads=threads)
             t_train = time.perf_counter() - t0
-            run, share = export_run(model, users, history, k, cfg.name, tie_policy, tie_seed)
+            run, share, raw = _export(model, users, history, k, cfg.name, tie_policy, tie_seed)
             write_run(run, run_path)
             run_hash = file_sha256(run_path)
+            if raw_path is not None:
+                raw_path.parent.mkdir(parents=True, exist_ok=True)
+                write_run(_in_score_order(raw), raw_path)
             seconds = time.perf_counter() - t0
             record = {
                 "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
@@ -297,6 +323,7 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                 "collection_filters": {k: sp.collection.info[k] for k in ("sample_users", "min_interactions")
                                        if k in sp.collection.info},
                 "split_fingerprint": fingerprint, "run_sha256": run_hash, "users": int(run.frame.qid.nunique()),
+                **({"raw_sha256": file_sha256(raw_path)} if raw_path is not None else {}),
                 "catalogue_items": int(len(model.items)), "tied_user_share": share,
                 "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),
                 "recbole_test": model.recbole_test,

@@ -193,6 +193,15 @@ class Collection:
         info = {**self.info, "sample_users": {"n": n, "seed": seed, "kept_judged": len(judged & set(users))}}
         return self._restricted(self.interactions.user.isin(chosen), info, keep_qrels=keep_judged)
 
+    def min_rating(self, threshold: float) -> Collection:
+        """Only the ratings at or above ``threshold``: the positives an implicit-feedback recommender
+        trains on (the ML-32M-ext release's ``implicit-ratings.csv`` keeps ratings >= 4). The human
+        qrels stay whole, so a judged user left with no rating stays visible as one no system ranks."""
+        keep = self.interactions.rating >= threshold
+        info = {**self.info, "min_rating": {"threshold": float(threshold), "kept": int(keep.sum()),
+                                            "dropped_interactions": int((~keep).sum())}}
+        return self._restricted(keep, info, keep_qrels=True)
+
     def min_interactions(self, n: int, keep_judged: bool = True) -> Collection:
         """Users and items with at least ``n`` interactions, iterated to a fixed point (an n-core):
         dropping a rare item can leave a user below ``n``, and the other way round.

@@ -141,7 +141,7 @@ def audit_run(run: Run, qrels: Qrels | None = None, measures=DEFAULT_TIE_MEASURE
     rows = r.tied_rows if ev.specs else r.sub_rows
     seed = settings.seed
     if ev.specs and len(r.tied_rows):
-        log.info("%s: %s have no closed form; up to %d evaluations of the run (Monte Carlo, hash seeds, "
+        log.debug("%s: %s have no closed form; up to %d evaluations of the run (Monte Carlo, hash seeds, "
                  "shuffles)", run.name, ", ".join(s.name for s in ev.specs),
                  2 + settings.seeds + settings.mc_samples + settings.permutations)
     inp, hsh = per_user_values(r, specs, ev, [r.treatment(rows, "input"), r.treatment(rows, "hash", seed=seed)])
@@ -206,7 +206,7 @@ def audit_ties(runs: Mapping[str, Run] | Iterable[Run], qrels: Qrels | None = No
             warnings.warn(note, stacklevel=2)
             notes.append(note)
         res = audit_run(run, qrels, specs, settings)
-        log.info("%s audited in %.1f s", run.name, res.seconds)
+        log.debug("%s audited in %.1f s", run.name, res.seconds)
         out.append(res)
     if not out:
         raise ConfigError("no runs given; pass run files or a folder of runs")
