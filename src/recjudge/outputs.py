@@ -51,6 +51,14 @@ class OutputSet:
                 break
         self.staged.append((tmp, target))
 
+    def content(self, target: str | os.PathLike) -> Path:
+        """Where ``target``'s new content is now: its staged file, or the target itself."""
+        target = Path(target)
+        for tmp, staged_target in reversed(self.staged):
+            if staged_target == target:
+                return tmp
+        return target
+
     def remove(self, target: Path) -> None:
         self.removals.append(Path(target))
 

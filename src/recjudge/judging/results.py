@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .._io import atomic_write, write_json
+from .._io import atomic_write, remove_output, write_json
 from ..data.trec import Qrels, write_qrels
 from ..errors import ConfigError
 from ..evaluation.calibration import round_half_up
@@ -227,6 +227,12 @@ class JudgeResult:
               summary_path: str | os.PathLike | None = None, protocol=None) -> dict[str, Path]:
         """Write qrels, the judgments JSONL and a summary JSON, each atomically; the summary names
         ``protocol`` (a ProtocolUse) when the judging followed one."""
+        from ..outputs import output_set
+
+        with output_set():  # qrels, log and summary replace the old ones together
+            return self._write(qrels_path, judgments_path, summary_path, protocol)
+
+    def _write(self, qrels_path, judgments_path, summary_path, protocol) -> dict[str, Path]:
         qrels_path = Path(qrels_path)
         default_judgments, default_summary = output_paths(qrels_path)
         judgments_path = Path(judgments_path or default_judgments)
@@ -238,7 +244,7 @@ class JudgeResult:
         elif qrels_path.exists():
             # nothing judged: an older qrels file here would pass for this run's labels, and an
             # empty qrels file is not valid input either
-            qrels_path.unlink()
+            remove_output(qrels_path)
             log.warning("no pair was judged: removed the earlier %s", qrels_path)
             out["removed_qrels"] = qrels_path
         prov = dict(self.provenance)
