@@ -253,3 +253,23 @@ def test_popularity_rank_effect_names_the_systems_the_bias_lifts():
     assert effect.loc["A", ["rank_with_bias", "rank_without_bias", "shift"]].tolist() == [1.0, 2.0, 1.0]
     assert effect.loc["B", ["rank_with_bias", "rank_without_bias", "shift"]].tolist() == [2.0, 1.0, -1.0]
     assert list(effect.index) == ["A", "B"]  # the systems the bias lifted come first
+
+
+def test_cli_position_shows_its_plans_and_needs_yes_above_the_threshold(cli, ws, capsys, fake_openai, monkeypatch):
+    from recjudge.judging import budget
+
+    monkeypatch.setattr(budget, "_at_terminal", lambda: False)
+    argv = ["audit", "position", "--runs", str(ws / "sys.run"), "--collection", str(ws / "tiny"), "--base-url",
+            fake_openai.url, "--model", "fake", "--depth", "6", "--items-per-call", "3", "--cache",
+            str(ws / "c.sqlite"), "--confirm-above-calls", "5"]
+    # the users share one history, so their prompts repeat: 2 calls in order, 5 shuffled, 6 one item
+    # per call; 13 of unknown cost, above 5, refused before the first of the three runs
+    assert cli(argv) == 2
+    err = capsys.readouterr().err
+    assert f"plan: 54 pairs; 13 calls to make (0 answered by the cache) to {fake_openai.url}, model 'fake'" in err
+    assert "more than --confirm-above-calls 5" in err and "Give --yes to start them, or --max-cost USD" in err
+    assert fake_openai.chat_log() == []
+    assert cli(argv + ["--yes"]) == 0
+    err = capsys.readouterr().err
+    assert "plan: 54 pairs; 13 calls" in err and err.count("plan: 18 pairs") == 3  # the total, then each run's
+    assert len(fake_openai.chat_log()) == 13

@@ -100,7 +100,7 @@ def test_malformed_truncated_and_out_of_range_answers_are_retried(fake_openai):
     answers = ['{"label": ', '```json\n{"label": 99}\n```', None]
     fake_openai.rule = lambda call: Reply(content=answers[call.seen],
                                           finish_reason="length" if call.seen == 0 else "stop")
-    res = run(fake_openai, pairs_for([13], ["u0"]), max_attempts=3)
+    res = run(fake_openai, pairs_for([13], ["u0"]), max_attempts=3, parse_retries=2)
     assert res.labels == {("u0", "13"): 5}
     assert len(fake_openai.chat_log()) == 3
     # all three answers cost tokens
@@ -122,7 +122,8 @@ def test_persistent_failures_are_reported_and_absent_from_qrels(fake_openai, tmp
     assert res.labels == {("u0", "12"): 4}
     assert res.summary.failures == {"unparseable": 1, "server_error": 1, "out_of_range": 1}
     assert res.summary.judged == 1 and res.summary.pairs == 4
-    assert len(fake_openai.chat_log()) == 1 + 3 * 3
+    # the unusable answers (13, 15) are asked again once (parse_retries 1), the 500 (14) three times
+    assert len(fake_openai.chat_log()) == 1 + 2 + 3 + 2
     res.write(tmp_path / "q.qrels")
     assert (tmp_path / "q.qrels").read_text() == "u0 0 12 4\n"
     rows = {r["docid"]: r for r in read_judgments(tmp_path / "q.judgments.jsonl")[1]}

@@ -67,3 +67,24 @@ def test_an_unpriced_budget_is_refused_before_training(small, tmp_path, fake_ope
                                  max_cost=1.0, systems="Pop", only=("table4",), **{k: v for k, v in REDUCED.items()
                                                                                   if k != "concurrency"}))
     assert not (out / "runs").exists() and fake_openai.chat_log() == []  # nothing trained, nothing asked
+
+
+def test_the_whole_plan_is_confirmed_once_before_the_first_call(small, tmp_path, fake_openai, monkeypatch):
+    import io
+    import sys
+
+    from recjudge.errors import NotConfirmed
+    from recjudge.judging import budget
+
+    oracle(fake_openai, small)
+    kw = {**REDUCED, "only": ("table8",), "model": "gpt-4o-mini", "base_url": fake_openai.url,
+          "confirm_above_usd": 0.0}
+    monkeypatch.setattr(budget, "_at_terminal", lambda: False)
+    with pytest.raises(NotConfirmed, match=r"above confirm_above_usd= 0, .*Give yes= to start them, or max_cost="):
+        _quiet(_settings(small, tmp_path / "a", **kw))
+    assert fake_openai.chat_log() == []
+    # at a terminal one answer starts every job: a second question would read nothing and stop the run
+    monkeypatch.setattr(budget, "_at_terminal", lambda: True)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    result = _quiet(_settings(small, tmp_path / "b", **kw))
+    assert result.stopped is None and len(fake_openai.chat_log()) > 0

@@ -42,6 +42,10 @@ class ConfigError(RecjudgeError):
     exit_code = 2
 
 
+class NotConfirmed(ConfigError):
+    """Paid calls not started: their estimate passed the confirmation threshold and nobody confirmed."""
+
+
 class MissingExtraError(RecjudgeError):
     """An optional dependency is not installed; names the extra that brings it."""
 

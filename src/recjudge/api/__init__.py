@@ -333,13 +333,19 @@ def evaluate(s: EvaluateSettings) -> EvaluateReport:
     from ..evaluation.metaeval import evaluate as score
 
     inputs = _path_inputs(s.runs, s.qrels, s.groups)
-    check_outputs({"--json": s.json}, inputs=inputs)
+    per_query = None if s.per_query is None or os.fspath(s.per_query) == "-" else s.per_query
+    check_outputs({"--json": s.json, "--per-query": per_query}, inputs=inputs)
     check_output_dir(s.report, "--report", inputs)
     runs, groups, ties = _systems(s.runs, s.groups)
     result = score(runs, _qrels(s.qrels), s.measures, tie_policy=s.tie_policy, seed=s.seed, export_ties=ties)
     by_group = _group_table(result.table.scores_frame(), groups, s.groups)
     report = EvaluateReport(result, os.fspath(s.qrels) if _is_path(s.qrels) else result.settings["qrels"],
                             None, by_group, settings=s)
+    if per_query is not None:
+        from .._io import atomic_write
+
+        with atomic_write(per_query) as fh:
+            report.to_frame(per_query=True).to_csv(fh, sep="\t", index=False, lineterminator="\n")
     if s.json:
         write_json(s.json, report.to_json())
     if s.report:

@@ -1,10 +1,12 @@
 """What the Python verbs accept as runs and labels, made into what the library reads.
 
-Runs: a run file or folder of runs (a path), a :class:`~recjudge.data.trec.Run`, a pandas DataFrame
-in TREC columns (``qid, docid, score`` with optional ``rank`` and ``tag``; ir-measures' and ranx's
-``query_id, doc_id, score`` too), a mapping of name → any of these, or a list of any of these.
-Labels: a qrels path, a :class:`~recjudge.data.trec.Qrels`, or a DataFrame (``qid, docid, label``, or
-``query_id, doc_id, relevance``). Anything else is refused naming the parameter and what it takes.
+Runs: a run file or folder of runs (a path: TREC, a table with a header, ranx JSON), a
+:class:`~recjudge.data.trec.Run`, a pandas DataFrame (``qid, docid, score`` with optional ``rank`` and
+``tag``; or the names a recommender or ranx frame uses: ``user``/``user_id``/``query_id``/``q_id``,
+``item``/``item_id``/``doc_id``, ``score``/``prediction``/``rating``), a mapping of name → any of
+these, or a list of any of these. Labels: a qrels path, a :class:`~recjudge.data.trec.Qrels`, or a
+DataFrame (``qid, docid, label``, or ``user``/``query_id``, ``item``/``doc_id``, ``label``/``relevance``).
+Anything else is refused naming the parameter and what it takes.
 """
 
 from __future__ import annotations
@@ -17,9 +19,6 @@ from ..errors import ConfigError
 
 __all__ = ["is_path", "path_list", "runs_input", "run_files", "qrels_input", "label_sets", "path_inputs"]
 
-# ir-measures / ranx column names → recjudge's
-_RUN_COLUMNS = {"query_id": "qid", "doc_id": "docid"}
-_QRELS_COLUMNS = {"query_id": "qid", "doc_id": "docid", "relevance": "label"}
 
 
 def is_path(value: Any) -> bool:
@@ -44,7 +43,7 @@ def path_list(value: Any) -> list:
 def _run_from_frame(frame, name: str, param: str):
     from ..data.trec import Run
 
-    frame = frame.rename(columns=_RUN_COLUMNS)
+    frame = _renamed(frame, "run", param)
     if "tag" in frame.columns and name == "run":
         tags = frame["tag"].astype(str).unique()
         name = tags[0] if len(tags) == 1 else name
@@ -52,6 +51,16 @@ def _run_from_frame(frame, name: str, param: str):
         return Run.from_frame(frame, name)
     except Exception as exc:  # the reader's own error, with the parameter it came through
         raise ConfigError(f"{param}: a DataFrame holds no run ({exc})") from None
+
+
+def _renamed(frame, what: str, param: str):
+    """``frame`` with its user, item and score (or label) columns named qid, docid, score (label)."""
+    from ..data.trec.reading import column_roles
+
+    roles, problem, fix = column_roles(list(frame.columns), what)
+    if problem:
+        raise ConfigError(f"{param}: a DataFrame holds no {what} ({problem}; fix: {fix})")
+    return frame.rename(columns={frame.columns[i]: role for role, i in roles.items() if frame.columns[i] != role})
 
 
 def _kind(value: Any) -> str:
@@ -138,7 +147,7 @@ def qrels_input(value: Any, param: str = "qrels", name: str | None = None):
     if is_path(value):
         return read_qrels(value)
     if _frame(value):
-        frame = value.rename(columns=_QRELS_COLUMNS)
+        frame = _renamed(value, "qrels", param)
         try:
             return Qrels.from_frame(frame, name or param.rstrip("="))
         except Exception as exc:

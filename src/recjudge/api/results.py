@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 __all__ = ["Result", "EvaluateReport", "CompareReport", "AgreementReport", "FillReport", "JudgeReport",
-           "TrainReport", "TiesReport", "AblateReport"]
+           "TrainReport", "TiesReport", "AblateReport", "per_query_frame"]
 
 
 class Result:
@@ -54,22 +54,59 @@ class EvaluateReport(Result):
         return self.result.table
 
     def _json(self) -> dict:
-        return _with_groups(self.result.to_json(), self.groups)
+        data = _with_groups(self.result.to_json(), self.groups)
+        if getattr(self.settings, "per_query", None):
+            data["per_query"] = self.to_frame(per_query=True).to_dict(orient="records")
+        return data
 
-    def to_frame(self) -> pd.DataFrame:
+    def to_frame(self, per_query: bool = False) -> pd.DataFrame:
         """Systems × measures, best first under the ranking measure (the first effectiveness measure,
-        ``settings["ranked_by"]``), with that measure's rank."""
+        ``settings["ranked_by"]``), with that measure's rank: whole numbers, but the mean of their ranks
+        for systems with equal means (7.5).
+
+        ``per_query=True``: one row per run, user and measure (``run, query, measure, value``; trec_eval
+        ``-q``, ir-measures ``iter_calc``), users in the order of their ids. Every user the qrels judge
+        has a row: one a run does not rank scores 0 (trec_eval ``-c``), so each run's mean is the
+        table's; a CompatHM value its script leaves out of the mean has no row."""
+        if per_query:
+            return per_query_frame(self.table.matrices)
         scores = self.table.scores_frame()
         by = self.result.settings["ranked_by"]
         ranked = scores.sort_values(by, ascending=False, kind="stable")
-        ranked.insert(0, "rank", self.table.ranks(by).reindex(ranked.index))
+        ranks = self.table.ranks(by).reindex(ranked.index)
+        ranked.insert(0, "rank", ranks.astype("int64") if (ranks == ranks.round()).all() else ranks)
         return ranked
 
     def format(self) -> str:
         s = self.result.settings
         frame = self.to_frame()
+        ranks = frame["rank"]
+        tied = ranks != ranks.round()
+        frame["rank"] = [f"{r:g}" for r in ranks]  # 1, 2, … and 7.5 for two systems tied at 7 and 8
+        note = (f"\nrank {', '.join(dict.fromkeys(frame['rank'][tied]))}: systems with equal {s['ranked_by']} "
+                "share the mean of their ranks" if tied.any() else "")
         return (f"{len(frame)} systems under {self.source}; ranked by {s['ranked_by']} ({s['ranked_by_note']}); "
-                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + _groups_text(self.groups))
+                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + note + _groups_text(self.groups))
+
+
+def per_query_frame(matrices) -> pd.DataFrame:
+    """``{measure: users × runs}`` as rows ``run, query, measure, value``: run by run, user by user, the
+    measures in their order (trec_eval ``-q``'s order); NaN values (left out of a mean) dropped."""
+    import numpy as np
+
+    names = list(matrices)
+    if not names:
+        return pd.DataFrame(columns=["run", "query", "measure", "value"])
+    first = matrices[names[0]]
+    runs, queries = np.asarray(first.columns, dtype=object), np.asarray(first.index, dtype=object)
+    values = np.stack([matrices[m].reindex(index=first.index, columns=first.columns).to_numpy(dtype=float)
+                       for m in names])  # measure × user × run
+    n_m, n_q, n_r = values.shape
+    frame = pd.DataFrame({"run": np.repeat(runs, n_q * n_m),
+                          "query": np.tile(np.repeat(queries, n_m), n_r),
+                          "measure": np.tile(np.asarray(names, dtype=object), n_r * n_q),
+                          "value": values.transpose(2, 1, 0).ravel()})
+    return frame[frame["value"].notna()].reset_index(drop=True)
 
 
 def _with_groups(data: dict, groups: pd.DataFrame | None) -> dict:

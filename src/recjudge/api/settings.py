@@ -56,13 +56,41 @@ def _measures(value: str) -> str:
     return checked(parse_measures, value)
 
 
+_MEASURES_HELP = ("ir-measures strings or trec_eval names, comma-separated (nDCG@10 or ndcg_cut_10, AP or map, "
+                  "P(rel=2)@10 or P_10 with --rel 2); printed in ir-measures spelling")
+_REL_HELP = ("the lowest label counted as relevant, set on every measure that takes one (P, R, AP, RR, Bpref, "
+             "Success …): trec_eval's -l N, ir-measures' P(rel=N)@10; nDCG, Compat and Judged have none (their "
+             "gain is the label; trec_eval's -l leaves its nDCG alike) (default: 1, or each measure's rel=)")
+
+
 class _Measured(Settings):
-    """A command whose ``measures`` are ir-measures strings."""
+    """A command whose ``measures`` are ir-measures strings (or trec_eval names, given back in ir-measures
+    spelling, ``rel`` applied: the commands downstream see ir-measures strings only)."""
 
     @field_validator("measures", check_fields=False)
     @classmethod
     def _check_measures(cls, value):
         return value if value is None else _measures(value)
+
+    @model_validator(mode="after")
+    def _ir_measures_spelling(self):
+        from ..evaluation.measures import RelConflict, measure_names, parse_measures, split_top_level, takes_rel
+
+        value, rel = getattr(self, "measures", None), getattr(self, "rel", None)
+        if value is None:
+            return self
+        try:
+            names = measure_names(value, rel)
+        except RelConflict as exc:
+            raise Conflict(f"{{rel}} {rel} contradicts rel={exc.own} in {{measures}} item {exc.given!r}; "
+                           "drop one of the two", "rel", "measures") from None
+        if rel is not None and not any(takes_rel(m) for m in parse_measures(names)):
+            raise Conflict(f"{{rel}} {rel} sets the relevance threshold of no measure in {{measures}} ({value}): "
+                           "nDCG, Compat and Judged have none (their gain is the label); add e.g. P@10 or AP",
+                           "rel", "measures")
+        if list(names) != split_top_level(value):
+            object.__setattr__(self, "measures", ",".join(names))  # frozen: set once, while validating
+        return self
 
 
 class CompareSettings(_Measured):
@@ -73,10 +101,11 @@ class CompareSettings(_Measured):
                                cli=Cli(metavar="QRELS"))
     candidates: Inputs = option(help="candidate labels (e.g. LLM); repeat for several",
                                 cli=Cli(flag="--candidate", action="append", metavar="QRELS"))
-    measures: str = option(DEFAULT_MEASURE_STRING, "ir-measures strings, comma-separated")
+    measures: str = option(DEFAULT_MEASURE_STRING, _MEASURES_HELP)
     queries: Literal["own", "shared"] | None = option(
         None, "own: each label set over the users it judges; shared: only users judged by both (default: own, "
               "but a candidate that shares no user with the reference is refused unless own is given)")
+    rel: Positive | None = option(None, _REL_HELP, cli=Cli(metavar="N"))
     tie_policy: TiePolicy = option("hash", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy (and the bootstrap, unless --bootstrap-seed is given)")
     bootstrap: Count = option(1000, "bootstrap resamples of users for the τ CIs (0: no CI)")
@@ -98,11 +127,16 @@ class EvaluateSettings(_Measured):
                           cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
     qrels: Inputs = option(help="the labels to score the runs with: a qrels path, Qrels or DataFrame",
                            cli=Cli(metavar="QRELS"))
-    measures: str = option(DEFAULT_MEASURE_STRING, "ir-measures strings; systems are ranked by the first "
+    measures: str = option(DEFAULT_MEASURE_STRING, _MEASURES_HELP + "; systems are ranked by the first "
                                                    "that is not a coverage measure (Judged)")
+    rel: Positive | None = option(None, _REL_HELP, cli=Cli(metavar="N"))
     tie_policy: TiePolicy = option("hash", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy")
     groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
+    per_query: PathText | None = option(
+        None, "write every user's score per run and measure as TSV rows run, query, measure, value (trec_eval -q) "
+              "to PATH, or - for stdout (the table then goes to stderr); with --json the rows are in the JSON too; a "
+              "user a run does not rank scores 0 (trec_eval -c) (default: none)", cli=Cli(metavar="PATH"))
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
     report: PathText | None = option(None, _REPORT_HELP, cli=Cli(metavar="DIR"))
 
@@ -352,7 +386,8 @@ class CompareSettingsSettings(_Measured):
     qrels_a: Inputs = option(help="qrels of setting A (e.g. historical qrels)", cli=Cli(metavar="QRELS"))
     runs_b: Inputs = option(help="runs of setting B (e.g. Cranfield runs)", cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
     qrels_b: Inputs = option(help="qrels of setting B (e.g. human qrels)", cli=Cli(metavar="QRELS"))
-    measures: str = option(DEFAULT_MEASURE_STRING, "ir-measures strings, comma-separated")
+    measures: str = option(DEFAULT_MEASURE_STRING, _MEASURES_HELP)
+    rel: Positive | None = option(None, _REL_HELP, cli=Cli(metavar="N"))
     tie_policy: TiePolicy = option("hash", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy")
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
@@ -491,7 +526,8 @@ def _judge_fields(names, **defaults) -> dict:
 
 
 AUDIT_JUDGE_OPTIONS = ("seed", "model", "base_url", "api_key_env", "endpoint_kind", "prompt", "fields", "profile_size",
-                       "items_per_call", "concurrency", "timeout", "max_attempts")
+                       "items_per_call", "concurrency", "timeout", "max_attempts", "parse_retries", "yes",
+                       "confirm_above_usd", "confirm_above_calls", "max_cost", "prices")
 
 
 class _AuditData(Settings):

@@ -145,12 +145,17 @@ def _llm_setup(args):
     return config, collection, history, pairs
 
 
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def run_position(args: argparse.Namespace) -> int:
     args = settings_from(args, AuditPositionSettings)
     from ..judging.bias import position_bias
 
     config, collection, history, pairs = _llm_setup(args)
-    res = position_bias(pairs, collection, config, seed=args.seed, cache_path=args.cache, history=history)
+    res = position_bias(pairs, collection, config, seed=args.seed, cache_path=args.cache, history=history,
+                        progress=_stderr)
     print(res.format())
     _write(args, {"audit": "position", "items_per_call": res.items_per_call, "pairs": res.pairs,
                   "flip_rate": res.flip_rate, "mean_abs_change": res.mean_abs_change,
@@ -165,7 +170,7 @@ def run_injection(args: argparse.Namespace) -> int:
 
     config, collection, history, pairs = _llm_setup(args)
     res = injection_inflation(pairs, collection, config, fraction=args.fraction, seed=args.seed, field=args.field,
-                              cache_path=args.cache, history=history)
+                              cache_path=args.cache, history=history, progress=_stderr)
     print(res.format())
     _write(args, {"audit": "injection", "instruction": INJECTION, "items": list(res.items), "pairs": res.pairs,
                   "inflation": res.inflation, "share_raised": res.share_raised,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 from ..api.settings import AgreementSettings, CompareSettings, EvaluateSettings
 from ._settings import add_settings, settings_from
 
@@ -51,5 +54,13 @@ def run_evaluate(args) -> int:
     from ..api import evaluate
 
     s = settings_from(args, EvaluateSettings)
-    _print(evaluate(s), s)
+    result = evaluate(s)
+    if s.per_query is not None and str(s.per_query) == "-":  # stdout holds the rows alone: pipe it
+        result.to_frame(per_query=True).to_csv(sys.stdout, sep="\t", index=False, lineterminator="\n")
+        with contextlib.redirect_stdout(sys.stderr):
+            _print(result, s)
+        return 0
+    _print(result, s)
+    if s.per_query is not None:
+        print(f"Per-user scores: {s.per_query}")
     return 0

@@ -35,6 +35,9 @@ def run_judge(args: argparse.Namespace) -> int:
               "timestamp or have none): their history is shown in the seeded random order "
               "(--history-order random)", file=sys.stderr)
     print(result.summary.format())
+    if result.summary.stopped_early:
+        print(f"stopped early: {result.summary.stopped_early}. The labels received are written and cached; fix the "
+              "cause and re-run the same command to resume", file=sys.stderr)
     if s.dry_run:
         return 0
     paths = dict(report.paths)

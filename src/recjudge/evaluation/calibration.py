@@ -291,14 +291,12 @@ def scenario_measures(measures: str | Sequence[str] | None = None, k: int = 100)
     an unknown or repeated measure is a ConfigError); ``None`` gives Compat(p=0.95) and nDCG@k at the
     fill depth ``k``.
     """
-    from .measures import parse_measures, split_top_level
+    from .measures import measure_names, split_top_level
 
     if measures is None:
         return tuple(m.format(k=k) for m in DEFAULT_SCENARIO_MEASURES)
     items = split_top_level(measures) if isinstance(measures, str) else [str(m) for m in measures]
-    items = [m.strip().replace(" ", "") for m in items]
-    parse_measures(items)
-    return tuple(items)
+    return measure_names([m.strip().replace(" ", "") for m in items])  # trec_eval names in ir-measures spelling
 
 
 class ScenarioReport(NamedTuple):

@@ -607,7 +607,7 @@ def export_tie_info(run_files: Sequence[str | os.PathLike]) -> dict[str, dict]:
     info: dict[str, dict] = {}
     for f in iter_run_files(run_files):
         side = f.parent / f"{run_name(f)}.json"
-        if not side.is_file():
+        if not side.is_file() or side.name == f.name:  # a ranx JSON run is no sidecar of itself
             continue
         try:
             meta = json.loads(side.read_text(encoding="utf-8"))
@@ -621,14 +621,15 @@ def export_tie_info(run_files: Sequence[str | os.PathLike]) -> dict[str, dict]:
 
 def _measure_names(measures: Sequence[str] | str | None) -> dict[str, str]:
     """User spelling → ir-measures key. Output keeps the user's spelling (``Compat(p=0.95)``, which
-    ir-measures would print as ``Compat`` since 0.95 is its default)."""
-    from .measures import measure_key, parse_measures, split_top_level
+    ir-measures would print as ``Compat`` since 0.95 is its default); a trec_eval name is named in
+    ir-measures spelling (``ndcg_cut_10`` → ``nDCG@10``)."""
+    from .measures import measure_key, measure_names, parse_measures, split_top_level
 
     if measures is None:
         measures = DEFAULT_MEASURES
     items = split_top_level(measures) if isinstance(measures, str) else [str(m).strip() for m in measures]
     parsed = parse_measures(items)
-    return {name.replace(" ", ""): measure_key(m) for name, m in zip(items, parsed)}
+    return {name.replace(" ", ""): measure_key(m) for name, m in zip(measure_names(items), parsed)}
 
 
 def _missing_users(names) -> dict:

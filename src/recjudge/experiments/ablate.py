@@ -133,9 +133,10 @@ class Experiment(Settings):
     @field_validator("measures")
     @classmethod
     def _measures(cls, value: tuple) -> tuple:
-        from ..evaluation.measures import parse_measures
+        from ..evaluation.measures import measure_names
 
-        return checked(lambda v: parse_measures(list(v)), value)
+        # trec_eval names in ir-measures spelling, as every output names them
+        return measure_names(list(checked(lambda v: measure_names(list(v)), value)))
 
     @field_validator("reference")
     @classmethod

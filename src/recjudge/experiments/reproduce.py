@@ -159,12 +159,18 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
         return ReproduceResult(pd.DataFrame(columns=CELL_COLUMNS), {}, {}, (), tuple(rows), False, None, {},
                                s.as_dict(), plan_text)
     say(plan_text)
+    from ..judging.budget import Plan, confirm_spend
+
+    priced = all(r.cost is not None for r in rows)
+    confirm_spend(Plan(sum(r.pairs for r in rows), sum(r.calls for r in rows), sum(r.cache_hits for r in rows),
+                       ", ".join(base.public_endpoints()), base.model, sum(r.input_tokens for r in rows),
+                       sum(r.cost for r in rows) if priced else None, what="reproduce"), s, say)
 
     s.out.mkdir(parents=True, exist_ok=True)
     labels: dict[tuple[str, str, int], Any] = {}
     spent, stopped, failures = 0.0, None, Counter()
     for n, job in enumerate(jobs, 1):
-        config = job.config
+        config = job.config.replace(yes=True)  # the whole plan was confirmed above
         if s.max_cost is not None:
             left = s.max_cost - spent
             if left <= 0:
@@ -175,8 +181,8 @@ def run_reproduce(settings: ReproduceSettings, progress: Callable[[str], None] |
         res = judge_pairs(job.pairs, collection, config, cache_path=cache, history=history, name=job.name)
         failures.update(res.summary.failures)
         spent += res.summary.cost or 0.0
-        if res.summary.stopped:
-            stopped = res.summary.stopped
+        if res.summary.stopped or res.summary.stopped_early:  # a budget, or calls that fail: no next job
+            stopped = res.summary.stopped or f"stopped early: {res.summary.stopped_early}"
             say(f"  stopped: {stopped}; what is cached stays, run again to resume")
             break
         labels[(job.group, job.row, job.experiment)] = res.qrels()

@@ -79,7 +79,8 @@ _TARGET_NAME = {"table1": "Table 1", "table3": "Table 3", "table4": "Table 4", "
 # judge settings that change neither a prompt nor its answer: they stay out of a job's identity
 _NOT_PROMPT = {"concurrency", "timeout", "max_attempts", "backoff_initial", "backoff_max", "max_calls",
                "max_cost", "prices", "batch", "batch_poll", "dry_run", "drain_grace", "endpoint_cooldown",
-               "backend", "transport", "api_key_env", "context_tokens"}
+               "backend", "transport", "api_key_env", "context_tokens", "yes", "confirm_above_usd",
+               "confirm_above_calls", "parse_retries", "stop_after_first", "stop_window", "stop_share"}
 
 
 def protocol_settings(command: str) -> dict[str, Any]:
@@ -116,6 +117,13 @@ class ReproduceSettings(Settings):
                                           "resume (default: no limit)", ge=0, le=1e9, cli=Cli(metavar="USD"))
     prices: str | None = option(None, "price table overriding or adding models, USD per Mtok (default: the shipped "
                                       "table)", cli=Cli(metavar="JSON"))
+    # the whole plan is confirmed once, before the first job (see recjudge.judging.budget.confirm_spend)
+    yes: bool = option(False, "start the planned calls without asking, whatever their estimated cost")
+    confirm_above_usd: float = option(1.0, "ask before starting calls estimated above USD (a run without a terminal "
+                                           "refuses them without --yes or --max-cost)", ge=0, le=1e9,
+                                      cli=Cli(metavar="USD"))
+    confirm_above_calls: int = option(1000, "ask before starting more than N calls of unknown cost (a model the price "
+                                            "table does not price)", ge=0, cli=Cli(metavar="N"))
     concurrency: int = option(8, "judge requests in flight", ge=1, le=4096, cli=Cli(metavar="C"))
     context_tokens: Positive | None = option(None, "the most prompt tokens the model accepts (default: the price "
                                                    "table's limit); a longer prompt is never cut or sent, its user "

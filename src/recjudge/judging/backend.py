@@ -35,6 +35,8 @@ class Job(Protocol):
     cache: JudgeCache
     results: dict[str, CallRecord]    # answers by request key (cached ones included)
     skipped: int                      # calls the budget did not allow
+    breaker: Any                      # budget.Breaker: stops asking once calls fail (see its rules)
+    halted: set[str]                  # keys of calls not started: the breaker had stopped the run
     outcomes: Any                     # calls made, by status (ok, partial, failed)
     hits: int                         # requests the cache answered
     interrupted: int | None           # the signal that stopped the run, if one did
@@ -52,6 +54,9 @@ class Job(Protocol):
 
     def narrow(self, req: Request, items: tuple[str, ...]) -> Request:
         """``req`` asking only for ``items`` (to retry a partial answer)."""
+
+    def halt(self, error: Exception) -> None:
+        """Stop asking, ``error`` (raised once the calls in flight are stored) being fatal to every call."""
 
     async def fits(self, req: Request) -> bool:
         """Whether ``req``'s prompt fits the context window as known now (an endpoint may reveal it
@@ -119,7 +124,7 @@ def openai_client(job: Job) -> OpenAIJudgeClient:
     client = OpenAIJudgeClient(ClientSettings(
         config.model, urls if len(urls) > 1 else urls[0], api_key(config), config.timeout, config.max_attempts,
         config.backoff_initial, config.backoff_max, config.structured, config.params, config.endpoint_cooldown,
-        config.concurrency, config.transport, config.endpoint_kind), job.template)
+        config.concurrency, config.transport, config.endpoint_kind, config.parse_retries), job.template)
     client.allow_retry = job.budget.allows_retry
     client.narrow = job.narrow
     return client

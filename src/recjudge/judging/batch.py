@@ -41,7 +41,7 @@ class BatchBackend(OpenAIBackend):
                 await self._collect(job, batch_id, keys, by_key)
         for round_ in range(job.config.max_attempts):
             todo = [r for r in todo if r.key not in job.results or job.results[r.key].status != "ok"]
-            if not todo:
+            if not todo or job.breaker.tripped is not None:  # failing calls are not resubmitted
                 return
             allowed = []
             for req in todo:

@@ -155,7 +155,28 @@ def _by_user(pairs: Sequence[Pair]) -> dict[str, list[str]]:
     return out
 
 
-def position_bias(pairs, collection, config, *, seed: int = 0, cache_path=None, history=None) -> PositionBias:
+def _confirmed(runs: list[tuple], what: str, kw: Mapping) -> list[tuple]:
+    """An audit's judge runs (pairs, collection, config, name), their total planned by dry runs (no call)
+    and confirmed once (:func:`~recjudge.judging.budget.confirm_spend`) before the first is started."""
+    from .budget import Plan, confirm_spend
+    from .registry import get_judge
+    from .run import judge_pairs
+
+    config = runs[0][2]
+    if config.dry_run or get_judge(config.judge).kind != "llm":
+        return runs
+    plans = [judge_pairs(p, c, cfg.replace(dry_run=True), name=name, cache_path=kw.get("cache_path"),
+                         history=kw.get("history")).summary for p, c, cfg, name in runs]
+    costs = [s.estimated_cost for s in plans]
+    confirm_spend(Plan(sum(s.pairs for s in plans), sum(s.planned_calls - s.cache_hits - s.shared_calls for s in plans),
+                       sum(s.cache_hits for s in plans), ", ".join(config.public_endpoints()), config.model,
+                       sum(s.estimated_input_tokens for s in plans), None if None in costs else sum(costs), what),
+                  config, kw.get("progress"))
+    return [(p, c, cfg.replace(yes=True), name) for p, c, cfg, name in runs]  # confirmed: not asked per run
+
+
+def position_bias(pairs, collection, config, *, seed: int = 0, cache_path=None, history=None,
+                  progress=None) -> PositionBias:
     """Judge ``pairs`` three times: ``config.items_per_call`` candidates per call in the given order,
     the same calls with their candidates in a seeded shuffled order, and one candidate per call."""
     from .run import judge_pairs
@@ -176,10 +197,11 @@ def position_bias(pairs, collection, config, *, seed: int = 0, cache_path=None, 
             for i, d in enumerate(perm):
                 position[("shuffled", Pair(qid, d))] = i
             shuffled += [Pair(qid, d) for d in perm]
-    kw = dict(cache_path=cache_path, history=history)
-    ordered = judge_pairs(pairs, collection, config, name="position-order", **kw).labels
-    mixed = judge_pairs(shuffled, collection, config, name="position-shuffled", **kw).labels
-    single = judge_pairs(pairs, collection, config.replace(items_per_call=1), name="position-single", **kw).labels
+    kw = dict(cache_path=cache_path, history=history, progress=progress)  # each run shows its plan first
+    runs = [(pairs, collection, config, "position-order"), (shuffled, collection, config, "position-shuffled"),
+            (pairs, collection, config.replace(items_per_call=1), "position-single")]
+    ordered, mixed, single = (judge_pairs(p, c, cfg, name=name, **kw).labels
+                              for p, c, cfg, name in _confirmed(runs, "audit position", kw))
     common = [p for p in pairs if p in ordered and p in mixed and p in single]
     if not common:
         raise ConfigError("no pair was labelled in all three runs of the position audit; see the judge's failures")
@@ -258,7 +280,7 @@ class Injection:
 
 
 def injection_inflation(pairs, collection, config, *, fraction: float = 0.2, seed: int = 0, field: str = "title",
-                        cache_path=None, history=None) -> Injection:
+                        cache_path=None, history=None, progress=None) -> Injection:
     """Judge ``pairs`` on the collection and on a copy where a seeded ``fraction`` of the candidate
     items carry :data:`INJECTION`; the label inflation of the injected items is the bias."""
     from .run import judge_pairs
@@ -270,10 +292,11 @@ def injection_inflation(pairs, collection, config, *, fraction: float = 0.2, see
     rng = np.random.default_rng(seed)
     k = max(1, int(round(fraction * len(candidates))))
     chosen = set(rng.choice(candidates, size=k, replace=False).tolist())
-    kw = dict(cache_path=cache_path, history=history)
-    clean = judge_pairs(pairs, collection, config, name="injection-clean", **kw).labels
-    dirty = judge_pairs(pairs, inject(collection, sorted(chosen), field), config, name="injection-injected",
-                        **kw).labels
+    kw = dict(cache_path=cache_path, history=history, progress=progress)
+    runs = [(pairs, collection, config, "injection-clean"),
+            (pairs, inject(collection, sorted(chosen), field), config, "injection-injected")]
+    clean, dirty = (judge_pairs(p, c, cfg, name=name, **kw).labels
+                    for p, c, cfg, name in _confirmed(runs, "audit injection", kw))
     both = [p for p in pairs if p in clean and p in dirty]
     hit = [p for p in both if p.docid in chosen]
     rest = [p for p in both if p.docid not in chosen]

@@ -1,22 +1,26 @@
 """What judging costs: token estimates, the price table (with each model's context limits), the cost of
-used tokens, and the --max-calls / --max-cost budget that decides whether a call may start or retry."""
+used tokens, the --max-calls / --max-cost budget that decides whether a call may start or retry, the
+plan shown (and confirmed) before the first paid call, and the breaker that stops a run whose calls fail."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import sys
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, NotConfirmed
 from .cache import Usage
 from .config import JudgeSettings
 from .prompts import Template
 
 __all__ = ["estimate_tokens", "estimate_messages_tokens", "safe_messages_tokens", "output_estimate", "load_prices",
-           "load_models", "model_entry", "ModelEntry", "cost", "Budget"]
+           "load_models", "model_entry", "ModelEntry", "cost", "Budget", "Plan", "confirm_spend", "Breaker",
+           "BREAKER_IGNORES"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -222,3 +226,142 @@ class Budget:
         spent = cost(usage, self.price) or 0.0
         self.spent += spent
         self.max_seen = max(self.max_seen, spent / max(1, attempts))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run is about to pay for (the dry run's figures), shown before its first call."""
+
+    pairs: int
+    calls: int              # calls to make: planned less the cache's answers and repeated prompts
+    cached: int             # planned calls the cache answers
+    endpoint: str           # public URL(s): never credentials
+    model: str
+    tokens: int             # estimated input tokens of the calls to make
+    cost: float | None      # estimated USD; None when the model has no price
+    what: str = "judge"     # the command or experiment, for the messages
+
+    def cost_text(self, prices_flag: str = "--prices") -> str:
+        if self.cost is not None:
+            return f"est. cost ${self.cost:,.2f}"
+        return f"est. cost unknown: no price for model {self.model!r} (give {prices_flag} with its price)"
+
+    def format(self, prices_flag: str = "--prices") -> str:
+        return (f"plan: {self.pairs:,} pairs; {self.calls:,} calls to make ({self.cached:,} answered by the cache) "
+                f"to {self.endpoint}, model {self.model!r}; est. {self.tokens:,} input tokens, "
+                f"{self.cost_text(prices_flag)}")
+
+
+def _flag(settings: Any, name: str) -> str:
+    """``name`` as the caller wrote settings (``--max-cost``, ``max_cost=``, key 'max_cost')."""
+    name_of = getattr(settings, "name_of", None)
+    return name_of(name) if callable(name_of) else "--" + name.replace("_", "-")
+
+
+def _at_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stderr is not None and sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
+
+
+def _ask(question: str) -> str:
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    return sys.stdin.readline()
+
+
+def confirm_spend(plan: Plan, settings: Any, say: Callable[[str], None] | None = None, *,
+                  interactive: bool | None = None, ask: Callable[[str], str] | None = None) -> None:
+    """Show ``plan`` (through ``say``) and decide whether its calls may start; raises
+    :class:`~recjudge.errors.NotConfirmed` (nothing paid) when they may not.
+
+    ``settings`` is any settings object with ``yes``, ``max_cost``, ``max_calls``, ``confirm_above_usd``
+    and ``confirm_above_calls`` (missing ones take their defaults: False, None, None, 1.0, 1000), so
+    every command that pays for calls (judge, audit, ablate, reproduce) gates them the same way. A plan
+    above the threshold (its estimated cost above ``confirm_above_usd``; with no price, more calls than
+    ``confirm_above_calls``) starts only with ``yes``, with a ``max_cost`` to cap it, or when the user
+    at a terminal (stdin and stderr) answers y/yes to the question.
+    """
+    (say or (lambda m: print(m, file=sys.stderr)))(plan.format(_flag(settings, "prices")))
+    if plan.calls == 0 or getattr(settings, "yes", False) or getattr(settings, "max_cost", None) is not None:
+        return
+    calls = plan.calls
+    max_calls = getattr(settings, "max_calls", None)
+    if max_calls is not None and max_calls < calls:
+        calls = max_calls  # --max-calls caps what may be started
+    above_usd = getattr(settings, "confirm_above_usd", 1.0)
+    above_calls = getattr(settings, "confirm_above_calls", 1000)
+    if plan.cost is not None:
+        est = plan.cost * calls / plan.calls
+        if est <= above_usd:
+            return
+        over = f"est. ${est:,.2f}, above {_flag(settings, 'confirm_above_usd')} {above_usd:g}"
+        question = f"Start {calls:,} calls (est. ${est:,.2f})? [y/N] "
+    else:
+        if calls <= above_calls:
+            return
+        over = (f"of unknown cost (no price for model {plan.model!r}), more than {_flag(settings, 'confirm_above_calls')} "
+                f"{above_calls:,}")
+        question = f"Start {calls:,} calls (est. cost unknown)? [y/N] "
+    if interactive is None:
+        interactive = _at_terminal()
+    if interactive:
+        answer = (ask or _ask)(question)
+        if (answer or "").strip().lower() in ("y", "yes"):
+            return
+        raise NotConfirmed(f"not started: {calls:,} calls were not confirmed; nothing was paid")
+    price = "" if plan.cost is not None else f" (with {_flag(settings, 'prices')} giving the model's price)"
+    raise NotConfirmed(f"not started: {calls:,} calls {over}, and no terminal to confirm them; nothing was paid. "
+                       f"Give {_flag(settings, 'yes')} to start them, or {_flag(settings, 'max_cost')} USD{price} to "
+                       "cap what they may cost")
+
+
+# failures of one prompt, not of the endpoint or the settings: they never stop a run
+BREAKER_IGNORES = frozenset({"context_overflow"})
+
+
+class Breaker:
+    """Stops a run whose calls fail: its first ``first`` calls all failing for one reason (a refused
+    parameter, a model that answers in prose), or more than ``share`` of the last ``window`` calls
+    failing. A call counts once its retries are done; partly answered calls count as answered."""
+
+    def __init__(self, first: int = 8, window: int = 50, share: float = 0.5):
+        self.first = first
+        self.share = share
+        self.recent: deque = deque(maxlen=window or 1)
+        self.window = window
+        self.seen = 0
+        self.first_reasons: Counter = Counter()
+        self.tripped: str | None = None   # why the run stopped
+        self.reason: str | None = None    # the failure reason that stopped it
+
+    def trip(self, why: str, reason: str | None = None) -> None:
+        if self.tripped is None:
+            self.tripped, self.reason = why, reason
+
+    def observe(self, status: str, reason: str | None, sample: Callable[[str], str]) -> None:
+        """One finished call; ``sample(reason)`` is what the endpoint said for that reason, for the message."""
+        if self.tripped is not None or reason in BREAKER_IGNORES:
+            return
+        failed = status == "failed"
+        reason = reason or "failed"
+        self.seen += 1
+        if self.seen <= self.first:
+            if failed:
+                self.first_reasons[reason] += 1
+            if self.seen == self.first and len(self.first_reasons) == 1 \
+                    and sum(self.first_reasons.values()) == self.first:
+                (only,) = self.first_reasons
+                self.trip(f"the first {self.first} calls all failed ({only}): {sample(only)}", only)
+                return
+        if not self.window:
+            return
+        self.recent.append(reason if failed else None)
+        if len(self.recent) == self.window:
+            fails = Counter(r for r in self.recent if r is not None)
+            n = sum(fails.values())
+            if n > self.share * self.window:
+                top = fails.most_common(1)[0][0]
+                parts = ", ".join(f"{r}: {k}" for r, k in fails.most_common())
+                self.trip(f"{n} of the last {self.window} calls failed ({parts}); {top}: {sample(top)}", top)

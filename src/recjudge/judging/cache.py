@@ -81,6 +81,7 @@ class CallRecord:
     via: str = "chat"
     mode: str = ""                   # structured output used: json_schema | text
     endpoint: str | None = None      # public URL of the endpoint that answered
+    answered: int = 0                # attempts the server answered (HTTP 2xx: billed); not stored
 
 
 def prompt_hash(text: str) -> str:

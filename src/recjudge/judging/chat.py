@@ -8,6 +8,7 @@ import logging
 import time
 from typing import Callable, Mapping
 
+from ..errors import ConfigError
 from .backend import Job, OpenAIBackend, register_backend
 
 __all__ = ["ChatBackend", "progress_line"]
@@ -41,6 +42,9 @@ class ChatBackend(OpenAIBackend):
                 req = await queue.get()
                 if req is None or job.interrupted is not None:
                     return
+                if job.breaker.tripped is not None:  # failing calls stopped the run: ask nothing more
+                    job.halted.add(req.key)
+                    continue
                 if job.budget.needs_probe:
                     if self.probe is None:
                         self.probe = asyncio.Event()
@@ -56,6 +60,12 @@ class ChatBackend(OpenAIBackend):
                     continue
                 try:
                     rec = await client.call(req)
+                except ConfigError as exc:
+                    # a refused key or an unknown model: no other call can succeed; those in flight
+                    # finish and are cached, then the run raises it
+                    job.halt(exc)
+                    job.halted.add(req.key)
+                    continue
                 finally:
                     if self.probe is not None:
                         job.budget.needs_probe = False

@@ -2,13 +2,14 @@
 usage, Batch API.
 
 Every attempt of every call (chat, files, batches) goes through one tenacity policy: retries on
-408/409/429/5xx, timeouts, connection errors and answers that do not parse into in-range labels;
+408/409/429/5xx, timeouts, connection errors and answers that do not parse into in-range labels (those
+at most ``--parse-retries`` times: each is billed, and a model mostly answers a prompt the same way);
 the wait is the server's ``Retry-After`` when it sends one, else exponential with full jitter, and
 none when another endpoint of the pool is healthy. Every attempt is one HTTP request counted
 against ``--retries`` and ``--max-cost``: nothing is resent behind the caller's back. Each attempt
 has one deadline (``--timeout``) over its whole time, connect to last byte, on either transport,
 measured from when it leaves recjudge's own queue. Authentication and not-found errors stop the
-whole run. The API key is kept in memory only and scrubbed from every error text recjudge stores
+whole run (once the calls in flight are stored). The API key is kept in memory only and scrubbed from every error text recjudge stores
 or raises.
 
 On first contact each endpoint is probed for its kind (:mod:`recjudge.judging.dialects`), which
@@ -119,6 +120,7 @@ class ClientSettings:
     concurrency: int = 8              # requests in flight: sizes the connection pools
     transport: str = "sdk"            # chat requests: sdk (openai client) | aiohttp
     endpoint_kind: str = "auto"       # auto (probed) or a kind of recjudge.judging.dialects
+    parse_retries: int = 1            # retries after answers received but unusable (within max_attempts)
 
     @property
     def urls(self) -> tuple[str | None, ...]:
@@ -136,7 +138,7 @@ _COOL_REASONS = {"timeout", "connection", "server_error", "rate_limited"}
 class _RetryState:
     """What the attempts of one call have gathered so far."""
 
-    __slots__ = ("last", "kept", "usage", "attempts", "answered")
+    __slots__ = ("last", "kept", "usage", "attempts", "answered", "replies", "unusable")
 
     def __init__(self):
         self.last: _Retryable | None = None
@@ -144,6 +146,8 @@ class _RetryState:
         self.usage = Usage()
         self.attempts = 0
         self.answered = False  # whether the latest attempt gave an answer
+        self.replies = 0       # attempts the server answered (2xx): each is billed
+        self.unusable = 0      # of them, answers that added no label (unparseable, out of range)
 
 
 COOLDOWN_MAX = 60.0
@@ -781,8 +785,13 @@ class OpenAIJudgeClient:
                 st.last, st.answered = exc, exc.outcome is not None
                 log.debug("%s attempt %d: %s", req.qid, st.attempts, exc)
                 if exc.outcome is not None:
+                    st.replies += 1
+                    before = len(st.kept.labels) if st.kept is not None else 0
                     st.usage = st.usage + exc.outcome.usage
                     st.kept = union_records(req, st.kept, exc.outcome)
+                    # an answer that labelled some more items made progress: only one that added
+                    # nothing counts against --parse-retries
+                    st.unusable += len(st.kept.labels) == before
                     if st.kept.status == "ok":
                         return  # the attempts together labelled every item
                 raise
@@ -790,8 +799,13 @@ class OpenAIJudgeClient:
             # a first answer to the whole request is already the call's record
             st.kept = rec if st.kept is None and ask is req else union_records(req, st.kept, rec)
             st.answered = True
+            st.replies += rec.status == "ok"  # a failed record returned is a 4xx answer (not billed)
 
         def over_budget(_retry_state) -> bool:
+            # a model that answered unusably is asked again at most --parse-retries times: it mostly
+            # answers the same prompt the same way, and every answer is billed
+            if st.unusable > self.settings.parse_retries:
+                return True
             return not self.allow_retry(st.usage, st.attempts)
 
         try:
@@ -817,7 +831,8 @@ class OpenAIJudgeClient:
             # the last attempt gave no answer (timeout, 5xx, budget): its reason is the call's
             kept = union_records(req, kept, CallRecord(req.key, req.qid, req.items, req.repeat, "failed",
                                                        last.reason, str(last)))
-        return replace(kept, usage=st.usage, attempts=st.attempts, latency=time.perf_counter() - started)
+        return replace(kept, usage=st.usage, attempts=st.attempts, latency=time.perf_counter() - started,
+                       answered=st.replies)
 
     def _missing_only(self, req: Request, kept: CallRecord | None) -> Request:
         if kept is None or not kept.labels or req.keys is None or self.narrow is None:
@@ -898,7 +913,7 @@ class OpenAIJudgeClient:
                               f"HTTP {code}: {msg}", attempts=1, via="batch", endpoint=self.endpoint)
         return replace(self._from_body(req, body, 0.0, "batch",
                                        "json_schema" if self.settings.structured != "off" else "text"),
-                       endpoint=self.endpoint)
+                       endpoint=self.endpoint, answered=1)
 
 
 def _headers(api_key: str) -> tuple[dict[str, str], dict[str, str]]:

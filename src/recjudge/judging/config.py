@@ -87,6 +87,26 @@ class JudgeSettings(Settings):
     max_calls: int | None = option(None, "start at most N new calls (default: no limit)", ge=0, cli=Cli(metavar="N"))
     max_cost: float | None = option(None, "stop before the estimated cost exceeds USD (default: no limit)", ge=0,
                                     le=1e9, cli=Cli(metavar="USD"))
+    # the plan is printed before the first paid call; above these thresholds a terminal is asked and a
+    # non-interactive run needs --yes or --max-cost (an unpriced model's cost, local servers' included,
+    # is unknown, not zero)
+    yes: bool = option(False, "start the planned calls without asking, whatever their estimated cost")
+    confirm_above_usd: float = option(1.0, "ask before starting calls estimated above USD (a run without a terminal "
+                                           "refuses them without --yes or --max-cost)", ge=0, le=1e9,
+                                      cli=Cli(metavar="USD"))
+    confirm_above_calls: int = option(1000, "ask before starting more than N calls of unknown cost (a model the price "
+                                            "table does not price)", ge=0, cli=Cli(metavar="N"))
+    # an answer that does not parse costs what a good one does, and a model that answers one prompt
+    # unusably mostly answers it so again
+    parse_retries: int = option(1, "retries of a call whose answer was received but unusable (unparseable, out of "
+                                   "range), within --retries", ge=0, le=99, cli=Cli(metavar="N"))
+    # the run stops when its first calls all fail with one reason, or most calls of a recent window fail
+    stop_after_first: int = option(8, "stop when the first N calls all fail for the same reason (0: never)", ge=0,
+                                   cli=Cli(hidden=True))
+    stop_window: int = option(50, "calls of the window whose failures stop the run (0: never)", ge=0,
+                              cli=Cli(hidden=True))
+    stop_share: float = option(0.5, "stop when more than this share of the window's calls failed", gt=0, le=1,
+                               cli=Cli(hidden=True))
     prices: str | None = option(None, "price table: {MODEL: {input, cached_input, output}} USD/Mtok (default: the "
                                       "built-in table)", cli=Cli(metavar="JSON"))
     batch: bool = option(False, "use the Batch API (upload, create, poll, download)")

@@ -12,8 +12,16 @@ reported — in the summary (``context_overflow``: user, tokens, window, pairs),
 stream, and by the command's incomplete exit status. A dry run (no network: the margin estimate)
 reports the same users before anything is paid for.
 
+Every request is planned (and its tokens counted) before the first call: the plan (pairs, calls to
+make, endpoint, model, estimated tokens and cost) is shown and, above the confirmation thresholds,
+confirmed (:func:`~recjudge.judging.budget.confirm_spend`). While the calls run, a breaker
+(:class:`~recjudge.judging.budget.Breaker`) stops asking when the first calls all fail for one reason
+or most calls of a recent window fail; an authentication or model-not-found answer stops at once. The
+calls in flight finish and are cached either way.
+
 The summary's call counts add up: planned = from the cache + same prompt as another request (asked
-once) + answered + partly answered + failed + not asked (budget) + not asked (interrupted).
+once) + answered + partly answered + failed + not asked (budget) + not asked (stopped: failing calls)
++ not asked (interrupted).
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ from typing import Any, AsyncIterator, Iterator, Mapping, Sequence
 from ..errors import ConfigError
 from ..urls import public_url
 from .backend import make_backend
-from .budget import Budget, cost, estimate_messages_tokens, model_entry, output_estimate, safe_messages_tokens
+from .budget import (Breaker, Budget, Plan, confirm_spend, cost, estimate_messages_tokens, model_entry,
+                     output_estimate, safe_messages_tokens)
 from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
 from .dialects import DIALECTS, get_dialect, is_openai_host
 from .client import Request
@@ -128,6 +137,11 @@ class LLMJob:
         self.counted: dict[str, tuple[int, str]] = {}  # prompt hash -> (tokens, how counted)
         self.pre_failed: dict[Pair, str] = {}
         self.budget = Budget(self.config, self.price)
+        self.breaker = Breaker(self.config.stop_after_first, self.config.stop_window, self.config.stop_share)
+        self.halted: set[str] = set()  # keys of requests not started: the breaker had stopped the run
+        self.fatal: Exception | None = None  # an answer no call can get past (refused key, unknown model)
+        self._paid_failed: dict[str, Usage] = {}  # failed calls the server answered (billed): their tokens
+        self._planned_reqs: list[list[Request]] | None = None  # every user's requests to make, once planned
         self.interrupted: int | None = None  # the signal that stopped the run
         self.previous_handlers: dict[int, Any] = {}
         self.progress = ctx.progress
@@ -195,7 +209,13 @@ class LLMJob:
                     await self.client.probe()  # the endpoint's kind, window and tokenizer before planning
                     if self.window is None and self.client.window() is not None:
                         self.window, self.window_from = self.client.window(), "endpoint"
+                # everything is planned before the first call: the plan is shown, and confirmed when
+                # it is large (the requests are kept for the summary anyway)
+                self._planned_reqs = [missing async for missing in self._pending()]
+                confirm_spend(self.plan(), self.config, self.progress or log.info)
                 await backend.run(self)
+                if self.fatal is not None:
+                    raise self.fatal  # once the calls in flight are cached
         finally:
             if backend is not None:
                 await backend.close()
@@ -279,8 +299,27 @@ class LLMJob:
         self.overflow = [o for o in self.overflow if o.user != qid] + [over]
         self._say("context overflow: " + over.describe())
 
+    def plan(self) -> Plan:
+        """What the planned requests will cost (the dry run's figures)."""
+        return Plan(len(self.ctx.pairs), len(self._queued), self.hits, ", ".join(self.config.public_endpoints()),
+                    self.config.model, self.est_tokens, self.est_cost if self.price is not None else None)
+
+    def halt(self, error: Exception) -> None:
+        """Stop asking: ``error`` (a refused key, an unknown model) stops every call alike."""
+        if self.fatal is None:
+            self.fatal = error
+        self.breaker.trip(str(error))
+
     async def pending(self) -> AsyncIterator[list[Request]]:
         """Per user: the requests the cache cannot answer (hits are recorded on the way)."""
+        if self._planned_reqs is not None:
+            for missing in self._planned_reqs:
+                yield missing
+            return
+        async for missing in self._pending():
+            yield missing
+
+    async def _pending(self) -> AsyncIterator[list[Request]]:
         for qid, items in self._plan():
             reqs = await self._fitting(qid, list(_requests_for_user(self.ctx, self.template, qid, items,
                                                                     self.key_params)))
@@ -315,10 +354,18 @@ class LLMJob:
             self.calls += 1
         self._stored[req.key] = rec.status
         self.outcomes[rec.status] += 1
+        if rec.status == "failed" and rec.answered:
+            self._paid_failed[req.key] = rec.usage
+        else:
+            self._paid_failed.pop(req.key, None)
+        first_errors = getattr(self.client, "first_errors", None) or {}
+        self.breaker.observe(rec.status, rec.reason, lambda reason: first_errors.get(reason) or rec.error or "")
 
     def _result(self, elapsed: float, attempts: int, endpoint_stats: Mapping | None = None) -> JudgeResult:
         config = self.config
         per_pair: dict[Pair, list[tuple[int, CallRecord | None]]] = defaultdict(list)
+        req_keys = {(Pair(req.qid, item), req.repeat): req.key for req in self.requests
+                    for item in req.items} if self.halted else {}
         for req in self.requests:
             rec = self.results.get(req.key)
             if rec is None:
@@ -348,7 +395,8 @@ class LLMJob:
                 rec = by_repeat.get(r)
                 if rec is None:
                     labels.append(None)
-                    reasons.append("not_asked" if not config.dry_run else "dry_run")
+                    reasons.append("dry_run" if config.dry_run else
+                                   "stopped_early" if req_keys.get((p, r)) in self.halted else "not_asked")
                     crits.append(None)
                     endpoints.append(None)
                     continue
@@ -383,9 +431,11 @@ class LLMJob:
             judged=sum(j.label is not None for j in judgments), failures=dict(failures),
             planned_calls=self.planned, calls=self.calls, attempts=attempts, cache_hits=self.hits,
             skipped_calls=self.skipped, stopped=self.budget.stopped, usage=usage,
+            halted_calls=len(self.halted), stopped_early=self.breaker.tripped,
+            paid_failed_calls=len(self._paid_failed), paid_failed_usage=sum(self._paid_failed.values(), Usage()),
             answered_calls=self.outcomes["ok"], partial_calls=self.outcomes["partial"],
             failed_calls=self.outcomes["failed"], shared_calls=self.shared,
-            unasked_calls=len(self._queued) - self.calls - self.skipped - self.overflowed,
+            unasked_calls=len(self._queued) - self.calls - self.skipped - self.overflowed - len(self.halted),
             overflow_calls=self.overflowed,
             probe_requests=getattr(client, "probe_requests", 0),
             failure_messages={r: first_errors[r] for r in failures if r in first_errors},

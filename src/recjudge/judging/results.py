@@ -111,6 +111,10 @@ class Summary:
     probe_requests: int = 0     # endpoint probes and tokenizer calls (no generation)
     failure_messages: Mapping[str, str] = field(default_factory=dict)  # reason -> the first server message
     token_counts: Mapping[str, int] = field(default_factory=dict)      # how prompts were counted -> prompts
+    halted_calls: int = 0       # queued, then not asked: the breaker had stopped the run (failing calls)
+    stopped_early: str | None = None   # why the breaker stopped the run: the cause and what the server said
+    paid_failed_calls: int = 0  # failed calls the server answered (HTTP 2xx): billed, yet no label
+    paid_failed_usage: Usage = Usage()  # their tokens, as the answers report them
     # judged pairs whose candidate's shown text reads like an instruction to the judge (bias.InjectionCheck)
     injection: Mapping[str, Any] | None = None
 
@@ -120,11 +124,13 @@ class Summary:
                 "answered": self.answered_calls, "partly answered": self.partial_calls,
                 "failed": self.failed_calls, "not asked (budget)": self.skipped_calls,
                 "not asked (above the window)": self.overflow_calls,
+                "not asked (stopped: failing calls)": self.halted_calls,
                 "not asked (interrupted)": self.unasked_calls}
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["usage"] = self.usage.as_dict()
+        d["paid_failed_usage"] = self.paid_failed_usage.as_dict()
         return d
 
     def format(self) -> str:
@@ -157,6 +163,13 @@ class Summary:
                          ("cost", _money(self.cost))]
             if self.skipped_calls:
                 rows.append(("not asked", f"{self.skipped_calls:,} calls ({self.stopped})"))
+            if self.stopped_early:
+                rows.append(("stopped early", f"{self.stopped_early}; {self.halted_calls:,} calls not asked"))
+            if self.paid_failed_calls:
+                u = self.paid_failed_usage
+                rows.append(("paid, failed", f"{self.paid_failed_calls:,} failed calls were answered (HTTP 2xx: "
+                                             f"billed) without a usable label: prompt {u.prompt:,}, completion "
+                                             f"{u.completion:,} tokens"))
             if self.context_overflow:
                 over = self.context_overflow
                 rows.append(("context overflow", f"{len(over):,} user(s), {sum(o.pairs for o in over):,} pairs not "

@@ -45,6 +45,8 @@ def judge_pairs(pairs: Iterable[Pair | tuple[str, str]], collection=None, config
         profiles = HistoryProfiles(collection, config.fields, config.profile_size, history=history,
                                    sampling=config.sampling, seed=config.seed, users={p.qid for p in pairs},
                                    order=config.history_order)
+    if spec.kind != "llm" and progress is not None:
+        progress(f"plan: {len(pairs):,} pairs for the {config.judge} judge, offline: no calls are paid")
     ctx = JudgeContext(pairs, collection, profiles, config, Path(cache_path) if cache_path else None, name,
                        history, progress)
     result = spec.run(ctx)

@@ -426,9 +426,16 @@ def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike
     sc = result.table.scores_frame()
     sc.index.name = "system"
     by = result.settings["ranked_by"]
+    sc = sc.sort_values(by, ascending=False, kind="stable")
+    ranks = result.table.ranks(by).reindex(sc.index)
+    tied = ranks != ranks.round()
+    # whole ranks as integers; systems with equal means share the mean of their ranks (7.5)
+    sc.insert(0, "rank", [f"{r:g}" for r in ranks] if tied.any() else ranks.astype("int64"))
+    tie_line = ([f"- Rank {md_text(', '.join(dict.fromkeys(f'{r:g}' for r in ranks[tied])))}: systems with equal "
+                 f"{md_text(by)} share the mean of their ranks."] if tied.any() else [])
     md = [f"# {md_text(title)}", "", f"Labels: {md_code(result.settings['qrels'])}.", "",
           "- Measures:", *_measure_lines(result.settings),
-          f"- Systems ranked by {md_text(by)} ({md_text(result.settings['ranked_by_note'])}).",
+          f"- Systems ranked by {md_text(by)} ({md_text(result.settings['ranked_by_note'])}).", *tie_line,
           *_tie_note(result.settings, result.tie_share),
-          "", markdown_table(sc.sort_values(by, ascending=False, kind="stable")), ""]
+          "", markdown_table(sc), ""]
     return write_report(out, "\n".join(md), title, protocol)

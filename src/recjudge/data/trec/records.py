@@ -18,6 +18,7 @@ import pandas as pd
 from ...errors import InputError
 
 RUN_SUFFIXES = (".run", ".txt", ".trec")
+TABLE_SUFFIXES = (".csv", ".tsv", ".json")  # runs and qrels as tables or ranx JSON: read when named, not found in folders
 TIE_POLICIES = ("hash", "trec_eval", "docid", "input")
 MAX_LABEL = 999_999_999  # nine digits: fits trec_eval's C int with room
 
@@ -377,7 +378,8 @@ def _check_pairs(c: FrameCodes, src: str, line, what: str, fix: str) -> None:
 
 
 def run_name(path: str | os.PathLike) -> str:
-    """A run's name: the file name without .gz, a leading ``input.`` and a trailing .run/.txt/.trec.
+    """A run's name: the file name without .gz, a leading ``input.`` and a trailing .run/.txt/.trec (or
+    .csv/.tsv/.json).
 
     TREC archives name runs ``input.RUNTAG.gz``; recjudge writes ``SYSTEM.run``.
     """
@@ -386,7 +388,7 @@ def run_name(path: str | os.PathLike) -> str:
         name = name[:-3]
     if name.startswith("input.") and len(name) > len("input."):
         name = name[len("input."):]
-    for suffix in RUN_SUFFIXES:
+    for suffix in RUN_SUFFIXES + TABLE_SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name

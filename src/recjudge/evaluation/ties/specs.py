@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...errors import ConfigError
-from ..measures import measure_key, parse_measures, split_top_level
+from ..measures import measure_key, measure_names, parse_measures, split_top_level
 
 DEFAULT_TIE_MEASURES = ("Hit@10", "nDCG@10", "nDCG@100")
 
@@ -60,7 +60,7 @@ def parse_tie_measures(spec: str | Sequence[str] | None = None) -> tuple[Measure
     if spec is None:
         spec = DEFAULT_TIE_MEASURES
     items = split_top_level(spec) if isinstance(spec, str) else [str(s).strip() for s in spec]
-    names = [s.replace(" ", "") for s in items]
+    names = list(measure_names([s.replace(" ", "") for s in items]))  # trec_eval names in ir-measures spelling
     parsed = parse_measures(names)  # ConfigError on unknown names, duplicates; Hit = Success
     out = []
     for name, m in zip(names, parsed):
