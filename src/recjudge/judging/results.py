@@ -117,6 +117,7 @@ class Summary:
     paid_failed_usage: Usage = Usage()  # their tokens, as the answers report them
     # judged pairs whose candidate's shown text reads like an instruction to the judge (bias.InjectionCheck)
     injection: Mapping[str, Any] | None = None
+    cache_invalid: tuple[str, ...] = ()  # cached rows read back as invalid (asked again): why, per row
 
     def call_counts(self) -> dict[str, int]:
         """The parts planned calls split into; they add up to ``planned_calls``."""
@@ -189,6 +190,9 @@ class Summary:
                                              f"Krippendorff alpha (interval) {a.alpha_interval:.3f}"))
         if self.injection:
             rows.append(("WARNING injection", self.injection["text"]))
+        if self.cache_invalid:
+            rows.append(("WARNING cache", f"{len(self.cache_invalid):,} cached answer(s) were invalid and asked again: "
+                                          + "; ".join(self.cache_invalid[:3]) + (" …" if len(self.cache_invalid) > 3 else "")))
         rows.append(("time", f"{self.elapsed:.1f} s"))
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
