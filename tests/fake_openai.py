@@ -11,7 +11,8 @@ Answers are scripted per test:
 - ``rule(call) -> Reply | None``: per-request override (errors, Retry-After, malformed or truncated
   JSON, delays beyond the client's timeout); ``call.seen`` counts earlier requests with the same
   messages, so "fail the first attempt of every prompt" is one line;
-- ``require_key``: answer 401 (echoing the presented key, as providers do) to any other key.
+- ``require_key``: answer 401 (echoing the presented key, as providers do) to any other key;
+- ``models``: the model ids ``GET /v1/models`` lists (default ``fake-model``; chat answers any name).
 A reply can also come chunked, or close its connection afterwards without saying so (a server
 dropping idle keep-alive connections); ``LoggedRequest.peer`` tells connections apart.
 
@@ -123,6 +124,7 @@ class FakeOpenAI:
         self.latency = latency
         self.labeler = labeler
         self.require_key = require_key
+        self.models: tuple[str, ...] = ("fake-model",)  # what GET /v1/models lists (chat answers any name)
         self.rule: Callable[[ChatCall], Reply | None] | None = None
         self.batch_polls = batch_polls
         self.log: list[LoggedRequest] = []
@@ -287,12 +289,13 @@ class FakeOpenAI:
         """(status, payload) of a route the server's kind has, else None (404)."""
         kind = self.kind
         if method == "GET" and path == "/v1/models":
-            row = {"id": "fake-model", "object": "model", "owned_by": {
+            rows = [{"id": name, "object": "model", "owned_by": {
                 "openai": "system", "llama-cpp-python": "me", "llama.cpp": "llamacpp", "vllm": "vllm",
-                "ollama": "library"}[kind]}
+                "ollama": "library"}[kind]} for name in self.models]
             if kind == "vllm":
-                row["max_model_len"] = self.n_ctx
-            return 200, {"object": "list", "data": [row]}
+                for row in rows:
+                    row["max_model_len"] = self.n_ctx
+            return 200, {"object": "list", "data": rows}
         if kind == "llama.cpp" and method == "GET" and path == "/props":
             return 200, {"default_generation_settings": {"n_ctx": self.n_ctx}, "total_slots": self.slots or 4}
         if kind == "ollama" and method == "GET" and path == "/api/version":

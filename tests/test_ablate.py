@@ -196,7 +196,7 @@ split = "user_ratio"
 
 [judge]
 judge = "openai"
-model = "fake"
+model = "fake-model"
 base_url = "{fake_openai.url}"
 profile_size = 5
 

@@ -190,7 +190,13 @@ def test_options_apply_to_the_experiment_in_python_as_on_the_command_line(tmp_pa
                                                                         "experiments": "default"})
     applied = with_options(exp, 50, 3)  # e.g. the penha2025 protocol
     assert (applied.per_user, applied.experiments) == (50, 3)
-    assert dict(applied.origin) == {"per_user": "--per-user", "experiments": "--experiments"}
+    # the origin is the option as the caller wrote it: Python's keyword here, the flag on the command line
+    assert dict(applied.origin) == {"per_user": "per_user=", "experiments": "experiments="}
+    cli = AblateSettings.build({"experiment": str(path), "per_user": 50}, spelled="cli")
+    assert dict(with_options(exp, 50, 3, named=cli.name_of).origin) == {"per_user": "--per-user",
+                                                                        "experiments": "--experiments"}
+    with pytest.raises(ConfigError, match="^--per-user must be at least 1, not 0$"):
+        with_options(exp, 0, named=cli.name_of)
     assert with_options(applied, 50, 3) == applied  # applying twice changes nothing
     path.write_text('collection = "ml-100k"\nreference = "historical:rating"\nper_user = 10\nexperiments = 2\n')
     own = with_options(load_experiment(path), 50, None)

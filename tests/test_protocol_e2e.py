@@ -138,6 +138,7 @@ base_url = "{fake_openai.url}"
 [grid]
 fields = ["title", "all"]
 ''')
+    fake_openai.models = ("gpt-5-2025-08-07",)  # the dry run and the run ask whether it serves the model
     assert main(["ablate", "--protocol", "penha2025", "fields.toml"]) == 0
     result = _json(root / "out" / "ablate" / "ablation.json")
     assert result["protocol"]["name"] == "penha2025" and result["protocol"]["follows_protocol"]

@@ -84,8 +84,21 @@ def ml100k_runs(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_the_ablate_example_plans_as_written(ml100k_runs, capsys):
+async def _openai_lists(settings):
+    """The free probe of the OpenAI API, answered here (no network in tests): it serves the model."""
+    from recjudge.judging.dialects import EndpointInfo
+
+    return [("https://api.openai.com/v1", EndpointInfo("openai", "the OpenAI API's host", model_ids=(settings.model,),
+                                                       models_status=200), None)]
+
+
+def test_the_ablate_example_plans_as_written(ml100k_runs, capsys, monkeypatch):
     (ml100k_runs / "experiment.toml").write_text(_ablate_toml())
+    # the dry run checks the key and asks the endpoint (free) before it plans
+    assert main(["ablate", "experiment.toml", "--dry-run"]) == 2
+    assert "the environment variable OPENAI_API_KEY is not set" in capsys.readouterr().err
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-sent")
+    monkeypatch.setattr("recjudge.judging.client.probe_endpoints", _openai_lists)
     assert main(["ablate", "experiment.toml", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "dry run: nothing was called" in out
@@ -105,14 +118,16 @@ def test_a_field_set_the_collection_lacks_is_found_before_any_call(ml100k_runs, 
         assert "problem(s) in the grid, found before any call" in err
         assert "variant 'fields=title+overview': collection 'ml-100k' has no overview field(s)" in err
         assert "variant 'fields=title+cast': collection 'ml-100k' has no cast field(s)" in err
-        # without an API key: only the run that would call says so, the dry run needs none
-        assert ("no API key" in err) == (argv[-1] != "--dry-run")
+        # without an API key: the dry run says so as the run that would call does, in the file's words
+        assert "key 'judge.api_key_env': variants 'base', 'fields=title'" in err
+        assert "the environment variable OPENAI_API_KEY is not set" in err and "--api-key-env" not in err
     assert not (ml100k_runs / "out").exists()
     # with an endpoint the key is not needed, and still nothing is called before the grid is right
     text = text.replace('model = "gpt-4o-mini"', f'model = "gpt-4o-mini"\nbase_url = "{fake_openai.url}"')
     (ml100k_runs / "experiment.toml").write_text(text)
     assert main(["ablate", "experiment.toml"]) == 2
-    assert "no API key" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "OPENAI_API_KEY is not set" not in err and "does not serve model 'gpt-4o-mini'" in err
     assert fake_openai.chat_log() == []
 
 

@@ -124,6 +124,8 @@ class Settings(BaseModel, metaclass=_Meta):
     internal: ClassVar[frozenset[str]] = frozenset()
     _protocol: Any = PrivateAttr(None)  # the ProtocolUse these settings were resolved with, if any
     _spelled: str = PrivateAttr(PYTHON)  # how the caller wrote them: later errors name fields the same way
+    # fields the caller wrote under names of their own (an ablation file's judge settings: "key 'judge.model'")
+    _names: dict = PrivateAttr(default_factory=dict)
 
     def __init__(self, **data: Any):
         # built directly in Python (rj.CompareSettings(...)): refusals name parameters as Python does.
@@ -163,20 +165,23 @@ class Settings(BaseModel, metaclass=_Meta):
 
     @classmethod
     def build(cls, values: Mapping[str, Any] | None = None, *, spelled: str = PYTHON, source: str | None = None,
-              **more: Any):
+              names: Mapping[str, str] | None = None, **more: Any):
         """Validated settings from ``values`` (and keywords); a ValidationError becomes a ConfigError
-        (Python, command line) or an InputError naming ``source`` (a file), in the caller's words."""
+        (Python, command line) or an InputError naming ``source`` (a file), in the caller's words.
+        ``names`` gives fields the caller wrote otherwise than ``spelled`` does (a table nested in a
+        file: ``{"model": "key 'judge.model'"}``); this and every later refusal uses them."""
         data = {**(values or {}), **more}
         try:
             settings = cls._validate(data)
         except ValidationError as exc:
-            raise cls._error(exc, spelled, source) from None
+            raise cls._error(exc, spelled, source, names=names) from None
         settings._spelled = spelled
+        settings._names = dict(names or {})
         return settings
 
     def replace(self, **changes: Any):
         """A copy with ``changes``, validated as a whole again (and keeping its protocol record)."""
-        new = type(self).build({**self.given(), **changes}, spelled=self._spelled)
+        new = type(self).build({**self.given(), **changes}, spelled=self._spelled, names=self._names)
         new._protocol = self._protocol
         return new
 
@@ -247,11 +252,13 @@ class Settings(BaseModel, metaclass=_Meta):
 
     def name_of(self, name: str) -> str:
         """How the caller of these settings wrote field ``name`` (``--cut``, ``cut=``, ``key 'cut'``)."""
-        return self.spelled(name, self._spelled)
+        return self.spelled(name, self._spelled, self._names)
 
     @classmethod
-    def spelled(cls, name: str, spelled: str) -> str:
-        """How a caller who spelled the settings ``spelled`` wrote field ``name``."""
+    def spelled(cls, name: str, spelled: str, names: Mapping[str, str] | None = None) -> str:
+        """How a caller who spelled the settings ``spelled`` wrote field ``name`` (``names`` first)."""
+        if names and name in names:
+            return names[name]
         info = cls.model_fields.get(name)
         if spelled == CLI and info is not None:
             cli = _cli(info)
@@ -261,7 +268,8 @@ class Settings(BaseModel, metaclass=_Meta):
         return f"{name}="
 
     @classmethod
-    def _error(cls, exc: ValidationError, spelled: str, source: str | None, only: list | None = None):
+    def _error(cls, exc: ValidationError, spelled: str, source: str | None, only: list | None = None,
+               names: Mapping[str, str] | None = None):
         errors = list(only if only is not None else exc.errors())
         # a list whose items all failed is also "too short" after validation: the items' errors say it
         itemised = {str(e["loc"][0]) for e in errors if len(e.get("loc") or ()) > 1 and str(e["loc"][1]).isdigit()}
@@ -280,9 +288,10 @@ class Settings(BaseModel, metaclass=_Meta):
             if group and len(group) > 1 and err in group:
                 if err is group[0]:
                     nouns = " or ".join(dict.fromkeys(_NOUNS[e["type"]] for e in group))
-                    lines.append(f"{cls.spelled(str(loc[0]), spelled)} must be {nouns}, not {_show(err.get('input'))}")
+                    lines.append(f"{cls.spelled(str(loc[0]), spelled, names)} must be {nouns}, "
+                                 f"not {_show(err.get('input'))}")
                 continue
-            lines.append(cls._message(err, spelled))
+            lines.append(cls._message(err, spelled, names))
         text = "; ".join(dict.fromkeys(lines))
         if spelled == FILE and source is not None:
             return InputError(source, text, "correct the value, or see the settings of "
@@ -290,10 +299,10 @@ class Settings(BaseModel, metaclass=_Meta):
         return ConfigError(text)
 
     @classmethod
-    def _message(cls, err: Mapping[str, Any], spelled: str) -> str:
+    def _message(cls, err: Mapping[str, Any], spelled: str, names: Mapping[str, str] | None = None) -> str:
         loc = [str(p) for p in err.get("loc", ())]
         field = loc[0] if loc else ""
-        name = cls.spelled(field, spelled) if field else ""
+        name = cls.spelled(field, spelled, names) if field else ""
         kind, value = err.get("type", ""), err.get("input")
         ctx = err.get("ctx") or {}
         shown = _show(value)
@@ -309,7 +318,7 @@ class Settings(BaseModel, metaclass=_Meta):
             return f"{name} is required"
         if kind == "value_error" and isinstance(ctx.get("error"), Conflict):
             conflict = ctx["error"]
-            return conflict.template.format(**{f: cls.spelled(f, spelled) for f in conflict.fields})
+            return conflict.template.format(**{f: cls.spelled(f, spelled, names) for f in conflict.fields})
         if kind == "value_error":
             text = str(ctx.get("error", err.get("msg")))
             # a validator that names the key itself (a nested one: key 'grid.fields') is not named twice

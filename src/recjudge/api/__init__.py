@@ -534,7 +534,7 @@ def ablate(s: AblateSettings, progress=None) -> AblateReport:
     from ..experiments.ablate import RESULT_FILES, load_experiment, run_experiment, with_options
 
     exp = s.experiment if not _is_path(s.experiment) else load_experiment(s.experiment)
-    exp = with_options(exp, s.per_user, s.experiments)
+    exp = with_options(exp, s.per_user, s.experiments, named=s.name_of)
     rows = run_experiment(exp, dry_run=s.dry_run, progress=progress, protocol=s.protocol)
     paths = {} if s.dry_run else {name: exp.out / name for name in RESULT_FILES}
     return AblateReport(exp, tuple(rows), s.dry_run, paths, settings=s)

@@ -369,13 +369,12 @@ class AblateReport(Result):
         return rows_frame(self.rows)
 
     def format(self) -> str:
-        from ..experiments.ablate import coverage_notes, format_rows
+        from ..experiments.ablate import coverage_notes, terminal_table
 
-        table = format_rows(self.rows)
+        table = terminal_table(self.rows, self.dry_run)
         if self.dry_run:
-            table = table[["variant", "K", "judged", "calls", "est. tokens"]].rename(columns={"judged": "pairs"})
-            return "dry run: nothing was called\n" + table.to_string(index=False)
-        return table.to_string(index=False) + "".join(f"\n{line}" for line in coverage_notes(self.rows))
+            return "dry run: nothing was called\n" + table
+        return table + "".join(f"\n{line}" for line in coverage_notes(self.rows))
 
 
 def _str(path) -> str | None:

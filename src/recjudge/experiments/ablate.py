@@ -33,7 +33,8 @@ and of history items (seeds derived from ``seed``, recorded in the output; exper
 95% t-interval across them on the Fisher-z scale of its range, so it stays in it (none for N = 1).
 This is not the judge's ``repeats``, which asks the same prompt R times within one experiment. Identical prompts across variants are judged once
 (shared SQLite cache); ``dry_run`` counts calls and estimated tokens per variant before anything is
-spent.
+spent, after the checks the real run makes first (:func:`preflight`): each LLM endpoint's key, its
+answer to a free probe and the model it serves. The endpoints are probed once for the whole grid.
 
 The file is validated as a whole when it is loaded (:meth:`Experiment.from_dict`): unknown keys,
 a value of the wrong type, an unknown judge, metadata field, prompt, split or measure, and a
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -64,10 +66,12 @@ from ..errors import ConfigError, InputError
 from ..judging.config import JudgeSettings
 from ..report.evaluation import CI_FLAG
 from ..data.splits import SplitName
-from ..settings import FILE, MAX_SEED, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, checked, option
+from ..settings import (FILE, MAX_SEED, PYTHON, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, checked,
+                        option)
 
 __all__ = ["Estimate", "Experiment", "ExperimentOutcome", "VariantRow", "across_experiments", "derive_seed",
-           "load_experiment", "preflight", "run_experiment", "sampled_pairs", "variants", "with_options"]
+           "endpoint_problems", "load_experiment", "preflight", "run_experiment", "sampled_pairs", "terminal_table",
+           "variant_config", "variants", "with_options"]
 
 MODES = ("one-at-a-time", "product")
 AXIS_PER_USER = "per_user"
@@ -266,21 +270,26 @@ def load_experiment(path: str | os.PathLike) -> Experiment:
     return Experiment.from_dict(read_toml(path, "experiment file"), str(path))
 
 
-def with_options(exp: Experiment, per_user: int | None = None, experiments: int | None = None) -> Experiment:
+def with_options(exp: Experiment, per_user: int | None = None, experiments: int | None = None,
+                 named: Callable[[str], str] | None = None) -> Experiment:
     """``exp`` under the command's options: ``experiments`` replaces the file's N; ``per_user`` is the K of a
-    file that sets none (a protocol's default, e.g. Penha et al. 2025's K = 50), never a file's own K."""
+    file that sets none (a protocol's default, e.g. Penha et al. 2025's K = 50), never a file's own K.
+    ``named(field)`` is how the caller wrote the option (the command's ``AblateSettings.name_of``:
+    ``--per-user``, ``per_user=``; default Python's): the origin the outputs record, and the name a
+    refusal gives."""
+    named = named or (lambda field: Experiment.spelled(field, PYTHON))
     changes: dict[str, Any] = {}
     origin = dict(exp.origin)
     if experiments is not None:
-        changes["experiments"], origin["experiments"] = experiments, "--experiments"
+        changes["experiments"], origin["experiments"] = experiments, named("experiments")
     if per_user is not None and origin.get("per_user") != "file":
-        changes["per_user"], origin["per_user"] = per_user, "--per-user"
+        changes["per_user"], origin["per_user"] = per_user, named("per_user")
     if not changes:
         return exp
-    try:
-        return exp.replace(**changes, origin=origin)
-    except (ConfigError, InputError) as exc:
-        raise ConfigError(str(exc).replace("per_user=", "--per-user").replace("experiments=", "--experiments")) from None
+    new = Experiment.build({**exp.given(), **changes, "origin": origin}, spelled=exp._spelled,
+                           names={k: named(k) for k in changes})
+    new._protocol = exp.protocol
+    return new
 
 
 class Variant(NamedTuple):
@@ -454,10 +463,18 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
                    progress: Callable[[str], None] | None = None, protocol=None) -> list[VariantRow]:
     """Judge every variant in each of the N experiments and score it against the reference; writes
     ``<out>/ablation.{csv,json,md}`` (naming ``protocol``, a ProtocolUse, when the run follows one)."""
+    from ..judging.dialects import probe_session
+
+    with probe_session():  # every variant and experiment judges through the same endpoints: probed once
+        return _run_experiment(exp, dry_run, progress, protocol)
+
+
+def _run_experiment(exp: Experiment, dry_run: bool, progress: Callable[[str], None] | None,
+                    protocol) -> list[VariantRow]:
     from ..data.collections import load_collection
-    from ..judging import JudgeSettings
 
     say = progress or (lambda m: None)
+
     check_experiment_outputs(exp)
     collection = load_collection(exp.collection, **dict(exp.collection_options))
     reference, history = _reference(exp, collection)
@@ -467,20 +484,20 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
 
         runs = read_runs(exp.runs)
     all_variants = variants(exp)
-    preflight(exp, all_variants, collection, history, reference, runs, dry_run)
+    preflight(exp, all_variants, collection, history, reference, runs, dry_run, say=progress)
     if not dry_run:
         exp.out.mkdir(parents=True, exist_ok=True)
     cache = None if dry_run else exp.out / "judgments.sqlite"
     rows: list[VariantRow] = []
     for n, var in enumerate(all_variants, start=1):
-        history_base = JudgeSettings.from_dict(dict(var.settings)).seed
+        history_base = variant_config(exp, var).seed
         outcomes = []
         for e in range(exp.experiments):
             label = f" (experiment {e + 1}/{exp.experiments})" if exp.experiments > 1 else ""
             say(f"[{n}/{len(all_variants)}] {var.name}{label}")
             pairs_seed, history_seed = derive_seed(exp.seed, e, "pairs"), derive_seed(history_base, e, "history")
-            config = JudgeSettings.from_dict({**var.settings, "seed": history_seed,
-                                            "dry_run": dry_run or var.settings.get("dry_run", False)})
+            config = variant_config(exp, var, seed=history_seed,
+                                    dry_run=dry_run or var.settings.get("dry_run", False))
             name = f"{exp.name}-{n}" + (f"-e{e + 1}" if e else "")
             outcomes.append(_one_experiment(exp, var, e, pairs_seed, config, collection, reference, history, runs,
                                             cache, dry_run, name))
@@ -490,20 +507,123 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
     return rows
 
 
+def _table(exp: Experiment, var: Variant, field: str) -> str:
+    """The table of the experiment file that sets a variant's judge setting ``field``: grid or judge."""
+    return "grid" if field in exp.grid and field in var.axis.split("+") else "judge"
+
+
+def variant_config(exp: Experiment, var: Variant, **changes: Any) -> JudgeSettings:
+    """A variant's judge settings (with ``changes``), whose refusals name each setting by the key of
+    the experiment file that sets it (``key 'judge.api_key_env'``, ``key 'grid.fields'``)."""
+    names = {f: f"key '{_table(exp, var, f)}.{f}'" for f in JudgeSettings.model_fields}
+    return JudgeSettings.build({**var.settings, **changes}, spelled=FILE, names=names)
+
+
+def _written(exp: Experiment, var: Variant, config: JudgeSettings, field: str) -> str:
+    """A judge setting as the file writes it: ``judge.model = 'gpt-4o-mini'``, or the default it left."""
+    value = getattr(config, field)
+    if field == "base_url":  # as it may be shown: no secret of a query string
+        from ..urls import public_url
+
+        value = public_url(value) if isinstance(value, str) or value is None else [public_url(u) for u in value]
+    return f"{_table(exp, var, field)}.{field} = {value!r}" + ("" if field in var.settings else ", the default")
+
+
+def _who(names: Sequence[str]) -> str:
+    """The variants a problem concerns, briefly."""
+    shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"variant {shown}" if len(names) == 1 else f"variants {shown}"
+
+
+def _blocking(make: Callable[[], Any]) -> Any:
+    """``asyncio.run(make())``, on a thread of its own when called inside an event loop (a notebook)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+def endpoint_problems(exp: Experiment, llm: Sequence[tuple[Variant, JudgeSettings]],
+                      say: Callable[[str], None]) -> list[tuple[str, str]]:
+    """What the LLM variants' endpoints would refuse, found for free: each distinct endpoint's key is in
+    its environment variable, the endpoint answers ``GET /v1/models`` (no generation, nothing paid) and
+    lists the model when it lists models. (key, problem) pairs, one per problem with every variant it
+    concerns, in the file's keys; what each probe found is said once."""
+    from ..judging.client import ClientSettings, probe_endpoints
+    from ..judging.dialects import describe, get_dialect, say_once
+
+    groups: dict[tuple, list[tuple[Variant, JudgeSettings]]] = {}
+    for var, config in llm:
+        key = os.environ.get(config.api_key_env) or None
+        sig = (key, config.api_key_env if key is None else None, config.endpoints(), config.model,
+               config.endpoint_kind, config.timeout)
+        groups.setdefault(sig, []).append((var, config))
+    found_problems: dict[tuple[str, str], list[str]] = {}  # (key, problem) -> the variants it concerns
+    for (key, _, urls, model, kind, timeout), members in groups.items():
+        var, config = members[0]
+
+        def add(at: str, problem: str, members=members) -> None:
+            found_problems.setdefault((at, problem), []).extend(v.name for v, _ in members)
+
+        env = config.api_key_env
+        key_at, url_at, model_at = (f"{_table(exp, var, f)}.{f}" for f in ("api_key_env", "base_url", "model"))
+        unset = (f"the environment variable {env} is not set — export it, or name the variable that holds the "
+                 f"key in {key_at}")
+        if key is None and urls == (None,):  # the OpenAI API: nothing to ask without a key
+            add(key_at, f" ({_written(exp, var, config, 'api_key_env')}): {unset}")
+            continue
+        client = ClientSettings(model, urls if len(urls) > 1 else urls[0], key or "not-needed", timeout,
+                                endpoint_kind=kind)
+        try:
+            found = _blocking(lambda: probe_endpoints(client))
+        except ConfigError as exc:
+            add(url_at, f": {exc}")
+            continue
+        for (public, info, why), url in zip(found, urls):
+            status = info.models_status
+            if status == 0:
+                add(url_at, f": endpoint {public} does not answer GET /v1/models ({why}); start the server, or "
+                            f"correct {_written(exp, var, config, 'base_url')}")
+            elif status in (401, 403):
+                fix = unset if key is None else (f"the key in {env} is not one it takes — export a valid one, or "
+                                                 f"name another variable in {key_at}")
+                add(key_at, f": endpoint {public} refused the key (GET /v1/models answered HTTP {status}; "
+                            f"{_written(exp, var, config, 'api_key_env')}): {fix}")
+            elif status == 200 and info.model_ids and model not in info.model_ids \
+                    and not get_dialect(info.kind).any_model:
+                listed = ", ".join(map(repr, info.model_ids[:10])) + (", ..." if len(info.model_ids) > 10 else "")
+                add(model_at, f": endpoint {public} does not serve model {model!r} "
+                              f"({_written(exp, var, config, 'model')}); it lists {listed}: set {model_at} to one "
+                              "of them")
+            elif status not in (200, 404):  # 404: a server that lists no models, asked as it is
+                add(url_at, f": endpoint {public} answered HTTP {status} to GET /v1/models; check "
+                            f"{_written(exp, var, config, 'base_url')}")
+            elif say_once(url, note := describe(public, info)):
+                say(note)
+    return [(at, _who(list(dict.fromkeys(names))) + problem) for (at, problem), names in found_problems.items()]
+
+
 def preflight(exp: Experiment, all_variants: Sequence[Variant], collection, history, reference: Qrels,
-              runs: Mapping[str, Run], dry_run: bool) -> None:
-    """Everything the grid needs from the data it runs on, checked for every variant before the first
-    call: each field set against the collection's fields, each LLM variant's key and price (a dry run
-    needs neither), and that the runs rank the reference's users. Every problem is listed at once,
-    each with the key that set it, so a dry run finds them all."""
-    from ..judging import HistoryProfiles, JudgeSettings, get_judge
-    from ..judging.backend import api_key
-    from ..judging.budget import model_entry
+              runs: Mapping[str, Run], dry_run: bool, say: Callable[[str], None] | None = None) -> None:
+    """Everything the grid needs, checked for every variant before the first call, in a dry run as in
+    the real one: each field set against the collection's fields, each LLM variant's price when it sets
+    a budget, its endpoint (the key in its environment variable, the server answering and serving the
+    model: :func:`endpoint_problems`, free), and that the runs rank the reference's users. Every
+    problem is listed at once, each with the key that set it, so a dry run finds them all."""
+    from ..judging import HistoryProfiles, get_judge
+    from ..judging.budget import load_models
 
     problems: list[tuple[str, str]] = []
     checked: set[tuple] = set()
+    llm: list[tuple[Variant, JudgeSettings]] = []
     for var in all_variants:
-        config = JudgeSettings.from_dict(dict(var.settings))
+        config = variant_config(exp, var)
         key = f"grid.{var.axis}" if var.axis in exp.grid else ("judge" if var.axis == "base" else "grid")
         if ("fields", config.fields) not in checked:
             checked.add(("fields", config.fields))
@@ -511,17 +631,21 @@ def preflight(exp: Experiment, all_variants: Sequence[Variant], collection, hist
                 HistoryProfiles(collection, config.fields, 1, history=history.iloc[:0], users=())
             except ConfigError as exc:
                 problems.append((key, f"variant {var.name!r}: {exc}"))
-        if dry_run or var.settings.get("dry_run") or get_judge(config.judge).kind != "llm":
+        if config.dry_run or get_judge(config.judge).kind != "llm":
             continue
-        for what, check in (("key", api_key), ("price", model_entry)):
-            marker = (what, config.api_key_env, config.base_url, config.model, config.max_cost, config.prices)
-            if marker in checked:
-                continue
+        if config.backend_name() in ("chat", "batch"):  # the OpenAI-compatible backends: their endpoints
+            llm.append((var, config))
+        marker = ("price", config.model, config.max_cost, config.prices)
+        if config.max_cost is not None and marker not in checked:
             checked.add(marker)
-            try:
-                check(config)
-            except ConfigError as exc:
-                problems.append((key, f"variant {var.name!r}: {exc}"))
+            if load_models(config.prices).get(config.model) is None:
+                at = f"{_table(exp, var, 'max_cost')}.max_cost"
+                problems.append((at, f"variant {var.name!r} ({_written(exp, var, config, 'max_cost')}): no price "
+                                     f"for model {config.model!r}, so the budget cannot be kept; add the model to a "
+                                     f"price table named in {_table(exp, var, 'prices')}.prices (USD per million "
+                                     "tokens: input, cached_input, output), or remove max_cost"))
+    # what the endpoints are goes where the judge's own notes go: the progress, else a warning
+    problems += endpoint_problems(exp, llm, say or logging.getLogger(__name__).warning)
     if runs and not set(reference.qids) & {q for r in runs.values() for q in r.qids}:
         problems.append(("runs", f"no run ranks any user that the reference {exp.reference!r} judges, so every τ "
                                  "would compare zeros; give runs of the same users (query id = user id)"))
@@ -639,8 +763,8 @@ TAU_REFERENCE = "complete"  # what ablation.json says τ is measured against
 
 def notes(exp: Experiment) -> list[str]:
     """What the numbers are: the reference, K and its nesting, and which interval the brackets hold."""
-    where = {"file": "set in the file", "default": "the default", "--per-user": "from --per-user"}
-    k_origin = where.get(exp.origin.get("per_user", ""), exp.origin.get("per_user", ""))
+    where = {"file": "set in the file", "default": "the default"}
+    k_origin = where.get(exp.origin.get("per_user", ""), f"from {exp.origin.get('per_user', '')}")
     lines = [(f"Reference: `{exp.reference}`. K = {exp.per_user} items per user ({k_origin}; a K axis in [grid] "
               "overrides it per variant), sampled from the items the reference labels; the samples are nested "
               "across K (one seeded order per user, cut at K)."),
@@ -718,6 +842,47 @@ def format_rows(rows: Sequence[VariantRow]) -> pd.DataFrame:
                 rec[shown] = _num(e.mean)
         out.append(rec)
     return pd.DataFrame(out)
+
+
+TERMINAL_WIDTH = 100  # the widest line the terminal table prints; ablation.csv / .json hold every column
+NAME_WIDTH = 30       # longer variant names are numbered, the names listed above the table
+
+
+def terminal_table(rows: Sequence[VariantRow], dry_run: bool = False, width: int = TERMINAL_WIDTH) -> str:
+    """:func:`format_rows` as the terminal shows it, no line wider than ``width``: the counts and
+    item-level agreement in one block, the system-ranking τ in another, each wrapped by pandas into
+    further blocks (the variant repeated) when it is still too wide; a dry run shows what it plans.
+    The estimated tokens of a real run, and every interval column, are in ablation.csv / .json."""
+    import textwrap
+
+    shown = format_rows(rows)
+    if shown.empty:
+        return "(no variants)"
+    names = list(shown["variant"])
+    head = []
+    if any(len(n) > NAME_WIDTH for n in names):
+        labels = [f"#{i}" for i in range(1, len(names) + 1)]
+        head = ["variants:"] + [textwrap.fill(f"{label} {name}", width, initial_indent="  ",
+                                              subsequent_indent=" " * (len(label) + 3))
+                                for label, name in zip(labels, names)] + [""]
+        names = labels
+    shown = shown.assign(variant=names).set_index("variant")
+    shown.index.name = None
+    if dry_run:
+        blocks = [("", shown[["K", "judged", "calls", "est. tokens"]].rename(columns={"judged": "pairs"}))]
+    else:
+        tau = [c for c in shown.columns if c.startswith("τ")]
+        counts = [c for c in shown.columns if c not in tau and c != "est. tokens"]
+        brackets = "95% interval across experiments" if any(r.experiments > 1 for r in rows) else "95% CI"
+        blocks = [(f"agreement with the reference on the sampled pairs (shares: {brackets})", shown[counts])]
+        if tau:
+            blocks.append(("system rankings against the complete reference: Kendall τ and weighted τ_w",
+                           shown[tau]))
+    text = []
+    for title, block in blocks:
+        body = "\n".join(line.rstrip() for line in block.to_string(line_width=width).splitlines())
+        text.append((title + "\n" if title else "") + body)
+    return "\n".join(head) + "\n\n".join(text)
 
 
 def coverage_notes(rows: Sequence[VariantRow]) -> list[str]:

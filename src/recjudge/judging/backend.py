@@ -113,8 +113,9 @@ def api_key(config: JudgeSettings) -> str:
         return key
     if config.base_url:
         return "not-needed"  # local servers (vLLM, Ollama, llama.cpp) usually ignore the key
-    raise ConfigError(f"no API key: set the environment variable {config.api_key_env} "
-                      "(or name another with --api-key-env), or point --base-url at a server that needs none")
+    raise ConfigError(f"no API key: set the environment variable {config.api_key_env} (or name another with "
+                      f"{config.name_of('api_key_env')}), or point {config.name_of('base_url')} at a server that "
+                      "needs none")
 
 
 def openai_client(job: Job) -> OpenAIJudgeClient:

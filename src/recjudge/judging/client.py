@@ -34,14 +34,15 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import ConfigError
 from ..urls import DEFAULT_ENDPOINT, public_url, url_secrets
 from .cache import CallRecord, Usage
-from .dialects import (TOKEN_CAPS, EndpointState, detect, get_dialect, parse_json, tokenize_count,
+from .dialects import (TOKEN_CAPS, EndpointInfo, EndpointState, describe, detect_shared, get_dialect, parse_json,
+                       probe_key, say_once, tokenize_count,
                        tokenize_request, window_from_message)
 from .parse import SINGLE, ParseResult, parse_answer
 from .prompts import Messages, Template
 from .transport import MAX_BODY, HTTPClient, TransportError, ssl_context
 
 __all__ = ["ClientSettings", "OpenAIJudgeClient", "Redactor", "Request", "GENERATION_PARAMS",
-           "quiet_http_loggers", "union_records", "within"]
+           "quiet_http_loggers", "union_records", "within", "probe_endpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -486,9 +487,11 @@ class OpenAIJudgeClient:
         now = time.monotonic()
         return len(self._endpoints) > 1 and any(ep.cool_until <= now for ep in self._endpoints)
 
-    def _note(self, ep: _Endpoint, message: str) -> None:
+    def _note(self, ep: _Endpoint, message: str, once: bool = False) -> None:
+        """``message`` in the summary, and said (``once``: unless said of this endpoint in the probe session)."""
         ep.state.notes.append(message)
-        self.notify(message)
+        if not once or say_once(ep.url, message):
+            self.notify(message)
 
     # first contact ------------------------------------------------------------------------------
     async def _ready(self, ep: _Endpoint) -> None:
@@ -502,17 +505,13 @@ class OpenAIJudgeClient:
     async def _fetch(self, ep: _Endpoint, method: str, path: str, body: Any) -> tuple[int, Any]:
         """One probe request: (status, parsed JSON); (0, None) when nothing usable came back."""
         self.probe_requests += 1
-        try:
-            payload = None if body is None else json.dumps(body).encode("utf-8")
-            resp = await within(min(PROBE_TIMEOUT, self.settings.timeout), ep.http.request(method, path, payload))
-        except (TransportError, asyncio.TimeoutError):
-            return 0, None
-        return resp.status, parse_json(resp.body) if resp.status < 300 else None
+        return (await _probe_fetch(ep.http, min(PROBE_TIMEOUT, self.settings.timeout), method, path, body))[:2]
 
     async def _probe(self, ep: _Endpoint) -> None:
         s = self.settings
         forced = None if s.endpoint_kind == "auto" else s.endpoint_kind
-        info = await detect(ep.url, s.model, functools.partial(self._fetch, ep), forced)
+        info = await detect_shared(probe_key(ep.url, s.model, forced, s.api_key), ep.url, s.model,
+                                   functools.partial(self._fetch, ep), forced)
         dialect = get_dialect(info.kind)
         state = ep.state
         state.info, state.dialect = info, dialect
@@ -523,19 +522,14 @@ class OpenAIJudgeClient:
             ep.limiter.set_limit(slots, f"the server serves {slots} request(s) at once")
         # a server of unknown capacity (not OpenAI's) is watched for queueing
         ep.limiter.adaptive = slots is None and dialect.name != "openai"
-        said = f"endpoint {ep.public}: {dialect.name} ({info.evidence})"
-        if info.window:
-            said += f"; context window {info.window:,} tokens"
-        if slots is not None:
-            said += f"; {slots} request(s) at a time"
-        self._note(ep, said)
+        self._note(ep, describe(ep.public, info), once=True)
         if state.ignored:
             self._note(ep, f"endpoint {ep.public} ({dialect.name}) ignores {', '.join(state.ignored)}: sent, "
-                           "without effect")
+                           "without effect", once=True)
         if "temperature" not in self.params and dialect.default_temperature is not None:
             state.server_temperature = dialect.default_temperature
             self._note(ep, f"no --temperature given: {dialect.name} samples at its default "
-                           f"{dialect.default_temperature:g}")
+                           f"{dialect.default_temperature:g}", once=True)
 
     def window(self) -> int | None:
         """The smallest context window an endpoint declared or revealed (None: none known)."""
@@ -914,6 +908,51 @@ class OpenAIJudgeClient:
         return replace(self._from_body(req, body, 0.0, "batch",
                                        "json_schema" if self.settings.structured != "off" else "text"),
                        endpoint=self.endpoint, answered=1)
+
+
+async def _probe_fetch(http: HTTPClient, timeout: float, method: str, path: str,
+                       body: Any) -> tuple[int, Any, str | None]:
+    """One probe request: (status, parsed JSON, None); (0, None, why) when nothing usable came back."""
+    try:
+        payload = None if body is None else json.dumps(body).encode("utf-8")
+        resp = await within(timeout, http.request(method, path, payload))
+    except TransportError as exc:
+        return 0, None, str(exc)
+    except asyncio.TimeoutError:
+        return 0, None, f"no answer within {timeout:g} s"
+    return resp.status, parse_json(resp.body) if resp.status < 300 else None, None
+
+
+async def probe_endpoints(settings: ClientSettings) -> list[tuple[str, EndpointInfo, str | None]]:
+    """What each endpoint of ``settings`` answers to the free probe (GET and tokenizer requests, no
+    generation) as the run's own probe will find it — within a probe session it is that probe's
+    answer — with ``GET /v1/models`` always asked: (public URL, what was found, why it did not answer)."""
+    headers, sources = _headers(settings.api_key)
+    forced = None if settings.endpoint_kind == "auto" else settings.endpoint_kind
+    timeout = min(PROBE_TIMEOUT, settings.timeout)
+    out = []
+    for url in settings.urls:
+        http = HTTPClient(url or DEFAULT_ENDPOINT, headers, 2, sources)
+        why: list[str] = []
+
+        async def fetch(method, path, body, http=http, why=why):
+            status, answer, reason = await _probe_fetch(http, timeout, method, path, body)
+            if reason and path == "/models":
+                why.append(reason)
+            return status, answer
+
+        try:
+            info = await detect_shared(probe_key(url, settings.model, forced, settings.api_key), url, settings.model,
+                                       fetch, forced)
+            if info.models_status is None:  # the OpenAI API is known by its host: ask for its models anyway
+                status, models = await fetch("GET", "/models", None)
+                data = models.get("data") if isinstance(models, Mapping) else None
+                ids = tuple(str(m.get("id")) for m in data or () if isinstance(m, Mapping) and m.get("id") is not None)
+                info = replace(info, model_ids=ids, models_status=status)
+        finally:
+            await http.close()
+        out.append((public_url(url) or DEFAULT_ENDPOINT, info, why[0] if why else None))
+    return out
 
 
 def _headers(api_key: str) -> tuple[dict[str, str], dict[str, str]]:

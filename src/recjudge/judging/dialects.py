@@ -13,7 +13,10 @@ one by a few cheap GET requests (and one tokenizer call) on first contact, unles
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping
@@ -22,7 +25,8 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError
 
 __all__ = ["Dialect", "EndpointInfo", "DIALECTS", "ENDPOINT_KINDS", "register_dialect", "get_dialect", "detect",
-           "grammar_schema", "TOKEN_CAPS", "window_from_message"]
+           "grammar_schema", "TOKEN_CAPS", "window_from_message", "probe_session", "probe_key", "detect_shared",
+           "say_once", "describe"]
 
 TOKEN_CAPS = ("max_tokens", "max_completion_tokens")  # the two names of the output-token cap
 
@@ -48,6 +52,9 @@ class Dialect:
     # the window check's estimate without a tokenizer: OpenAI's large vocabularies hold more text
     # per token than the small ones of local models (which split numbers digit by digit)
     chars_per_token: float = 2.5
+    # it answers with the model it has loaded whatever name a request gives (a model it does not
+    # list is no error)
+    any_model: bool = False
 
     def structured_fields(self, schema: Mapping[str, Any]) -> tuple[dict, str]:
         """The request fields asking for ``schema`` (an OpenAI json_schema object: name, strict,
@@ -69,6 +76,7 @@ class EndpointInfo:
     window: int | None = None          # the most tokens a request may hold, when the server says
     slots: int | None = None           # requests served at once, when the server says
     model_ids: tuple[str, ...] = ()
+    models_status: int | None = None   # GET /v1/models: its HTTP status, 0 for no answer, None when not asked
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "evidence": self.evidence, "window": self.window, "slots": self.slots}
@@ -93,12 +101,12 @@ register_dialect(Dialect(
 register_dialect(Dialect(
     "llama.cpp", "llama.cpp's llama-server: json_object with a schema (its grammar), max_tokens, /tokenize, "
     "window and slots in /props", structured="json_object_schema", ignored=("reasoning_effort", "verbosity"),
-    tokenizer="llama.cpp", reports_cached_tokens=False))
+    tokenizer="llama.cpp", reports_cached_tokens=False, any_model=True))
 register_dialect(Dialect(
     "llama-cpp-python", "llama-cpp-python's server: json_object with a schema (json_schema answers HTTP 500), "
     "max_tokens (max_completion_tokens is ignored), one request at a time, /extras/tokenize",
     structured="json_object_schema", ignored=("reasoning_effort", "verbosity"), tokenizer="llama-cpp-python",
-    slots=1, default_temperature=0.8, reports_cached_tokens=False))
+    slots=1, default_temperature=0.8, reports_cached_tokens=False, any_model=True))
 register_dialect(Dialect(
     "ollama", "Ollama's OpenAI-compatible API: json_schema structured output (Ollama 0.5+), max_tokens; its "
     "default context is small and longer prompts are cut silently (set num_ctx, give --context-tokens)",
@@ -197,10 +205,83 @@ async def detect(url: str | None, model: str, fetch: Fetch, forced: str | None =
             kind, evidence = "llama-cpp-python", "POST /extras/tokenize/count answers as llama-cpp-python"
     if kind is None:
         seen = f"GET /v1/models answered {models_status}" if models_status else "GET /v1/models gave no answer"
-        kind, evidence = "generic", f"no known server answered the probes ({seen})"
+        kind, evidence = "generic", f"no known server answered the probes; {seen}"
     if kind == "llama-cpp-python":
         slots = 1
-    return EndpointInfo(kind, evidence, window, slots, ids)
+    return EndpointInfo(kind, evidence, window, slots, ids, models_status)
+
+
+def describe(public: str, info: EndpointInfo) -> str:
+    """What the probe of the endpoint at ``public`` found, as said on first contact."""
+    said = f"endpoint {public}: {info.kind} ({info.evidence})"
+    slots = info.slots or get_dialect(info.kind).slots
+    if info.window:
+        said += f"; context window {info.window:,} tokens"
+    if slots is not None:
+        said += f"; {slots} request(s) at a time"
+    return said
+
+
+# -- one probe per endpoint ------------------------------------------------------------------------
+
+# what the probes of the current session found, and the notes already said (None: no session)
+_SESSION: dict | None = None
+
+
+@contextlib.contextmanager
+def probe_session():
+    """Within it each endpoint is probed once and what its probe says is said once: an ablation's
+    variants × experiments all judge through the same server, which printed the same kind 18 times.
+    Outside a session every run probes afresh (a server may be restarted between runs)."""
+    global _SESSION
+    if _SESSION is not None:  # nested: the outer session's
+        yield
+        return
+    _SESSION = {"found": {}, "said": set()}
+    try:
+        yield
+    finally:
+        _SESSION = None
+
+
+def _route(url: str | None) -> tuple:
+    """What decides how ``url`` is reached: the URL, the proxy the environment sets for it, the trust store."""
+    from ..urls import DEFAULT_ENDPOINT
+    from .transport import resolve_proxy
+
+    return (url, resolve_proxy(url or DEFAULT_ENDPOINT), os.environ.get("SSL_CERT_FILE"),
+            os.environ.get("SSL_CERT_DIR"))
+
+
+def probe_key(url: str | None, model: str, forced: str | None, api_key: str) -> tuple:
+    """What a probe's answer depends on: the route to ``url``, the model asked about, a forced kind and
+    the key presented (a digest: the key itself is kept nowhere)."""
+    return (*_route(url), model, forced, hashlib.sha256(api_key.encode("utf-8")).hexdigest())
+
+
+async def detect_shared(key: tuple, url: str | None, model: str, fetch: Fetch,
+                        forced: str | None = None) -> EndpointInfo:
+    """:func:`detect`, answered from the session when an endpoint of the same ``key`` (:func:`probe_key`)
+    was probed in it. Only a server that listed its models is remembered: one that was down or
+    refused the key is asked again."""
+    found = _SESSION["found"] if _SESSION is not None else None
+    if found is not None and key in found:
+        return found[key]
+    info = await detect(url, model, fetch, forced)
+    if found is not None and info.models_status in (None, 200):
+        found.setdefault(key, info)
+    return info
+
+
+def say_once(url: str | None, message: str) -> bool:
+    """Whether ``message`` about the endpoint at ``url`` is yet to be said in this session (always, outside one)."""
+    if _SESSION is None:
+        return True
+    key = (*_route(url), message)
+    if key in _SESSION["said"]:
+        return False
+    _SESSION["said"].add(key)
+    return True
 
 
 def tokenize_request(dialect: Dialect, model: str, system: str, user: str) -> tuple[str, dict] | None:
