@@ -63,7 +63,10 @@ def read_text(source: Source, what: str = "file") -> tuple[str, str]:
 
 def existing_file(source: str | os.PathLike, what: str) -> Path:
     """``source`` as a Path, or the InputError of a missing file or of a folder where a file is wanted."""
+    from .outputs import recover
+
     path, name = Path(source), os.fspath(source)
+    recover(path.parent)  # a set a killed process was committing here: read the new one, whole
     if not path.exists():
         raise InputError(name, f"{what} not found", "check the path")
     if path.is_dir():

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from .errors import OutputError
 
-__all__ = ["OutputSet", "output_set", "recover", "disk_error", "JOURNAL_PREFIX"]
+__all__ = ["OutputSet", "output_set", "recover", "disk_error", "current", "JOURNAL_PREFIX", "MANIFEST"]
 
 JOURNAL_PREFIX = ".recjudge-commit."
+MANIFEST = ".recjudge-outputs.json"  # in a report folder: the files of the set it holds
 _current: contextvars.ContextVar[OutputSet | None] = contextvars.ContextVar("recjudge_output_set", default=None)
 
 
@@ -40,6 +41,7 @@ class OutputSet:
 
     staged: list[tuple[Path, Path]] = field(default_factory=list)
     removals: list[Path] = field(default_factory=list)
+    owned: list[Path] = field(default_factory=list)  # report folders whose earlier set this one replaces
 
     def stage(self, tmp: Path, target: Path) -> None:
         # a target written twice keeps its last content
@@ -62,16 +64,57 @@ class OutputSet:
     def remove(self, target: Path) -> None:
         self.removals.append(Path(target))
 
+    def own(self, folder: str | os.PathLike) -> None:
+        """``folder`` holds one set of this kind (a report): the files its earlier set wrote and this one
+        does not (a figure of a candidate no longer compared) go with the commit. Only files listed in the
+        folder's manifest (:data:`MANIFEST`), written by recjudge, are ever removed."""
+        folder = Path(folder)
+        if folder not in self.owned:
+            self.owned.append(folder)
+
+    def _manifests(self) -> None:
+        """Stage each owned folder's new manifest, and remove what only its old one lists."""
+        for folder in self.owned:
+            root = folder.resolve()
+            mine = sorted(str(t.resolve().relative_to(root)) for _, t in self.staged
+                          if t.resolve().is_relative_to(root) and t.name != MANIFEST)
+            manifest = folder / MANIFEST
+            try:
+                before = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
+            except (OSError, ValueError, AttributeError):
+                before = []
+            for name in set(before) - set(mine):
+                if isinstance(name, str) and ".." not in Path(name).parts and (root / name).is_file():
+                    self.removals.append(root / name)
+            tmp = folder / f"{MANIFEST}.{os.getpid()}.tmp"
+            try:
+                _write_synced(tmp, json.dumps({"files": mine}, indent=1) + "\n")
+                self.stage(tmp, manifest)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+
     def discard(self) -> None:
         for tmp, _ in self.staged:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         self.staged.clear()
         self.removals.clear()
+        self.owned.clear()
 
     def commit(self) -> None:
         if not self.staged and not self.removals:
             return
+        where = (self.owned or [Path(".")])[0] / MANIFEST
+        try:
+            self._manifests()
+        except OSError as exc:
+            self.discard()
+            raise disk_error(where, exc) from None
+        except BaseException:
+            self.discard()
+            raise
         folders = sorted({t.parent.resolve() for _, t in self.staged} | {t.parent.resolve() for t in self.removals})
         entry = {"pid": os.getpid(), "renames": [[str(a.resolve()), str(b.resolve())] for a, b in self.staged],
                  "removals": [str(t.resolve()) for t in self.removals]}
@@ -95,6 +138,7 @@ class OutputSet:
                     os.unlink(j)
         self.staged.clear()
         self.removals.clear()
+        self.owned.clear()
 
 
 def current() -> OutputSet | None:
