@@ -57,9 +57,11 @@ def test_demo_qrels_and_sources(demo_dir):
     judge = read_qrels(demo_dir / "qrels" / "ml-100k-overlap.qrels").frame
     assert set(hist.label) <= set(range(5)) and len(set(hist.label)) > 1  # rating − 1
     assert set(judge.label) <= set(range(8))
-    lines = (demo_dir / "qrels" / "ml-100k-overlap.judgments.jsonl").read_text().splitlines()
-    assert len(lines) >= len(judge)
-    assert json.loads(lines[0])["provenance"]["kind"] == "baseline"
+    from recjudge.judging.results import read_judgments
+
+    provenance, rows = read_judgments(demo_dir / "qrels" / "ml-100k-overlap.judgments.jsonl")
+    assert len(rows) >= len(judge)
+    assert provenance["kind"] == "baseline"
 
 
 def test_demo_report_figures_and_card(demo_dir):

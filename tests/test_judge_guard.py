@@ -16,6 +16,7 @@ from recjudge.cli import main
 from recjudge.judging.cache import Usage
 from recjudge.judging.parse import SINGLE, parse_answer
 from recjudge.judging.budget import cost
+from recjudge.judging.results import read_judgments
 
 N_USERS, N_ITEMS, PER_USER = 3, 30, 4
 
@@ -207,7 +208,7 @@ def test_criteria_prose_end_to_end_is_a_failure_never_a_label(ws, capsys):
         assert code == 4  # nothing judged
         assert len(server.chat_log()) == N_USERS * 2  # one pair per user, asked twice
     assert not (ws / "qrels" / "j.qrels").exists()
-    rows = [json.loads(x) for x in (ws / "qrels" / "j.judgments.jsonl").read_text().splitlines()]
+    rows = read_judgments(ws / "qrels" / "j.judgments.jsonl")[1]
     assert [(r["label"], r["reason"]) for r in rows] == [(None, "unparseable")] * N_USERS
 
 

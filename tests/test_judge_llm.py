@@ -18,6 +18,7 @@ from judge_data import movies, pairs_for
 from recjudge.data.collections import Collection
 from recjudge.errors import ConfigError
 from recjudge.judging import JudgeSettings, judge_pairs
+from recjudge.judging.results import read_judgments
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0)
 
@@ -42,8 +43,8 @@ def test_labels_come_from_the_answers_and_reach_the_qrels(fake_openai, tmp_path,
     paths = res.write(tmp_path / "qrels" / "llm.qrels")
     lines = (tmp_path / "qrels" / "llm.qrels").read_text().splitlines()
     assert sorted(lines) == sorted(f"{u} 0 {d} {int(d) % 8}" for u, d in pairs)
-    first = json.loads(paths["judgments"].read_text().splitlines()[0])
-    prov = first["provenance"]
+    prov, rows = read_judgments(paths["judgments"])
+    first = rows[0]
     assert prov["model"] == "fake-model" and prov["template"]["name"] == "baseline"
     assert len(prov["template"]["sha256"]) == 64 and prov["profiles"]["profile_size"] == 50
     assert prov["profiles"]["fields"] == ["title", "genres"] and prov["seed"] == 0
@@ -125,7 +126,7 @@ def test_persistent_failures_are_reported_and_absent_from_qrels(fake_openai, tmp
     assert len(fake_openai.chat_log()) == 1 + 2 + 3 + 2
     res.write(tmp_path / "q.qrels")
     assert (tmp_path / "q.qrels").read_text() == "u0 0 12 4\n"
-    rows = {json.loads(x)["docid"]: json.loads(x) for x in (tmp_path / "q.judgments.jsonl").read_text().splitlines()}
+    rows = {r["docid"]: r for r in read_judgments(tmp_path / "q.judgments.jsonl")[1]}
     assert rows["13"]["label"] is None and rows["13"]["status"] == "failed" and rows["13"]["reason"] == "unparseable"
     assert rows["14"]["reason"] == "server_error" and rows["15"]["reason"] == "out_of_range"
     # the failures were not cached as answers: a re-run asks exactly those three again
@@ -257,8 +258,9 @@ def test_queries_as_profiles_with_the_relevance_template(fake_openai):
     res = judge_pairs([("q1", "5"), ("q2", "6"), ("q3", "7")], movies(), config, topics=topics)
     assert res.labels == {("q1", "5"): 1, ("q2", "6"): 2}
     assert res.summary.failures == {"no_profile": 1}
-    assert {r.json["messages"][1]["content"].split("\n")[0] for r in fake_openai.chat_log()} == {
-        "Query: a comedy about dogs", "Query: dark drama"}
+    # the query opens the quoted data block
+    assert {tuple(r.json["messages"][1]["content"].split("\n")[:2]) for r in fake_openai.chat_log()} == {
+        ("<<<DATA", "Query: a comedy about dogs"), ("<<<DATA", "Query: dark drama")}
     with pytest.raises(ConfigError, match="expects query profiles"):
         judge_pairs([("u0", "5")], movies(), config)
 
@@ -495,7 +497,7 @@ def test_nothing_judged_removes_an_earlier_qrels_file(fake_openai, tmp_path):
     paths = res.write(out)
     # the old labels must not pass for this run's; the judgments say why nothing was judged
     assert not out.exists() and paths["removed_qrels"] == out and "qrels" not in paths
-    assert json.loads(paths["judgments"].read_text())["reason"] == "server_error"
+    assert [r["reason"] for r in read_judgments(paths["judgments"])[1]] == ["server_error"]
 
 
 def test_candidate_counts_leave_out_the_users_own_rating_in_prompts(fake_openai):

@@ -17,6 +17,7 @@ from judge_data import movies as _movies
 from judge_data import pairs_for
 
 from recjudge.judging import JudgeSettings, judge_pairs
+from recjudge.judging.results import read_judgments
 
 
 def movies():
@@ -170,9 +171,9 @@ def test_requests_spread_over_endpoints_and_each_label_names_its_endpoint(server
     by_endpoint = {url: sum(j.endpoints == (url,) for j in res.judgments) for url in (a.url, b.url)}
     assert by_endpoint == {a.url: na, b.url: nb}
     paths = res.write(tmp_path / "j.qrels")
-    rows = [json.loads(x) for x in paths["judgments"].read_text().splitlines()]
+    prov, rows = read_judgments(paths["judgments"])
     assert {r["repeat_endpoints"][0] for r in rows} == {a.url, b.url}
-    assert rows[0]["provenance"]["base_url"] == [a.url, b.url]
+    assert prov["base_url"] == [a.url, b.url]
     # one cache: the same two servers in the other order answer from it, asking nothing
     again = judge_pairs(PAIRS24, movies(), JudgeSettings(base_url=[b.url, a.url], **FAST),
                         cache_path=tmp_path / "c.sqlite")
@@ -213,7 +214,7 @@ def test_cli_takes_several_base_urls(servers, workspace, monkeypatch):
                  "--split", "none", "--out", str(out), "--cache", str(workspace / "c.sqlite"),
                  "--base-url", a.url, "--base-url", b.url, "--depth", "2"])
     assert code == 0 and len(a.chat_log()) + len(b.chat_log()) == 10
-    rows = [json.loads(x) for x in (workspace / "q" / "j.judgments.jsonl").read_text().splitlines()]
+    rows = read_judgments(workspace / "q" / "j.judgments.jsonl")[1]
     assert {r["repeat_endpoints"][0] for r in rows} <= {a.url, b.url} and len(rows) == 10
     from recjudge.errors import ConfigError
 

@@ -22,6 +22,7 @@ from recjudge.judging.cache import Usage
 from recjudge.judging.profile import HistoryProfiles
 from recjudge.judging.prompts import OPTIONAL, REQUIRED, prompts_dir
 from recjudge.judging.results import Overflow
+from recjudge.judging.results import read_judgments
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=2, timeout=5.0, model="fake-model")
 
@@ -262,8 +263,7 @@ def test_a_profile_above_the_context_window_is_reported_per_user_and_never_sent(
     assert s["context_overflow"] == [{"user": "u1", "estimated_tokens": counted, "window": window, "pairs": 3}]
     assert s["failures"] == {"context_overflow": 3} and s["judged"] == 3 and s["context_tokens"] == window
     assert summary["provenance"]["context_tokens_from"] == "context_tokens"
-    lines = (workspace / "q" / "j.judgments.jsonl").read_text().splitlines()
-    reasons = {(j["qid"], j["docid"]): j["reason"] for j in map(json.loads, lines)}
+    reasons = {(j["qid"], j["docid"]): j["reason"] for j in read_judgments(workspace / "q" / "j.judgments.jsonl")[1]}
     assert reasons == {**{("u0", str(d)): None for d in (50, 51, 52)},
                        **{("u1", str(d)): "context_overflow" for d in (50, 51, 52)}}
 

@@ -18,6 +18,7 @@ from recjudge.errors import ConfigError, NotConfirmed
 from recjudge.judging import JudgeSettings, judge_pairs
 from recjudge.judging import budget
 from recjudge.judging.budget import Breaker, Plan, confirm_spend
+from recjudge.judging.results import read_judgments
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, concurrency=4, timeout=5.0)
 PROSE = "Sure! I would rate this a 9 out of 7."  # parses into no label of the 0-7 scale
@@ -234,7 +235,7 @@ def test_failures_dominating_a_window_stop_the_run_and_the_rerun_resumes(fake_op
     assert len(res.labels) == 20 and s.calls <= 50 + 4 and len(fake_openai.chat_log()) <= 20 + 2 * (30 + 4)
     res.write(tmp_path / "q.qrels")
     assert len((tmp_path / "q.qrels").read_text().splitlines()) == 20  # the labels received are written
-    rows = [json.loads(x) for x in (tmp_path / "q.judgments.jsonl").read_text().splitlines()]
+    rows = read_judgments(tmp_path / "q.judgments.jsonl")[1]
     assert all(r["label"] is None and r["status"] == "failed" for r in rows if r["reason"])
     # fixed, the same run resumes: the 20 answers come from the cache, only the rest is asked
     fake_openai.rule = None

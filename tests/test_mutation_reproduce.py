@@ -248,6 +248,10 @@ def test_confusion_every_other_cell_by_hand(confusion, tmp_path, fake_openai):
     assert (got["reference_significant"], got["candidate_significant"], got["both_same_direction"]) == (
         want.reference_significant, want.candidate_significant, want.both_same_direction)
     assert c[("significance", "Compat(p=0.95)", "agreement")] == pytest.approx(want.agreement)
+    # the share of the 15 system pairs both label sets call significant in the same direction
+    assert want.n_pairs == 15 and want.both_same_direction > 0
+    assert c[("significance", "Compat(p=0.95)", "both significant, same direction")] == pytest.approx(
+        want.both_same_direction / 15)
 
     # Table 1: Judged@100 per group, mean over the group's systems of the mean over users
     groups = {n: "pooled" if i % 3 == 0 else "non-pooled" for i, n in enumerate(CONFUSED_SYSTEMS)}

@@ -125,7 +125,7 @@ def test_the_protocol_filter_keeps_every_judged_user_and_says_so(tmp_path, capsy
 
     folder = _release(tmp_path, lambda pid: range(1, 9) if pid == 1 else range(pid, pid + 25))
     out = tmp_path / "runs"
-    assert main(["train", "--protocol", "penha2025", "--collection", str(folder), "--grid",
+    assert main(["train", "--protocol", "penha2025", "--min-rating", "0", "--collection", str(folder), "--grid",
                  str(tmp_path / "native.toml"), "--out", str(out)]) == 0
     thin = str(1 + ML32M_EXT_USER_OFFSET)
     err = capsys.readouterr().err
@@ -145,7 +145,7 @@ def test_a_judged_user_the_filter_would_empty_is_an_error_naming_them(tmp_path, 
     # participant 2 rated only movies nobody else rated (ids 500+): each has 1 rating, none survives ≥ 20
     folder = _release(tmp_path, lambda pid: range(500, 525) if pid == 2 else range(pid, pid + 25))
     out = tmp_path / "runs"
-    assert main(["train", "--protocol", "penha2025", "--collection", str(folder), "--grid",
+    assert main(["train", "--protocol", "penha2025", "--min-rating", "0", "--collection", str(folder), "--grid",
                  str(tmp_path / "native.toml"), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "--min-interactions 20 removes every rating of 1 user(s) the human qrels judge" in err

@@ -63,7 +63,10 @@ def read_text(source: Source, what: str = "file") -> tuple[str, str]:
 
 def existing_file(source: str | os.PathLike, what: str) -> Path:
     """``source`` as a Path, or the InputError of a missing file or of a folder where a file is wanted."""
+    from .outputs import recover
+
     path, name = Path(source), os.fspath(source)
+    recover(path.parent)  # a set a killed process was committing here: read the new one, whole
     if not path.exists():
         raise InputError(name, f"{what} not found", "check the path")
     if path.is_dir():
@@ -112,18 +115,24 @@ def read_concurrently(read: Callable[[T], R], sources: Sequence[T], workers: int
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write to a temp file beside ``path`` and rename it into place only on success.
 
-    A ``.gz`` path is gzip-compressed. Nothing half-written is ever left at ``path``.
+    A ``.gz`` path is gzip-compressed. Nothing half-written is ever left at ``path``. Inside
+    :func:`recjudge.outputs.output_set` the rename waits for the whole set. A full disk or another
+    write error names ``path`` (and the free space left).
     """
+    from .outputs import current, disk_error, recover
+
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(str(path), f"cannot create the folder {path.parent}: {exc.strerror}") from None
+    recover(path.parent)  # a set a killed process was committing here is completed first
     sweep_stale_temps(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise OutputError(str(path), f"cannot write into {path.parent}: {exc.strerror}") from None
+        raise disk_error(path, exc) from None
+    staged = current()
     try:
         # mkstemp creates 0600; give the file the mode a plain open() would
         os.chmod(tmp, 0o666 & ~_umask())
@@ -142,15 +151,37 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
                 with io.TextIOWrapper(raw, encoding=encoding, newline="\n") as fh:
                     yield fh
                     fh.flush()
-                    os.fsync(raw.fileno())
+                    os.fsync(raw.fileno())  # closing the wrapper closes raw too
+            if not raw.closed:
+                raw.flush()
+                os.fsync(raw.fileno())
+        if staged is not None:
+            staged.stage(Path(tmp), path)
+            return
         try:
             os.replace(tmp, path)
         except OSError as exc:
             raise OutputError(str(path), f"cannot replace it: {exc.strerror}") from None
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise disk_error(path, exc) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def remove_output(path: str | os.PathLike) -> None:
+    """Remove an earlier output this command no longer writes (with the set, inside one)."""
+    from .outputs import current
+
+    staged = current()
+    if staged is not None:
+        staged.remove(Path(path))
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _temp_prefix(path: Path) -> str:

@@ -84,6 +84,18 @@ def _logging(verbose: bool, quiet: bool):
         own.setLevel(saved[1])
 
 
+# Commands whose outputs are one set, committed when the command returns (recjudge.outputs). train
+# commits each system's run with its sidecar (a killed training keeps the systems done), reproduce
+# and demo their report; each reads files it wrote earlier in the run.
+_ONE_SET = ("evaluate", "compare", "compare-settings", "agreement", "fill", "ties", "judge", "audit", "ablate")
+
+
+def _outputs(command: str):
+    from ..outputs import output_set
+
+    return output_set() if command in _ONE_SET else contextlib.nullcontext()
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C so temp files are removed and caches closed on the way out."""
 
@@ -103,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
     previous = _install_sigterm()
     try:
-        with _logging(args.verbose, args.quiet):
+        with _logging(args.verbose, args.quiet), _outputs(args.command):
             return int(args.func(args) or 0)
     except RecjudgeError as exc:
         print(f"recjudge {args.command}: error: {exc}", file=sys.stderr)

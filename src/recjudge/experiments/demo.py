@@ -262,15 +262,17 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     say("      " + _tie_summary(audit["systems"]))
 
     steps.start("write the report")
+    from ..outputs import output_set
     from ..report.demo import write_demo_report
 
     elapsed = steps.times
-    report = write_demo_report(
-        out, settings=s, collection=collection, split_info=info, train_results=results,
-        historical=historical, judge_q=judge_q, judged=judged, judge_name=judge_name, filled=filled,
-        calibration=cal, item_agreement=item_agreement, sweep=sweep, compare_result=cmp, scenario=scen,
-        audit=audit, paths={**paths, **({"sources": sources} if sources else {})}, step_times=elapsed,
-        fill_needs=fill_needs(cal) if filled is None else "")
+    with output_set():  # the report, its figures and card.json replace the old ones together
+        report = write_demo_report(
+            out, settings=s, collection=collection, split_info=info, train_results=results,
+            historical=historical, judge_q=judge_q, judged=judged, judge_name=judge_name, filled=filled,
+            calibration=cal, item_agreement=item_agreement, sweep=sweep, compare_result=cmp, scenario=scen,
+            audit=audit, paths={**paths, **({"sources": sources} if sources else {})}, step_times=elapsed,
+            fill_needs=fill_needs(cal) if filled is None else "")
     total = steps.close()
     summary = {
         "seconds": round(total, 1),

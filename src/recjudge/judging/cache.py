@@ -6,14 +6,25 @@ same model name served by two different servers never shares answers. The schema
 on open: a cache of another version is refused with the way out. A row keeps the raw answer, the labels by item, the parse status, token usage, latency and
 the (redacted) error. Only ``ok`` rows count as answered: failed or partial calls are asked again on
 the next run, so re-running a command resumes it and a killed run loses only calls in flight.
+
+The file is marked as recjudge's (SQLite ``application_id``): another program's SQLite file, or a
+cache whose tables or columns are missing, is refused without being changed. One process at a time
+uses a cache (an advisory lock on ``<cache>.lock``, holding its PID); a second run on the same
+cache refuses at once naming the first. What comes back from the cache is checked like what comes
+from an endpoint: a row whose labels are not whole numbers of the template's scale, one for each of
+its items, is a miss (asked again, and counted in :attr:`JudgeCache.invalid`). A write that cannot
+succeed (locked, disk full, read-only) raises :class:`CacheWriteError` naming the file and the cause.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,9 +32,16 @@ from typing import Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
 
-__all__ = ["Usage", "CallRecord", "JudgeCache", "cache_key", "prompt_hash", "merge_records"]
+__all__ = ["Usage", "CallRecord", "CacheWriteError", "JudgeCache", "cache_key", "prompt_hash", "merge_records",
+           "APPLICATION_ID"]
 
 SCHEMA_VERSION = "2"  # 2: the endpoint entered the key; rows record the endpoint that answered
+APPLICATION_ID = 0x524A4447  # "RJDG" in SQLite's application_id: this file is a recjudge judgment cache
+BUSY_SECONDS = 5.0  # how long a write waits for another connection's lock before it is an error
+
+
+class CacheWriteError(ConfigError):
+    """An answer could not be written to the cache: no further call should be paid for."""
 
 
 @dataclass(frozen=True)
@@ -85,19 +103,40 @@ _COLUMNS = ("key", "qid", "items", "repeat", "status", "reason", "error", "raw",
 
 
 class JudgeCache:
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, scale: tuple[int, int] | None = None):
+        """Open (or create) the cache at ``path``; ``scale`` (lowest, highest label) checks what it returns."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.scale = scale
+        self.invalid: list[tuple[str, str]] = []  # (key, why) of rows read back as misses
+        self._db = None
+        self._lock = None
+        memory = str(path) == ":memory:"
+        if not memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = _ProcessLock.acquire(self.path)
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
-            if getattr(self, "_db", None) is not None:
-                self._db.close()
-            raise ConfigError(f"the judgment cache {self.path} is not a recjudge cache ({exc}); give another "
-                              "--cache path") from None
+            self._release()
+            raise ConfigError(f"the judgment cache {self.path} could not be opened: {_cause(exc, self.path)}; "
+                              "give another --cache path") from None
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _open(self) -> None:
-        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        existed = str(self.path) != ":memory:" and self.path.exists() and self.path.stat().st_size > 0
+        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_SECONDS)
+        if existed:
+            self._check_ours()
         self._db.execute("PRAGMA journal_mode=WAL")
         # NORMAL loses nothing on a process kill (only on power loss) and is much faster than FULL
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -114,18 +153,46 @@ class JudgeCache:
                 created REAL);
             CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT);
             """)
+        self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         (found,) = self._db.execute("SELECT v FROM meta WHERE k = 'schema'").fetchone()
         if found != SCHEMA_VERSION:
-            self._db.close()
             # keys of another schema are computed differently: their answers would never be found
             # (re-paying every call) or, worse, found for the wrong endpoint
             raise ConfigError(f"the judgment cache {self.path} has schema version {found}, this recjudge "
                               f"writes version {SCHEMA_VERSION} (its keys include the endpoint); give a new "
                               "--cache path, or move the old file away to start afresh")
 
+    def _check_ours(self) -> None:
+        """Refuse, before anything is written, a file that is not a whole recjudge cache."""
+        (app,) = self._db.execute("PRAGMA application_id").fetchone()
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if app not in (0, APPLICATION_ID):
+            raise ConfigError(f"{self.path} is another program's SQLite file (application_id {app:#x}), not a "
+                              "recjudge judgment cache; it was left unchanged — give another --cache path")
+        if "meta" in tables:
+            found = self._db.execute("SELECT v FROM meta WHERE k = 'schema'").fetchone()
+            if found is not None and found[0] != SCHEMA_VERSION:
+                raise ConfigError(f"the judgment cache {self.path} has schema version {found[0]}, this recjudge "
+                                  f"writes version {SCHEMA_VERSION} (its keys include the endpoint); give a new "
+                                  "--cache path, or move the old file away to start afresh")
+        if app == 0 and not {"calls", "meta"} & tables:
+            # an unmarked file is adopted only when it is a cache written before the mark
+            raise ConfigError(f"{self.path} is not a recjudge judgment cache (its tables: "
+                              f"{', '.join(sorted(tables)) or 'none'}); it was left unchanged — give another "
+                              "--cache path")
+        missing_tables = sorted({"calls", "meta"} - tables)
+        if missing_tables:
+            raise ConfigError(f"the judgment cache {self.path} is damaged: table(s) {', '.join(missing_tables)} "
+                              "missing; move it away (its answers cannot be trusted) or give another --cache path")
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(calls)")}
+        lacking = [c for c in _COLUMNS if c not in columns]
+        if lacking:
+            raise ConfigError(f"the judgment cache {self.path} is damaged: table calls lacks column(s) "
+                              f"{', '.join(lacking)}; move it away or give another --cache path")
+
     def close(self) -> None:
-        self._db.close()
+        self._release()
 
     def __enter__(self) -> JudgeCache:
         return self
@@ -143,13 +210,49 @@ class JudgeCache:
             rows = self._db.execute(
                 f"SELECT {', '.join(_COLUMNS)} FROM calls WHERE status = 'ok' AND key IN ({marks})", chunk)
             for row in rows:
-                rec = _record(row)
-                out[rec.key] = rec
+                rec, why = self._checked(row)
+                if rec is not None:
+                    out[rec.key] = rec
+                else:
+                    self._set_invalid(row[0], why)
         return out
+
+    def _checked(self, row) -> tuple[CallRecord | None, str]:
+        """The row as a record, or (None, why) when it is not an answer recjudge could have written."""
+        try:
+            rec = _record(row)
+        except (ValueError, TypeError) as exc:
+            return None, f"unreadable row ({exc})"
+        items = rec.items
+        if not isinstance(rec.labels, dict):
+            return None, f"labels {rec.labels!r} are not a mapping of item to label"
+        if set(rec.labels) != set(items) or len(set(items)) != len(items):
+            return None, f"labels for {sorted(map(str, rec.labels))} where the call asked for {list(items)}"
+        for item, label in rec.labels.items():
+            if isinstance(label, bool) or not isinstance(label, int):
+                return None, f"label {label!r} of item {item} is not a whole number"
+            if self.scale is not None and not self.scale[0] <= label <= self.scale[1]:
+                return None, f"label {label} of item {item} is outside the scale {self.scale[0]}-{self.scale[1]}"
+        return rec, ""
+
+    def _set_invalid(self, key: str, why: str) -> None:
+        """An invalid ``ok`` row becomes a miss: kept for inspection, replaced by the next answer."""
+        self.invalid.append((key, why))
+        self._write("UPDATE calls SET status = 'invalid', reason = ? WHERE key = ?", (f"invalid cache row: {why}", key))
 
     def get(self, key: str) -> CallRecord | None:
         row = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM calls WHERE key = ?", (key,)).fetchone()
-        return _record(row) if row is not None else None
+        if row is None:
+            return None
+        rec, _ = self._checked(row) if row[4] == "ok" else (_safe_record(row), "")
+        return rec
+
+    def _write(self, sql: str, values: Sequence) -> None:
+        try:
+            self._db.execute(sql, values)
+        except sqlite3.DatabaseError as exc:
+            raise CacheWriteError(f"could not write to the judgment cache {self.path}: {_cause(exc, self.path)}; "
+                                  "no further call is made, and the answers received are kept in the outputs") from None
 
     def put(self, rec: CallRecord, template_hash: str, model: str, params: Mapping, prompt_sha: str) -> CallRecord:
         """Store a call and return what the cache now holds for its key.
@@ -172,7 +275,7 @@ class JudgeCache:
             rec.usage.reasoning, rec.latency, rec.attempts, rec.via, rec.mode, template_hash, model,
             json.dumps(dict(sorted(params.items())), default=str), prompt_sha, time.time(), rec.endpoint)
         marks = ",".join("?" * len(_COLUMNS))
-        self._db.execute(
+        self._write(
             f"INSERT INTO calls ({', '.join(_COLUMNS)}) VALUES ({marks}) ON CONFLICT(key) DO UPDATE SET "
             + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
             + " WHERE calls.status != 'ok'", values)
@@ -217,6 +320,113 @@ def merge_records(old: CallRecord, new: CallRecord) -> CallRecord:
         return replace(new, status="ok", reason=None, error=None, labels=labels, criteria=criteria, item_errors={})
     status = "partial" if labels else new.status
     return replace(new, status=status, labels=labels, criteria=criteria, item_errors=errors)
+
+
+def _safe_record(row) -> CallRecord | None:
+    try:
+        return _record(row)
+    except (ValueError, TypeError):
+        return None
+
+
+def _cause(exc: sqlite3.DatabaseError, path: Path) -> str:
+    """Why SQLite could not use ``path``, in words a user can act on."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        holders = _lock_holders(path)
+        who = f"PID {', '.join(map(str, holders))}" if holders else "another process"
+        return f"locked by {who} for more than {BUSY_SECONDS:g} s ({text})"
+    if "disk is full" in text or "disk I/O" in text:
+        try:
+            free = shutil.disk_usage(path.parent).free
+            return f"the disk is full ({free:,} bytes free on {path.parent}) ({text})"
+        except OSError:
+            return f"the disk is full ({text})"
+    if "readonly" in text or "read-only" in text:
+        return f"the file or its folder is read-only ({text})"
+    if "not a database" in text or "malformed" in text:
+        return f"not a SQLite database, or a damaged one ({text})"
+    return text
+
+
+def _lock_holders(path: Path) -> list[int]:
+    """PIDs holding POSIX locks on ``path`` (Linux's /proc/locks; empty where it cannot tell)."""
+    try:
+        st = os.stat(path)
+        want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        with open("/proc/locks", encoding="ascii") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    pids = set()
+    for line in lines:
+        parts = line.split()
+        dev = next((p for p in parts if p.count(":") == 2), None)
+        if dev == want:
+            try:
+                pids.add(int(parts[parts.index(dev) - 1]))
+            except (ValueError, IndexError):
+                continue
+    return sorted(pids - {os.getpid()})
+
+
+class _ProcessLock:
+    """One process at a time on a cache: an exclusive ``flock`` on ``<cache>.lock`` holding the owner's
+    PID. Opens of the same cache within one process share it."""
+
+    _held: dict[str, list] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, key: str):
+        self.key = key
+
+    @classmethod
+    def acquire(cls, path: Path) -> _ProcessLock:
+        import fcntl
+
+        key = str(path.resolve())
+        with cls._guard:
+            entry = cls._held.get(key)
+            if entry is not None:
+                entry[1] += 1
+                return cls(key)
+            lock_path = Path(key + ".lock")
+            try:
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise ConfigError(f"the judgment cache {path} cannot be locked ({lock_path}: {exc.strerror}); "
+                                  "check that its folder is writable, or give another --cache path") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                owner = ""
+                try:
+                    owner = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+                except OSError:
+                    pass
+                os.close(fd)
+                if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise ConfigError(f"the judgment cache {path} is in use by another recjudge run"
+                                      + (f" (PID {owner})" if owner else "") + "; wait for it to finish (a second "
+                                      "run would pay for the same prompts again), or give another --cache path") from None
+                raise ConfigError(f"the judgment cache {path} cannot be locked ({exc.strerror})") from None
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+            except OSError:
+                pass  # the PID is a courtesy; the lock itself is what matters
+            cls._held[key] = [fd, 1]
+            return cls(key)
+
+    def release(self) -> None:
+        with self._guard:
+            entry = self._held.get(self.key)
+            if entry is None:
+                return
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._held[self.key]
+                os.close(entry[0])  # closing the descriptor releases the flock
 
 
 def _record(row) -> CallRecord:

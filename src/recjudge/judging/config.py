@@ -182,6 +182,11 @@ class JudgeSettings(Settings):
                 raise Conflict(f"the endpoint URL {public_url(url)} carries credentials (user:password@ before the "
                                f"host); remove them from {{base_url}} and put the key in the environment variable "
                                f"named by {{api_key_env}} (now {self.api_key_env})", "base_url", "api_key_env")
+            if url and (urlsplit(url).fragment or "#" in url):
+                # a fragment is never sent: the probe's GET /v1/models#x and the chat calls would
+                # go to different places, and a key written after # would land in caches and logs
+                raise Conflict(f"the endpoint URL {public_url(url).split('#', 1)[0]}#… carries a #fragment; give "
+                               "{base_url} without it (e.g. http://host:8000/v1)", "base_url")
             if url and urlsplit(url).query:
                 # the openai client appends paths after the query string (POST /v1?x=1/chat/...);
                 # a key passed this way would also be written wherever the URL is

@@ -39,7 +39,7 @@ from ..urls import public_url
 from .backend import make_backend
 from .budget import (Breaker, Budget, Plan, confirm_spend, cost, estimate_messages_tokens, model_entry,
                      output_estimate, safe_messages_tokens)
-from .cache import CallRecord, JudgeCache, Usage, cache_key, prompt_hash
+from .cache import CacheWriteError, CallRecord, JudgeCache, Usage, cache_key, prompt_hash
 from .dialects import DIALECTS, get_dialect, is_openai_host
 from .client import Request
 from .profile import candidates_block
@@ -139,6 +139,7 @@ class LLMJob:
         self.budget = Budget(self.config, self.price)
         self.breaker = Breaker(self.config.stop_after_first, self.config.stop_window, self.config.stop_share)
         self.halted: set[str] = set()  # keys of requests not started: the breaker had stopped the run
+        self.cache_error: str | None = None  # why the cache could not keep an answer (the run then stops)
         self.fatal: Exception | None = None  # an answer no call can get past (refused key, unknown model)
         self._paid_failed: dict[str, Usage] = {}  # failed calls the server answered (billed): their tokens
         self._planned_reqs: list[list[Request]] | None = None  # every user's requests to make, once planned
@@ -195,7 +196,7 @@ class LLMJob:
         path = self.ctx.cache_path
         if path is None or (self.config.dry_run and not Path(path).exists()):
             path = ":memory:"  # a dry run reads an existing cache and creates none
-        self.cache = JudgeCache(path)
+        self.cache = JudgeCache(path, scale=self.template.scale)
         backend = None
         try:
             if self.config.dry_run:
@@ -344,7 +345,16 @@ class LLMJob:
 
     def store(self, rec: CallRecord, req: Request) -> None:
         # the cache merges labels an earlier partial answer gave; keep what it holds
-        stored = self.cache.put(rec, self.template.sha256, self.config.model, self.key_params, req.prompt_sha)
+        try:
+            stored = self.cache.put(rec, self.template.sha256, self.config.model, self.key_params, req.prompt_sha)
+        except CacheWriteError as exc:
+            # a paid answer the cache cannot keep is kept here, written to the outputs, and nothing
+            # more is asked (every further answer would meet the same locked or full file)
+            stored = rec
+            if self.cache_error is None:
+                self.cache_error = str(exc)
+                log.error("%s", exc)
+                self.breaker.trip(str(exc))
         self.results[req.key] = rec if stored.status == rec.status and stored.labels == rec.labels else \
             _for_request(stored, req) or rec
         # a call stored again (a batch's next round) counts once, by its latest outcome
@@ -432,6 +442,7 @@ class LLMJob:
             planned_calls=self.planned, calls=self.calls, attempts=attempts, cache_hits=self.hits,
             skipped_calls=self.skipped, stopped=self.budget.stopped, usage=usage,
             halted_calls=len(self.halted), stopped_early=self.breaker.tripped,
+            cache_invalid=tuple(f"{why} (key {key[:12]})" for key, why in self.cache.invalid),
             paid_failed_calls=len(self._paid_failed), paid_failed_usage=sum(self._paid_failed.values(), Usage()),
             answered_calls=self.outcomes["ok"], partial_calls=self.outcomes["partial"],
             failed_calls=self.outcomes["failed"], shared_calls=self.shared,

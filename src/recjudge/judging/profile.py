@@ -109,14 +109,21 @@ def _format(field: str, value, rating_max: str = "5") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "unknown"
     if isinstance(value, (tuple, list, np.ndarray)):
-        return ", ".join(str(v) for v in value) if len(value) else "unknown"
+        return _quoted(", ".join(str(v) for v in value)) if len(value) else "unknown"
     if field in ("year", "num_ratings"):
         return str(int(value))
     if field == "runtime":
         return f"{int(round(float(value)))} min"
     if field == "avg_rating":
         return f"{float(value):.2f}/{rating_max}"
-    return " ".join(str(value).split())  # one line per item
+    return _quoted(str(value))
+
+
+def _quoted(text: str) -> str:
+    """Item text as the prompts quote it: one line per item, and the data markers of the shipped
+    templates (<<<DATA ... DATA>>>) defused, so an item cannot close the quotation and speak as the prompt."""
+    text = " ".join(text.split())
+    return text.replace("<<<", "‹‹‹").replace(">>>", "›››") if "<<<" in text or ">>>" in text else text
 
 
 def _fmt_rating(r: float) -> str:

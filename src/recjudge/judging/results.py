@@ -15,14 +15,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .._io import atomic_write, write_json
+from .._io import atomic_write, remove_output, write_json
 from ..data.trec import Qrels, write_qrels
 from ..errors import ConfigError
 from ..evaluation.calibration import round_half_up
 from .cache import Usage
 from .config import AGGREGATIONS
 
-__all__ = ["Judgment", "Agreement", "Overflow", "Summary", "JudgeResult", "output_paths", "aggregate_labels",
+__all__ = ["read_judgments", "JUDGMENTS_FORMAT", "Judgment", "Agreement", "Overflow", "Summary", "JudgeResult", "output_paths", "aggregate_labels",
            "repeat_agreement", "alpha_interval"]
 
 log = logging.getLogger("recjudge.judging")
@@ -115,6 +115,9 @@ class Summary:
     stopped_early: str | None = None   # why the breaker stopped the run: the cause and what the server said
     paid_failed_calls: int = 0  # failed calls the server answered (HTTP 2xx): billed, yet no label
     paid_failed_usage: Usage = Usage()  # their tokens, as the answers report them
+    # judged pairs whose candidate's shown text reads like an instruction to the judge (bias.InjectionCheck)
+    injection: Mapping[str, Any] | None = None
+    cache_invalid: tuple[str, ...] = ()  # cached rows read back as invalid (asked again): why, per row
 
     def call_counts(self) -> dict[str, int]:
         """The parts planned calls split into; they add up to ``planned_calls``."""
@@ -185,6 +188,11 @@ class Summary:
             rows.append(("repeat agreement", f"{a.repeats} repeats over {a.pairs:,} pairs: all equal "
                                              f"{a.all_equal:.3f}, pairwise exact {a.pairwise_exact:.3f}, "
                                              f"Krippendorff alpha (interval) {a.alpha_interval:.3f}"))
+        if self.injection:
+            rows.append(("WARNING injection", self.injection["text"]))
+        if self.cache_invalid:
+            rows.append(("WARNING cache", f"{len(self.cache_invalid):,} cached answer(s) were invalid and asked again: "
+                                          + "; ".join(self.cache_invalid[:3]) + (" …" if len(self.cache_invalid) > 3 else "")))
         rows.append(("time", f"{self.elapsed:.1f} s"))
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
@@ -236,6 +244,12 @@ class JudgeResult:
               summary_path: str | os.PathLike | None = None, protocol=None) -> dict[str, Path]:
         """Write qrels, the judgments JSONL and a summary JSON, each atomically; the summary names
         ``protocol`` (a ProtocolUse) when the judging followed one."""
+        from ..outputs import output_set
+
+        with output_set():  # qrels, log and summary replace the old ones together
+            return self._write(qrels_path, judgments_path, summary_path, protocol)
+
+    def _write(self, qrels_path, judgments_path, summary_path, protocol) -> dict[str, Path]:
         qrels_path = Path(qrels_path)
         default_judgments, default_summary = output_paths(qrels_path)
         judgments_path = Path(judgments_path or default_judgments)
@@ -247,11 +261,13 @@ class JudgeResult:
         elif qrels_path.exists():
             # nothing judged: an older qrels file here would pass for this run's labels, and an
             # empty qrels file is not valid input either
-            qrels_path.unlink()
+            remove_output(qrels_path)
             log.warning("no pair was judged: removed the earlier %s", qrels_path)
             out["removed_qrels"] = qrels_path
         prov = dict(self.provenance)
         with atomic_write(judgments_path) as fh:
+            # the run's details once, on the first line; then one line per pair (read_judgments)
+            fh.write(json.dumps({"format": JUDGMENTS_FORMAT, "provenance": prov}, separators=(",", ":")) + "\n")
             for j in self.judgments:
                 fh.write(json.dumps({
                     "qid": j.qid, "docid": j.docid, "label": j.label, "status": j.status, "reason": j.reason,
@@ -259,13 +275,41 @@ class JudgeResult:
                     **({"criteria": list(j.criteria)} if any(c for c in j.criteria) else {}),
                     **({"score": j.score} if j.score is not None else {}),
                     **({"repeat_endpoints": list(j.endpoints)} if any(j.endpoints) else {}),
-                    "from_cache": j.from_cache, "usage": j.usage.as_dict(), "provenance": prov,
+                    "from_cache": j.from_cache, "usage": j.usage.as_dict(),
                 }, separators=(",", ":")) + "\n")
         out["judgments"] = judgments_path
         write_json(summary_path, {"summary": self.summary.as_dict(), "provenance": prov,
                                   **({"protocol": protocol.as_dict()} if protocol is not None else {})})
         out["summary"] = summary_path
         return out
+
+
+JUDGMENTS_FORMAT = "recjudge-judgments/2"  # 2: the provenance on a header line, not on every pair's
+
+
+def read_judgments(path: str | os.PathLike) -> tuple[dict, list[dict]]:
+    """A judgments log: (the run's provenance, one dict per pair). A log written before the header
+    (each line carrying the provenance) reads the same."""
+    from ..errors import InputError
+
+    provenance: dict = {}
+    rows: list[dict] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise InputError(str(path), f"not JSON ({exc.msg})", "a judgments log is JSON Lines as "
+                                 "recjudge judge writes it", line=n) from None
+            if n == 1 and "format" in row and "qid" not in row:
+                provenance = dict(row.get("provenance") or {})
+                continue
+            if "provenance" in row:
+                provenance = provenance or dict(row.pop("provenance"))
+            rows.append(row)
+    return provenance, rows
 
 
 def output_paths(qrels_path: str | os.PathLike) -> tuple[Path, Path]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -16,6 +18,8 @@ from .results import JudgeResult
 from .select import Pair
 
 __all__ = ["judge_pairs"]
+
+log = logging.getLogger("recjudge.judging")
 
 
 def judge_pairs(pairs: Iterable[Pair | tuple[str, str]], collection=None, config: JudgeSettings | None = None,
@@ -45,4 +49,20 @@ def judge_pairs(pairs: Iterable[Pair | tuple[str, str]], collection=None, config
         progress(f"plan: {len(pairs):,} pairs for the {config.judge} judge, offline: no calls are paid")
     ctx = JudgeContext(pairs, collection, profiles, config, Path(cache_path) if cache_path else None, name,
                        history, progress)
-    return spec.run(ctx)
+    result = spec.run(ctx)
+    return _with_injection_check(result, collection, profiles)
+
+
+def _with_injection_check(result: JudgeResult, collection, profiles: ProfileSource) -> JudgeResult:
+    """Say in the summary (and the log) when judged candidates carry text that addresses the judge."""
+    from .injection import check_injections
+
+    fields = getattr(profiles, "fields", None)
+    if result.summary.dry_run or not fields:
+        return result
+    check = check_injections(result.labels, collection, fields)
+    if check is None:
+        return result
+    log.warning("%s", check.format())
+    summary = dataclasses.replace(result.summary, injection={**check.as_dict(), "text": check.format()})
+    return dataclasses.replace(result, summary=summary)

@@ -169,8 +169,13 @@ def write_report(out_dir: str | os.PathLike, markdown: str, title: str, protocol
     if use is not None:
         head, _, rest = markdown.partition("\n")
         markdown = f"{head}\n\n{md_text(use.describe())}.\n{rest}"
+    from ..outputs import current
+
     out = Path(out_dir)
     page = render_html(markdown, title)  # rendered before anything is written
+    staged = current()
+    if staged is not None:
+        staged.own(out)  # the folder holds this report: figures only its earlier one had go with it
     path = out / "report.md"
     with atomic_write(path) as fh:
         fh.write(markdown)

@@ -261,11 +261,13 @@ def _json(result) -> dict:
 def write_reproduce_report(result, out_dir: str | os.PathLike) -> dict[str, Path]:
     """Write report.md, report.html, figures/*.png and reproduce.json into ``out_dir``."""
     from .._io import write_json
+    from ..outputs import output_set
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    figure_paths = _plot_figures(result, out / "figures")
-    md = write_report(out, _markdown(result, figure_paths, out), "recjudge reproduce penha2025")
-    write_json(out / "reproduce.json", _json(result))
+    with output_set():  # the report, its figures and the JSON replace the old ones together
+        figure_paths = _plot_figures(result, out / "figures")
+        md = write_report(out, _markdown(result, figure_paths, out), "recjudge reproduce penha2025")
+        write_json(out / "reproduce.json", _json(result))
     return {"md": md, "html": out / "report.html", "json": out / "reproduce.json",
             **{f"figure:{k}": v for k, v in figure_paths.items()}}

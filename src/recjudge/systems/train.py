@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import write_json
+from ..outputs import output_set
 from ..data.collections import Collection
 from ..data.splits import Split
 from ..data.trec import TIE_POLICIES, Run, resolve_ties, tied_user_share, write_run
@@ -288,9 +289,8 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
 
             import_recbole()  # once, outside the timer: a system's time should not include importing torch
             recbole_ready = True
-        # a run from another key must not survive a failed retrain and be read as this one's
-        for stale in (run_path, meta_path):
-            stale.unlink(missing_ok=True)
+        # a run from another key stays with its own sidecar until the new pair replaces both at once
+        # (a failed retrain leaves the old pair, which its key says is not this configuration's)
         reason = "" if meta is None else f" ({why_not or 'RecBole evaluation asked for'}; retraining)"
         say(f"{head}: training {cfg.model}{reason}")
         t0 = time.perf_counter()
@@ -309,28 +309,31 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
                                        evaluate=evaluate, verbose=verbose, threads=threads)
             t_train = time.perf_counter() - t0
             run, share, raw = _export(model, users, history, k, cfg.name, tie_policy, tie_seed)
-            write_run(run, run_path)
-            run_hash = file_sha256(run_path)
-            if raw_path is not None:
-                raw_path.parent.mkdir(parents=True, exist_ok=True)
-                write_run(_in_score_order(raw), raw_path)
-            seconds = time.perf_counter() - t0
-            record = {
-                "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
-                "group": cfg.group,
-                "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs, "threads": threads,
-                "device": device, "collection": sp.collection.name, "split": dict(sp.info),
-                "collection_filters": {k: sp.collection.info[k] for k in ("sample_users", "min_interactions")
-                                       if k in sp.collection.info},
-                "split_fingerprint": fingerprint, "run_sha256": run_hash, "users": int(run.frame.qid.nunique()),
-                **({"raw_sha256": file_sha256(raw_path)} if raw_path is not None else {}),
-                "catalogue_items": int(len(model.items)), "tied_user_share": share,
-                "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),
-                "recbole_test": model.recbole_test,
-            }
-            if protocol is not None:
-                record["protocol"] = protocol.as_dict()
-            write_json(meta_path, record)
+            # the run, its raw ranking and its sidecar replace the old ones together: a sidecar never
+            # vouches for another run, and a killed training keeps the systems done before it
+            with output_set() as staged:
+                write_run(run, run_path)
+                run_hash = file_sha256(staged.content(run_path))
+                if raw_path is not None:
+                    raw_path.parent.mkdir(parents=True, exist_ok=True)
+                    write_run(_in_score_order(raw), raw_path)
+                seconds = time.perf_counter() - t0
+                record = {
+                    "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
+                    "group": cfg.group,
+                    "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs, "threads": threads,
+                    "device": device, "collection": sp.collection.name, "split": dict(sp.info),
+                    "collection_filters": {k: sp.collection.info[k] for k in ("sample_users", "min_interactions")
+                                           if k in sp.collection.info},
+                    "split_fingerprint": fingerprint, "run_sha256": run_hash, "users": int(run.frame.qid.nunique()),
+                    **({"raw_sha256": file_sha256(staged.content(raw_path))} if raw_path is not None else {}),
+                    "catalogue_items": int(len(model.items)), "tied_user_share": share,
+                    "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),
+                    "recbole_test": model.recbole_test,
+                }
+                if protocol is not None:
+                    record["protocol"] = protocol.as_dict()
+                write_json(meta_path, record)
             say(f"{head}: done in {seconds:.1f} s, {record['users']} users, "
                 f"ties before policy in {share:.0%} of top-{k} lists")
             results.append(TrainResult(cfg.name, cfg.model, "trained", run_path, key, seconds, t_train,
