@@ -42,11 +42,12 @@ def _title(m: int) -> str:
 
 def release(root, seed=0, after_make=False, qrels_files=("p2-interest.qrels", "p2-rating.qrels"),
             participants=PARTICIPANTS, ml_users=ML_USERS, movies=MOVIES, in_database=IN_DATABASE,
-            profile_items=6, judged_items=7, ml_items=5, profile_movies=None):
+            profile_items=6, judged_items=7, ml_items=5, profile_movies=None, ratings=HALVES):
     """A release folder; with ``after_make``, also what make.sh writes. Returns (folder, facts).
 
     ``profile_movies(pid)``: the movies participant ``pid`` rated (default: ``profile_items`` drawn
-    from ``movies``); movies of their own make a participant recognisable from any prompt."""
+    from ``movies``); movies of their own make a participant recognisable from any prompt.
+    ``ratings``: the star ratings profiles and ML-32M rows are drawn from (default every half star)."""
     rng = random.Random(seed)
     folder = root / "ml-32m-ext"
     profiles, p2, interest = [], [], {}
@@ -54,7 +55,7 @@ def release(root, seed=0, after_make=False, qrels_files=("p2-interest.qrels", "p
         did = pid + ML32M_EXT_USER_OFFSET
         rated = list(profile_movies(pid)) if profile_movies is not None else rng.sample(list(movies), profile_items)
         for m in rated:
-            profiles.append([pid, did, m, rng.choice(HALVES)])
+            profiles.append([pid, did, m, rng.choice(ratings)])
         judged = rng.sample(list(movies), judged_items)
         ranked = dict(zip(judged[:3], ("1", "2", "3")))
         for m in judged:
@@ -74,7 +75,7 @@ def release(root, seed=0, after_make=False, qrels_files=("p2-interest.qrels", "p
         path.parent.mkdir(parents=True, exist_ok=True)
         labels = interest if "interest" in name else {k: 1 for k in interest}
         path.write_text("".join(f"{q} 0 {d} {lab}\n" for (q, d), lab in sorted(labels.items())))
-    ml = [[u, m, rng.choice(HALVES), 1_000_000 + 10 * i] for i, (u, m) in
+    ml = [[u, m, rng.choice(ratings), 1_000_000 + 10 * i] for i, (u, m) in
           enumerate((u, m) for u in ml_users for m in rng.sample(list(movies), ml_items))]
     if after_make:
         appended = [[did, m, r, PARTICIPANT_TIMESTAMP] for _, did, m, r in profiles]

@@ -189,11 +189,12 @@ def test_agreement_cli_rows_legend_and_warning(tmp_path, capsys):
     text = capsys.readouterr().out
     lines = text.splitlines()
     rows = [line.split() for line in lines]
-    assert [r[0] for r in rows[2:10]] == ["llm", "constant", "random", "popularity", "three", "constant", "random",
+    # the table's first block (wider tables go on in a second block under the same row names)
+    assert [r[0] for r in rows[3:11]] == ["llm", "constant", "random", "popularity", "three", "constant", "random",
                                          "popularity"]
     expected = agreement_baselines(human, llm, "zero", draws=DEFAULT_DRAWS)
-    assert rows[4][4] == f"{expected['random']['cohen_kappa'].mean:.4f}"
-    assert rows[3][1] == "0.0000"  # constant κ
+    assert rows[5][4] == f"{expected['random']['cohen_kappa'].mean:.4f}"
+    assert rows[4][1] == "0.0000"  # constant κ
     assert "columns: pairs = reference pairs compared" in text
     assert "kappa_lin = κ with linear weights |i − j|" in text
     assert "cand-only = pairs the candidate labels and the reference does not" in text

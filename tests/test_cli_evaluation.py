@@ -280,9 +280,12 @@ def test_evaluate_ranks_by_the_first_effectiveness_measure_and_says_so(capsys):
                 str(root / "qrels" / "example-human.qrels")])
     assert out == 0
     printed = capsys.readouterr().out
+    # prose is wrapped to the terminal's 100 columns: compared with its line breaks as spaces
     assert ("ranked by Compat(p=0.95) (the first effectiveness measure; Judged@100 measures coverage, not "
-            "effectiveness)") in printed
-    rows = [line.split() for line in printed.splitlines()[3:11]]
+            "effectiveness)") in " ".join(printed.split())
+    lines = printed.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:1] == ["rank"])
+    rows = [line.split() for line in lines[head + 1:head + 9]]
     ranks, compat = [float(r[1]) for r in rows], [float(r[3]) for r in rows]
     judged = [float(r[2]) for r in rows]
     assert ranks == sorted(ranks) and compat == sorted(compat, reverse=True)
@@ -304,7 +307,7 @@ def test_a_label_set_that_ties_every_system_gives_an_undefined_tau_said_once_and
     printed = capsys.readouterr().out
     reason = ("every system ties under candidate 'example-llm' on Judged@100 (all 8 means are 1), so there is no "
               "ranking to compare: τ and the rank displacements are undefined")
-    assert f"Judged@100: {reason}" in printed and "nan" not in printed
+    assert f"Judged@100: {reason}" in " ".join(printed.split()) and "nan" not in printed
     judged = json.loads(out.read_text())["measures"]["Judged@100"]
     assert judged["undefined"] == reason
     assert judged["kendall_tau"] is None and judged["kendall_tau_ci"] is None

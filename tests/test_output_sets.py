@@ -268,7 +268,9 @@ def test_a_full_tmpfs_leaves_the_old_report_and_names_the_file(tmp_path, capsys)
 
 
 def test_train_commits_each_system_with_its_sidecar(tmp_path, monkeypatch):
-    """A failure while a system's files are staged leaves that system's old run and sidecar as they were."""
+    """A failure while a system's files are staged leaves no half of the new pair: the system's run and
+    sidecar of another configuration were removed before its retraining (never read as this one's), and
+    neither new file is written without the other."""
     case = _judge_case(tmp_path)
     case(0)
     argv = ["train", "--collection", str(tmp_path / "tiny"), "--systems", "Pop,Random",
@@ -292,6 +294,7 @@ def test_train_commits_each_system_with_its_sidecar(tmp_path, monkeypatch):
     main(argv + ["--force", "--k", "6"])
     monkeypatch.undo()
     now = _snapshot(tmp_path / "runs")
-    # Pop was retrained whole; Random's failure left its old run with its old sidecar
-    assert now["Random.run"] == old["Random.run"] and now["Random.json"] == old["Random.json"]
-    assert now["Pop.run"] != old["Pop.run"]
+    # Pop was retrained whole; Random's failure left neither a new run without its sidecar nor the old pair
+    assert "Random.run" not in now and "Random.json" not in now
+    assert now["Pop.run"] != old["Pop.run"] and now["Pop.json"] != old["Pop.json"]
+    assert not [p for p in (tmp_path / "runs").rglob("*.tmp")]

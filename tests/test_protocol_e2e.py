@@ -51,12 +51,17 @@ group = "non-pooled"
 """
 
 
+# the protocol trains on the ratings >= 4 (the release's implicit-ratings.csv rule): the generated
+# participants and ML-32M users rated what they liked, so the 20-interaction filter keeps them
+POSITIVE = (4.0, 4.5, 5.0)
+
 @pytest.fixture
 def study(tmp_path, monkeypatch):
     """The release after make.sh: 6 participants, 40 ML-32M users, 40 movies, every user ≥ 25 ratings."""
     folder, facts = release(tmp_path, seed=3, after_make=True, participants=PARTICIPANTS,
                             ml_users=tuple(str(u) for u in range(1, 41)), movies=range(1, 41),
-                            in_database=range(1, 31), profile_items=25, judged_items=20, ml_items=30)
+                            in_database=range(1, 31), profile_items=25, judged_items=20, ml_items=30,
+                            ratings=POSITIVE)
     (tmp_path / "native.toml").write_text(GRID)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-protocol-test")
@@ -189,7 +194,8 @@ def researcher(tmp_path, monkeypatch, fake_openai):
     pooled ones marked), figure1.txt (a template) and an endpoint."""
     folder, facts = release(tmp_path, seed=5, after_make=True, participants=tuple(range(1, 9)),
                             ml_users=tuple(str(u) for u in range(1, 41)), movies=range(1, 41),
-                            in_database=range(1, 41), profile_items=25, judged_items=10, ml_items=30)
+                            in_database=range(1, 41), profile_items=25, judged_items=10, ml_items=30,
+                            ratings=POSITIVE)
     (tmp_path / "appendix-a.toml").write_text(GRID)
     template = (Path(__file__).resolve().parents[1] / "prompts" / "baseline.txt").read_text()
     (tmp_path / "figure1.txt").write_text(template.replace("name: baseline", "name: figure1"))

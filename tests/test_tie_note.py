@@ -186,7 +186,9 @@ def test_fill_prints_the_note_of_the_human_labels(tmp_path, capsys):
     want = evaluate(read_runs([runs]), read_qrels(human), ["Judged@100", "Compat(p=0.95)", "nDCG@100"],
                     tie_note=0.01).tie_sensitivity
     assert want["shown"]  # the example runs tie
-    assert [line for line in out.splitlines() if line.startswith("ties: ")] == [f"{want['note']} (under the human labels)"]
+    # the note is one paragraph, wrapped to 100 columns
+    para = [p for p in out.split("\n\n") if p.startswith("ties: ")]
+    assert [" ".join(p.split()) for p in para] == [" ".join(f"{want['note']} (under the human labels)".split())]
     assert json.loads((tmp_path / "f.json").read_text())["scenarios"]["tie_sensitivity"]["note"] == want["note"]
     assert main([*args[:-2], "--tie-note", "1"]) == 0
     assert "ties: " not in capsys.readouterr().out

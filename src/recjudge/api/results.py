@@ -15,6 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+
+from ..report.terminal import prose, table
+
 __all__ = ["Result", "EvaluateReport", "CompareReport", "AgreementReport", "FillReport", "JudgeReport",
            "TrainReport", "TiesReport", "AblateReport", "per_query_frame"]
 
@@ -85,9 +88,9 @@ class EvaluateReport(Result):
         frame["rank"] = [f"{r:g}" for r in ranks]  # 1, 2, … and 7.5 for two systems tied at 7 and 8
         note = (f"\nrank {', '.join(dict.fromkeys(frame['rank'][tied]))}: systems with equal {s['ranked_by']} "
                 "share the mean of their ranks" if tied.any() else "")
-        return (f"{len(frame)} systems under {self.source}; ranked by {s['ranked_by']} ({s['ranked_by_note']}); "
-                f"tie policy {s['tie_policy']}\n" + frame.round(4).to_string() + note + _tie_line(self.result)
-                + _groups_text(self.groups))
+        return (_wrapped(f"{len(frame)} systems under {self.source}; ranked by {s['ranked_by']} "
+                         f"({s['ranked_by_note']}); tie policy {s['tie_policy']}") + "\n"
+                + table(frame.round(4).reset_index()) + note + _tie_line(self.result) + _groups_text(self.groups))
 
 
 def per_query_frame(matrices) -> pd.DataFrame:
@@ -113,7 +116,7 @@ def per_query_frame(matrices) -> pd.DataFrame:
 def _tie_line(result) -> str:
     """The tie note's one line (recjudge.evaluation.ties.note), when the ties could change the result."""
     note = (getattr(result, "tie_sensitivity", None) or {}).get("note")
-    return f"\n{note}" if note else ""
+    return f"\n{_wrapped(note)}" if note else ""
 
 
 def _with_groups(data: dict, groups: pd.DataFrame | None) -> dict:
@@ -185,7 +188,7 @@ class CompareReport(Result):
                     "max|Δrank|": f"{ra.max_abs_rank_displacement:g}",
                 })
             lines += ["", f"candidate: {cand}", pd.DataFrame(rows).to_string(index=False), *ci_notes(by_measure)]
-            lines += [f"{m}: {ra.undefined}" for m, ra in by_measure.items() if ra.undefined]
+            lines += [_wrapped(f"{m}: {ra.undefined}") for m, ra in by_measure.items() if ra.undefined]
             lines += trivial_tau_lines(result.baselines.get(cand, {}), s.get("baselines", {}).get("random_draws"))
         lines += [_wrapped(f"warning: {w}") for w in getattr(result, "warnings", ())]
         scores = result.reference.scores_frame()
@@ -208,9 +211,7 @@ def trivial_tau_lines(by_measure: Mapping[str, Mapping[str, Mapping]], draws: in
 
 
 def _wrapped(text: str, width: int = 100) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width, subsequent_indent="    "))
+    return prose(text, width, indent="    ")
 
 
 AGREEMENT_LEGEND = (
@@ -274,8 +275,8 @@ class AgreementReport(Result):
 
             notes += "\n" + _wrapped(TRIVIAL_NOTE_AGREEMENT.format(draws=draws))
         notes += "".join(f"\n{_wrapped('warning: ' + w)}" for w in self.warnings)
-        return (f"reference: {self.reference} ({s.get('reference_path')}; missing={missing}, "
-                f"clip={s['clip'] or 'none'})\n" + pd.DataFrame(rows).to_string(index=False) + notes
+        return (_wrapped(f"reference: {self.reference} ({s.get('reference_path')}; missing={missing}, "
+                         f"clip={s['clip'] or 'none'})") + "\n" + table(pd.DataFrame(rows)) + notes
                 + "\n\n" + "\n".join(_wrapped(line) for line in AGREEMENT_LEGEND))
 
     @property
@@ -324,15 +325,15 @@ class FillReport(Result):
                  f"'LLM fills gaps' ranking is an artefact of the fill, not a result:"] +
                 [f"  - {p}" for p in f.problems] + [""]) if f.problems else []
         lines = [*weak, "calibration (LLM grade → human scale):", self.calibration.to_frame().to_string(),
-                 f"\n{f.n_human} human labels + {f.n_filled} calibrated LLM labels "
-                 f"({f.n_unfilled} top-{k} items left unjudged by both){written}",
+                 "\n" + _wrapped(f"{f.n_human} human labels + {f.n_filled} calibrated LLM labels "
+                                 f"({f.n_unfilled} top-{k} items left unjudged by both){written}"),
                  f"\naverage Judged@{k} over systems:", rep.judged.round(4).to_string()]
         for m, tau in rep.tau.items():
             lines += [f"\nKendall τ-b between scenario rankings on {m}:", tau.round(3).to_string()]
-        lines += [f"\nwarning: {w}" for w in rep.warnings]
+        lines += ["\n" + _wrapped(f"warning: {w}") for w in rep.warnings]
         note = (rep.tie_sensitivity or {}).get("note")
         if note:
-            lines.append(f"\n{note} (under the human labels)")
+            lines.append("\n" + _wrapped(f"{note} (under the human labels)"))
         if val is not None:
             lines.append(f"\nvalidation: hid {val.n_hidden} human labels ({self.validate:.0%}), "
                          f"LLM covered {val.n_hidden_filled}")

@@ -58,9 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_output_options(parser: argparse.ArgumentParser, default) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("-v", "--verbose", action="store_true", default=default, help="log debug messages")
+    group.add_argument("-v", "--verbose", action="store_true", default=default, help="log debug messages (default: info and warnings)")
     group.add_argument("-q", "--quiet", action="store_true", default=default,
-                       help="print no progress or info lines on stderr; warnings and errors still show")
+                       help="print no progress or info lines on stderr; warnings and errors still show (default: off)")
 
 
 # recjudge's own loggers: INFO by default; every other library's only from WARNING up (matplotlib's

@@ -289,8 +289,9 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
 
             import_recbole()  # once, outside the timer: a system's time should not include importing torch
             recbole_ready = True
-        # a run from another key stays with its own sidecar until the new pair replaces both at once
-        # (a failed retrain leaves the old pair, which its key says is not this configuration's)
+        # a run from another key must not survive a failed retrain and be read as this one's
+        for stale in (run_path, meta_path):
+            stale.unlink(missing_ok=True)
         reason = "" if meta is None else f" ({why_not or 'RecBole evaluation asked for'}; retraining)"
         say(f"{head}: training {cfg.model}{reason}")
         t0 = time.perf_counter()

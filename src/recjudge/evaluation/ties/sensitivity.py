@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...report.terminal import prose, table
 from ...data.trec import Qrels, Run
 from ...errors import ConfigError, InputError
 from .permutation import permute_and_score
@@ -230,15 +231,6 @@ def _num(x: float | None) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4f}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-
-    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-
-
 def format_audit(audit: TieAudit) -> str:
     """Readable tables: prevalence, then one table per measure with every treatment."""
     s = audit.settings
@@ -260,11 +252,11 @@ def format_audit(audit: TieAudit) -> str:
             row += [str(p.judged_users), _pct(p.relevant_tied)] + [_pct(x) for x in p.relevant_touching_top]
         row += [_pct(p.tied_rows), str(p.largest_block)]
         rows.append(row)
-    out += _table(header, rows)
-    out.append("  tied@k: a tie block reaches the top k; cross@k: it holds ranks k and k+1 (changes "
-               "membership); inside@k: it lies wholly in the top k (changes positions)"
-               + ("; rel: it holds an item labelled >= 1, as a share of the run's users the qrels judge "
-                  "(column judged)." if with_rel else "."))
+    out.append(table(rows, header))
+    out.append(prose("  tied@k: a tie block reaches the top k; cross@k: it holds ranks k and k+1 (changes "
+                     "membership); inside@k: it lies wholly in the top k (changes positions)"
+                     + ("; rel: it holds an item labelled >= 1, as a share of the run's users the qrels judge "
+                        "(column judged)." if with_rel else "."), indent="    "))
     for name in s.measures:
         out.append("")
         out.append(f"{name} (mean over {audit.counted_users} users of qrels {audit.qrels!r}; a user the "
@@ -282,14 +274,14 @@ def format_audit(audit: TieAudit) -> str:
                          f"{_num(m.hash_seeds_mean)} ± {_num(m.hash_seeds_sd)}",
                          f"{round(m.input_order - m.expected, 4) + 0.0:+.4f}",  # no "-0.0000"
                          _num(m.permutation), _num(m.permutation_hash)])
-        out += _table(header, rows)
+        out.append(table(rows, header))
     if audit.runs and audit.runs[0].measures:
         mc = any(m.expected_ci is not None for m in audit.runs[0].measures)
         out.append("")
-        out.append("expected: uniformly random order within tie blocks (exact closed form"
-                   + (f"; MC = Monte Carlo over {s.mc_samples} orders with a {s.confidence:.0%} CI" if mc else "")
-                   + f"). perm: largest change of the mean over {s.permutations} seeded shuffles of "
-                   "each user's rows.")
+        out.append(prose("expected: uniformly random order within tie blocks (exact closed form"
+                         + (f"; MC = Monte Carlo over {s.mc_samples} orders with a {s.confidence:.0%} CI" if mc else "")
+                         + f"). perm: largest change of the mean over {s.permutations} seeded shuffles of "
+                         "each user's rows."))
     for note in audit.notes:
-        out.append(f"note: {note}")
+        out.append(prose(f"note: {note}"))
     return "\n".join(out)
