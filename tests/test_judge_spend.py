@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from fake_openai import Reply, default_labeler
-from judge_data import movies, pairs_for
+from judge_data import movies, pairs_for, tiny_workspace
 
 from recjudge.cli import main
 from recjudge.errors import ConfigError, NotConfirmed
@@ -150,17 +150,7 @@ def test_confirm_spend_serves_any_command():
 @pytest.fixture
 def workspace(tmp_path):
     """A collection as RecBole atomic files and one run: user u ranks items 20..27 ('Movie k')."""
-    coll = tmp_path / "tiny"
-    coll.mkdir()
-    inter = ["user_id:token\titem_id:token\trating:float\ttimestamp:float"]
-    inter += [f"u{u}\t{u + k}\t{1 + (u + k) % 5}\t{1000 + 10 * u + k}" for u in range(5) for k in range(6)]
-    (coll / "tiny.inter").write_text("\n".join(inter) + "\n")
-    items = ["item_id:token\tmovie_title:token_seq\tclass:token_seq"]
-    items += [f"{k}\tMovie {k}\tDrama" for k in range(40)]
-    (coll / "tiny.item").write_text("\n".join(items) + "\n")
-    (tmp_path / "sys.run").write_text("".join(f"u{u} Q0 {20 + r} {r + 1} {8 - r} sys\n"
-                                              for u in range(5) for r in range(8)))
-    return tmp_path
+    return tiny_workspace(tmp_path)
 
 
 def cli(ws, server, *extra):

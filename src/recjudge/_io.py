@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, TypeVar, Union
 
 from .errors import InputError, OutputError
+from .outputs import pid_alive
 
 Source = Union[str, os.PathLike, IO[str], IO[bytes]]
 T = TypeVar("T")
@@ -188,16 +189,6 @@ def _temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale_temps(path: str | os.PathLike) -> list[Path]:
     """Remove temp files that an earlier, killed writer of ``path`` left beside it.
 
@@ -215,7 +206,7 @@ def sweep_stale_temps(path: str | os.PathLike) -> list[Path]:
         if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
             continue
         pid = entry.name[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and (int(pid) == os.getpid() or _pid_alive(int(pid))):
+        if pid.isdigit() and (int(pid) == os.getpid() or pid_alive(int(pid))):
             continue
         with contextlib.suppress(OSError):
             entry.unlink()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .errors import OutputError
 
-__all__ = ["OutputSet", "output_set", "recover", "disk_error", "current", "JOURNAL_PREFIX", "MANIFEST"]
+__all__ = ["OutputSet", "output_set", "recover", "disk_error", "current", "pid_alive", "JOURNAL_PREFIX", "MANIFEST"]
 
 JOURNAL_PREFIX = ".recjudge-commit."
 MANIFEST = ".recjudge-outputs.json"  # in a report folder: the files of the set it holds
@@ -177,7 +177,7 @@ def recover(folder: str | os.PathLike) -> int:
     for name in names:
         journal = folder / name
         pid = name[len(JOURNAL_PREFIX):-len(".json")]
-        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid)):
             continue  # another live process is committing it right now
         try:
             entry = json.loads(journal.read_text(encoding="utf-8"))
@@ -233,7 +233,8 @@ def _sync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (one this process may not signal counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import field_validator, model_validator
 
 from ..errors import ConfigError
+from ..judging.config import confirm_above_calls_option, confirm_above_usd_option, yes_option
 from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, checked, comma_list, option
 
 if TYPE_CHECKING:
@@ -118,12 +119,9 @@ class ReproduceSettings(Settings):
     prices: str | None = option(None, "price table overriding or adding models, USD per Mtok (default: the shipped "
                                       "table)", cli=Cli(metavar="JSON"))
     # the whole plan is confirmed once, before the first job (see recjudge.judging.budget.confirm_spend)
-    yes: bool = option(False, "start the planned calls without asking, whatever their estimated cost")
-    confirm_above_usd: float = option(1.0, "ask before starting calls estimated above USD (a run without a terminal "
-                                           "refuses them without --yes or --max-cost)", ge=0, le=1e9,
-                                      cli=Cli(metavar="USD"))
-    confirm_above_calls: int = option(1000, "ask before starting more than N calls of unknown cost (a model the price "
-                                            "table does not price)", ge=0, cli=Cli(metavar="N"))
+    yes: bool = yes_option()
+    confirm_above_usd: float = confirm_above_usd_option()
+    confirm_above_calls: int = confirm_above_calls_option()
     concurrency: int = option(8, "judge requests in flight", ge=1, le=4096, cli=Cli(metavar="C"))
     context_tokens: Positive | None = option(None, "the most prompt tokens the model accepts (default: the price "
                                                    "table's limit); a longer prompt is never cut or sent, its user "

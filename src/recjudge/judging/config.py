@@ -15,7 +15,8 @@ from .client import GENERATION_PARAMS
 from .dialects import ENDPOINT_KINDS
 from .profile import HISTORY_ORDERS, SAMPLINGS, parse_fields
 
-__all__ = ["JudgeSettings", "FieldSet", "AGGREGATIONS", "STRUCTURED", "TRANSPORTS", "JUDGE_HELP"]
+__all__ = ["JudgeSettings", "FieldSet", "AGGREGATIONS", "STRUCTURED", "TRANSPORTS", "JUDGE_HELP", "yes_option",
+           "confirm_above_usd_option", "confirm_above_calls_option"]
 
 AGGREGATIONS = ("mean", "mode")
 STRUCTURED = ("auto", "on", "off")
@@ -25,6 +26,21 @@ MAX_SEED = 2**63 - 1
 FieldSet = Annotated[str, AfterValidator(lambda value: checked(parse_fields, value))]
 JUDGE_HELP = ("openai: an LLM through any OpenAI-compatible endpoint; overlap, popularity: offline non-LLM "
               "baselines (declared as such in every output)")
+
+
+def yes_option():
+    """``--yes``: the confirmation of paid calls given in advance (the judge's, reproduce's)."""
+    return option(False, "start the planned calls without asking, whatever their estimated cost")
+
+
+def confirm_above_usd_option():
+    return option(1.0, "ask before starting calls estimated above USD (a run without a terminal refuses them "
+                       "without --yes or --max-cost)", ge=0, le=1e9, cli=Cli(metavar="USD"))
+
+
+def confirm_above_calls_option():
+    return option(1000, "ask before starting more than N calls of unknown cost (a model the price table does not "
+                        "price)", ge=0, cli=Cli(metavar="N"))
 
 
 class JudgeSettings(Settings):
@@ -90,12 +106,9 @@ class JudgeSettings(Settings):
     # the plan is printed before the first paid call; above these thresholds a terminal is asked and a
     # non-interactive run needs --yes or --max-cost (an unpriced model's cost, local servers' included,
     # is unknown, not zero)
-    yes: bool = option(False, "start the planned calls without asking, whatever their estimated cost")
-    confirm_above_usd: float = option(1.0, "ask before starting calls estimated above USD (a run without a terminal "
-                                           "refuses them without --yes or --max-cost)", ge=0, le=1e9,
-                                      cli=Cli(metavar="USD"))
-    confirm_above_calls: int = option(1000, "ask before starting more than N calls of unknown cost (a model the price "
-                                            "table does not price)", ge=0, cli=Cli(metavar="N"))
+    yes: bool = yes_option()
+    confirm_above_usd: float = confirm_above_usd_option()
+    confirm_above_calls: int = confirm_above_calls_option()
     # an answer that does not parse costs what a good one does, and a model that answers one prompt
     # unusably mostly answers it so again
     parse_retries: int = option(1, "retries of a call whose answer was received but unusable (unparseable, out of "
