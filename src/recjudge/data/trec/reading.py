@@ -610,7 +610,10 @@ def _read(source: Source, layout: _Layout, dictionary: IdDictionary | None = Non
     ``dictionary`` as in :func:`_columns`. A table with a header or a ranx JSON file is told from a
     TREC file by its first bytes (:func:`_sniff`)."""
     src, data = _source(source, layout.what)
-    kind, sep = _sniff(_head(data), layout, src)
+    head = _head(data)
+    kind, sep = _sniff(head, layout, src)
+    if kind == "trec":
+        _check_head(head, layout, src)
     if kind == "json":
         return src, _json_columns(_raw(data, src, layout.what), layout, src, dictionary), None
     if kind == "table":
@@ -621,6 +624,30 @@ def _read(source: Source, layout: _Layout, dictionary: IdDictionary | None = Non
         return src, cols, _line_of(None)
     cols, lines = _careful(_raw(data, src, layout.what), layout, src)
     return src, cols, _line_of(lines)
+
+
+def _check_head(head: bytes, layout: _Layout, name: str) -> None:
+    """A file that is not text, or whose first line is no TREC line, fails on its first bytes: before a
+    gzip file is inflated whole (18 MB of gzip can hold 4 GB of NUL bytes)."""
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        line = head.count(b"\n", 0, nul)
+        start = head.rfind(b"\n", 0, nul) + 1
+        end = head.find(b"\n", nul)
+        # the careful reader words a NUL inside a field; what it lets pass is binary data all the same
+        _careful(b"\n" * line + head[start:end if end >= 0 else len(head)] + b"\n", layout, name)
+        raise InputError(name, f"holds a NUL byte (binary data, not a TREC {layout.what} file)",
+                         "give the text file (a .gz must decompress to text)", line=line + 1)
+    lines = head.split(b"\n")
+    complete = lines[:-1] if len(head) >= _HEAD else lines  # the last line of a cut head may be partial
+    for number, line in enumerate(complete, start=1):
+        text = line.decode("utf-8", "replace").rstrip("\r")
+        if not text.strip():
+            continue
+        if not _looks_trec(text, layout):
+            # the careful reader words the fault of that first line (file, line, fix)
+            _careful(b"\n" * (number - 1) + line + b"\n", layout, name)
+        return
 
 
 def _line_of(lines: np.ndarray | None):

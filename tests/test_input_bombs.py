@@ -1,0 +1,60 @@
+"""Input that inflates far beyond its size fails on its first bytes, in bounded memory: a gzip file of
+NUL bytes, or of lines that are no TREC line, is refused before it is decompressed whole."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recjudge.data.trec import read_qrels, read_run
+from recjudge.errors import InputError
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def _bomb(path: Path, chunk: bytes, size: int) -> Path:
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        block = chunk * (1 << 20 // len(chunk))
+        for _ in range(size // len(block)):
+            fh.write(block)
+    return path
+
+
+_MEASURE = """
+import resource, sys
+from recjudge.data.trec import read_run
+from recjudge.errors import InputError
+try:
+    read_run(sys.argv[1])
+except InputError as exc:
+    print("refused:", exc)
+print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
+"""
+
+
+@pytest.mark.parametrize("chunk, message", [(b"\0", ":1: "), (b"0\n", ":1: ")])
+def test_a_gzip_bomb_is_refused_at_once_in_bounded_memory(tmp_path, chunk, message):
+    path = _bomb(tmp_path / "bomb.run.gz", chunk, 512 << 20)  # 512 MiB of text in a few hundred KB
+    assert path.stat().st_size < 4 << 20
+    env = {**os.environ, "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", _MEASURE, str(path)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert "refused:" in done.stdout and message in done.stdout, done.stdout + done.stderr
+    peak_kib = int(done.stdout.rsplit("peak", 1)[1])
+    # the interpreter, NumPy and polars take ~150 MB; the 512 MiB of text never comes into memory
+    assert peak_kib < 400 * 1024, peak_kib
+
+
+def test_nul_bytes_and_a_bad_first_line_name_the_file_and_line(tmp_path):
+    (tmp_path / "a.run").write_bytes(b"u1 Q0 d1 1 2.0 r\n\0\0\0\n")
+    with pytest.raises(InputError, match=r"a.run:2: "):
+        read_run(tmp_path / "a.run")
+    with pytest.raises(InputError, match=r":1: "):
+        read_qrels("just one field\nu1 0 d1 1\n")
+    # a good file still reads, its head checked and nothing else changed
+    assert read_run("u1 Q0 d1 1 2.0 r\nu1 Q0 d2 2 1.0 r\n").frame.docid.tolist() == ["d1", "d2"]
