@@ -120,6 +120,7 @@ class FakeOpenAI:
         self.slots = slots if slots is not None else (1 if kind == "llama-cpp-python" else None)
         self._serial = threading.Semaphore(self.slots) if self.slots else None
         self.max_inflight = 0    # chat requests being answered at once, at most
+        self.proxied: list = []  # absolute-form targets asked of this server as a proxy
         self._inflight = 0
         self.latency = latency
         self.labeler = labeler
@@ -230,6 +231,9 @@ class FakeOpenAI:
         raw = self._read_body(h) if method == "POST" else b""
         headers = {k.lower(): v for k, v in h.headers.items()}
         path = h.path.split("?", 1)[0]
+        if path.startswith(("http://", "https://")):  # asked as a proxy: the absolute form of the target
+            self.proxied.append(path)
+            path = "/" + path.split("/", 3)[3] if path.count("/") >= 3 else "/"
         body: Any = None
         if raw and headers.get("content-type", "").startswith("application/json"):
             body = json.loads(raw)

@@ -58,3 +58,9 @@ def test_nul_bytes_and_a_bad_first_line_name_the_file_and_line(tmp_path):
         read_qrels("just one field\nu1 0 d1 1\n")
     # a good file still reads, its head checked and nothing else changed
     assert read_run("u1 Q0 d1 1 2.0 r\nu1 Q0 d2 2 1.0 r\n").frame.docid.tolist() == ["d1", "d2"]
+
+
+def test_a_rank_that_fits_no_integer_is_refused_saying_ranks_are_ignored():
+    with pytest.raises(InputError, match=r":1: rank '99999999999999999999' does not fit a 64-bit integer; recjudge "
+                                         r"ranks by score and ignores the rank column"):
+        read_run("u1 Q0 d1 99999999999999999999 2.0 r\nu1 Q0 d2 1 1.0 r\n")

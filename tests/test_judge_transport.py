@@ -418,3 +418,23 @@ def test_ssl_cert_file_is_the_trust_store_when_set(tmp_path, monkeypatch):
             ssl_context()
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize("transport", ["sdk", "aiohttp"])
+def test_the_probe_and_the_calls_take_the_same_proxy(fake_openai, monkeypatch, transport):
+    """HTTP_PROXY reaches the chat calls as it reaches the probe: behind a proxy both go through it (the
+    endpoint's own host is not even resolvable here)."""
+    from judge_data import movies, pairs_for
+
+    from recjudge.judging import JudgeSettings, judge_pairs
+
+    monkeypatch.setenv("HTTP_PROXY", fake_openai.url.split("/v1")[0])
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proxy-test")
+    res = judge_pairs(pairs_for([10, 11]), movies(), JudgeSettings(base_url="http://judge.invalid:8000/v1", model="m",
+                                                                   transport=transport, max_attempts=1, yes=True))
+    assert len(res.labels) == 6
+    chat = [t for t in fake_openai.proxied if t.endswith("/v1/chat/completions")]
+    assert len(chat) == 6 and all(t.startswith("http://judge.invalid:8000/") for t in chat)
+    assert any(t.endswith("/v1/models") for t in fake_openai.proxied)  # the probe went the same way

@@ -93,7 +93,7 @@ REFUSED = [
     ("u Q0 d 1 0x10 t\n", "not a number"),
     ("u Q0 d 1.0 1 t\n", "rank '1.0' is not an integer"),
     ("u Q0 d 1 1e400 t\n", "not a finite number"),   # overflows
-    ("u Q0 d 99999999999999999999 1 t\n", "out of range"),
+    ("u Q0 d 99999999999999999999 1 t\n", "does not fit a 64-bit integer"),
 ]
 
 

@@ -974,18 +974,24 @@ def _headers(api_key: str) -> tuple[dict[str, str], dict[str, str]]:
 
 def _sdk_client(cls, settings: ClientSettings, url: str | None):
     return cls(api_key=settings.api_key, base_url=url, timeout=settings.timeout, max_retries=0,
-               http_client=_http_client(settings.timeout))
+               http_client=_http_client(settings.timeout, url))
 
 
-def _http_client(timeout: float):
+def _http_client(timeout: float, url: str | None = None):
     """The HTTP client of one shard: every connection it opens is kept alive for the next call; no
-    redirect is followed and an answer's body is capped, as on the aiohttp transport."""
+    redirect is followed and an answer's body is capped, as on the aiohttp transport. Its proxy is
+    the one the endpoint's probe uses (:func:`~recjudge.judging.transport.resolve_proxy`): an explicit
+    transport would otherwise ignore the environment's proxy, and the probe would find another server."""
     import openai
+
+    from .transport import resolve_proxy
 
     httpx = _httpx()
     room = SHARD + 4  # its share of the calls in flight and a few retries
     limits = httpx.Limits(max_connections=room, max_keepalive_connections=room)
-    transport = _capped_transport(httpx, httpx.AsyncHTTPTransport(limits=limits, verify=ssl_context()))
+    proxy = resolve_proxy(url or DEFAULT_ENDPOINT)
+    inner = httpx.AsyncHTTPTransport(limits=limits, verify=ssl_context(), proxy=proxy)
+    transport = _capped_transport(httpx, inner)
     return openai.DefaultAsyncHttpxClient(timeout=timeout, limits=limits, follow_redirects=False,
                                           transport=transport)
 

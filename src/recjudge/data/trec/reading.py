@@ -302,6 +302,12 @@ def _check_int(field: str, col: str, name: str, number: int) -> None:
         raise InputError(name, f"label {field!r} is out of range",
                          f"use labels from {-MAX_LABEL} to {MAX_LABEL} (trec_eval keeps labels in a C int)", line=number)
     if len(digits) > 18:
+        if col == "rank":
+            # ranks order nothing (scores do, as in trec_eval and ir-measures), but they are kept: the runs
+            # recjudge writes, and its tie audit of input order, carry them as 64-bit integers
+            raise InputError(name, f"rank {field!r} does not fit a 64-bit integer; recjudge ranks by score and "
+                             "ignores the rank column, but keeps it in the runs it writes", "write ranks 1, 2, 3, … "
+                             "(any integers below 10^18 will do)", line=number)
         raise InputError(name, f"{what} {field!r} is out of range", "write a smaller integer", line=number)
 
 
