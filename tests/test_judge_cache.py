@@ -201,3 +201,31 @@ def test_a_fragment_in_the_endpoint_url_is_refused():
         JudgeSettings(base_url="http://127.0.0.1:8000/v1#secret", model="m")
     with pytest.raises(ConfigError, match="carries a #fragment"):
         JudgeSettings(base_url="http://127.0.0.1:8000/v1#", model="m")
+
+
+def test_a_cache_on_a_full_disk_is_refused_before_any_call(tmp_path, fake_openai):
+    from judge_data import movies, pairs_for
+
+    from recjudge.judging import JudgeSettings, judge_pairs
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("a tmpfs cannot be mounted here (needs root and mount)")
+    try:
+        path = disk / "c.sqlite"
+        JudgeCache(path).close()
+        with open(disk / "filler", "wb", buffering=0) as fh:  # the disk full to the last byte
+            try:
+                while True:
+                    fh.write(b"\0" * 4096)
+                    fh.flush()
+            except OSError:
+                pass
+        with pytest.raises(ConfigError, match=r"c.sqlite could not be opened: the disk is full \([\d,]+ bytes free"):
+            judge_pairs(pairs_for([10, 11]), movies(), JudgeSettings(base_url=fake_openai.url, model="m", yes=True),
+                        cache_path=path)
+        assert fake_openai.chat_log() == []  # nothing paid for an answer the cache could not keep
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)

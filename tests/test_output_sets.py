@@ -298,3 +298,33 @@ def test_train_commits_each_system_with_its_sidecar(tmp_path, monkeypatch):
     assert "Random.run" not in now and "Random.json" not in now
     assert now["Pop.run"] != old["Pop.run"] and now["Pop.json"] != old["Pop.json"]
     assert not [p for p in (tmp_path / "runs").rglob("*.tmp")]
+
+
+def test_reproduce_keeps_its_old_report_at_any_file_boundary(tmp_path, monkeypatch, fake_openai):
+    from test_reproduce import SMALL, build_study, oracle
+
+    study = build_study(tmp_path / "study", participants=8, candidates=40, judged=10, run_length=15, systems=SMALL)
+    oracle(fake_openai, study)
+    out = tmp_path / "out"
+
+    def argv(version: int) -> list[str]:
+        return ["reproduce", "penha2025", "--collection", str(study["folder"]), "--out", str(out), "--model",
+                "gpt-4o-mini", "--base-url", fake_openai.url, "--runs", str(study["runs"]), "--only", "table8",
+                "--experiments", "1", "--per-user", str(6 - version), "--profile-size", "12", "--concurrency", "2",
+                "--bootstrap", "20", "--yes"]
+
+    def report() -> dict[str, bytes]:  # the report's files (the cache and runs beside it are not the set)
+        files = _snapshot(out)
+        return _outputs(out, {k: v for k, v in files.items() if k.endswith((".sqlite", ".sqlite-wal", ".sqlite-shm"))})
+
+    assert main(argv(0)) == 0
+    first = report()
+    n = _count_files(monkeypatch, argv(1))
+    assert n >= 3 and report() != first
+    assert main(argv(0)) == 0
+    old = report()  # the plan in the report counts what the cache now holds: the set as it stands
+    for k in range(1, n + 1):
+        _fail_at(monkeypatch, k, lambda target: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+        assert main(argv(1)) == 2, k
+        monkeypatch.undo()
+        assert report() == old, k

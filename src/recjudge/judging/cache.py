@@ -155,6 +155,9 @@ class JudgeCache:
             """)
         self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        # a write before any call: a cache that cannot keep an answer (full disk, read-only) is found
+        # before one is paid for, not after
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('opened', ?)", (repr(time.time()),))
         (found,) = self._db.execute("SELECT v FROM meta WHERE k = 'schema'").fetchone()
         if found != SCHEMA_VERSION:
             # keys of another schema are computed differently: their answers would never be found
