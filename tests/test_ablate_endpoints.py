@@ -308,3 +308,23 @@ def test_options_given_in_python_are_named_as_python_writes_them(tmp_path):
     # the value came from the call, not from the file: not "key 'per_user'"
     with pytest.raises(ConfigError, match=r"^per_user= must be at least 1, not 0$"):
         with_options(exp, 0)
+
+
+# ------------------------------------------------------------------------------ one question for the grid
+
+def test_the_grid_is_confirmed_once_on_its_total_not_variant_by_variant(tmp_path, fake_openai, capsys):
+    """6 users × 2 items: 12 calls a variant, 24 for the grid. Under a 20-call threshold each variant alone
+    would start; the grid's total is above it, so without a terminal the ablation refuses before any call,
+    naming the file's key; with judge.yes it runs, and nothing asks again per variant."""
+    from recjudge.errors import NotConfirmed
+
+    path = _experiment(tmp_path, f'model = "fake-model"\nbase_url = "{fake_openai.url}"\nconfirm_above_calls = 20',
+                       "profile_size = [3]")
+    with pytest.raises(NotConfirmed) as err:
+        run_experiment(load_experiment(path))
+    text = str(err.value)
+    assert "24 calls" in text and "key 'judge.yes'" in text, text
+    assert fake_openai.chat_log() == []
+    path.write_text(path.read_text().replace("confirm_above_calls = 20", "confirm_above_calls = 20\nyes = true"))
+    rows = run_experiment(load_experiment(path))
+    assert [r.judged for r in rows] == [12, 12] and len(fake_openai.chat_log()) == 24

@@ -140,6 +140,7 @@ out = "out/ablate"
 judge = "openai"
 model = "gpt-5-2025-08-07"
 base_url = "{fake_openai.url}"
+max_cost = 5  # the consent to the grid's calls (about $1.70 here: above the $1 that asks)
 [grid]
 fields = ["title", "all"]
 ''')
