@@ -248,11 +248,20 @@ def test_most_prompts_answered_500_stop_the_run(fake_openai, tmp_path):
     assert res.labels and all(int(d) % 8 in (3, 4) for _, d in res.labels)
 
 
-# the first N requests fail, then the server is fine: 500s are retried (--retries 6); unusable answers
-# of the first four calls (those in flight) once, which then parse
+# the first N prompts fail once, then the server is fine: 500s are retried (--retries 6); an unusable
+# answer once (--parse-retries 1), which then parses. Keyed by prompt, not by arrival: under load a
+# call's retry may arrive before another call's first request
 @pytest.mark.parametrize("first, n", [(Reply(500), 7), (Reply(content=PROSE), 4)])
 def test_a_few_failing_first_requests_do_not_stop_the_run(fake_openai, first, n):
-    fake_openai.rule = lambda call: first if call.index < n else None
+    failed: set = set()
+
+    def rule(call):
+        if call.user in failed or len(failed) >= n:
+            return None
+        failed.add(call.user)
+        return first
+
+    fake_openai.rule = rule
     res = run(fake_openai, pairs_for(range(10, 30)))
     assert res.summary.stopped_early is None and res.summary.judged == 60
 
