@@ -64,10 +64,10 @@ def read_text(source: Source, what: str = "file") -> tuple[str, str]:
 
 def existing_file(source: str | os.PathLike, what: str) -> Path:
     """``source`` as a Path, or the InputError of a missing file or of a folder where a file is wanted."""
-    from .outputs import recover
+    from .outputs import recover_once
 
     path, name = Path(source), os.fspath(source)
-    recover(path.parent)  # a set a killed process was committing here: read the new one, whole
+    recover_once(path.parent)  # a set a killed process was committing here: read the new one, whole
     if not path.exists():
         raise InputError(name, f"{what} not found", "check the path")
     if path.is_dir():
@@ -120,14 +120,14 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     :func:`recjudge.outputs.output_set` the rename waits for the whole set. A full disk or another
     write error names ``path`` (and the free space left).
     """
-    from .outputs import current, disk_error, recover
+    from .outputs import current, disk_error, recover_once
 
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(str(path), f"cannot create the folder {path.parent}: {exc.strerror}") from None
-    recover(path.parent)  # a set a killed process was committing here is completed first
+    recover_once(path.parent)  # a set a killed process was committing here is completed first
     sweep_stale_temps(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=".tmp", dir=path.parent)

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from .errors import OutputError
 
-__all__ = ["OutputSet", "output_set", "recover", "disk_error", "current", "pid_alive", "JOURNAL_PREFIX", "MANIFEST"]
+__all__ = ["OutputSet", "output_set", "recover", "disk_error", "current", "pid_alive", "recover_once", "JOURNAL_PREFIX",
+           "MANIFEST"]
 
 JOURNAL_PREFIX = ".recjudge-commit."
 MANIFEST = ".recjudge-outputs.json"  # in a report folder: the files of the set it holds
@@ -166,6 +167,21 @@ def output_set() -> Iterator[OutputSet]:
     staged.commit()
 
 
+_checked: set[str] = set()
+_checked_lock = threading.Lock()
+
+
+def recover_once(folder: str | os.PathLike) -> None:
+    """:func:`recover` for a folder this process has not looked at yet: readers and writers call it on
+    every file, and a folder (63 runs, read on two threads) is scanned once."""
+    key = os.path.abspath(folder)
+    with _checked_lock:
+        if key in _checked:
+            return
+        _checked.add(key)
+        recover(folder)
+
+
 def recover(folder: str | os.PathLike) -> int:
     """Complete the sets a killed process was committing in ``folder``; returns how many."""
     folder = Path(folder)
@@ -208,7 +224,7 @@ def disk_error(path: Path, exc: OSError) -> OutputError:
 
 def _apply(entry: dict) -> None:
     for tmp, target in entry.get("renames", []):
-        if os.path.exists(tmp):
+        with contextlib.suppress(FileNotFoundError):  # renamed already (by the writer, or a reader before)
             os.replace(tmp, target)
     for target in entry.get("removals", []):
         with contextlib.suppress(FileNotFoundError):

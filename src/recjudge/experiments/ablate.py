@@ -498,24 +498,27 @@ def _run_experiment(exp: Experiment, dry_run: bool, progress: Callable[[str], No
     cache = None if dry_run else exp.out / "judgments.sqlite"
     # one question for the whole grid: its variants' calls together, not each variant's alone
     confirmed = not dry_run and _confirm_grid(exp, all_variants, collection, reference, history, cache, progress)
-    rows: list[VariantRow] = []
-    for n, var in enumerate(all_variants, start=1):
-        history_base = variant_config(exp, var).seed
-        outcomes = []
-        for e in range(exp.experiments):
-            label = f" (experiment {e + 1}/{exp.experiments})" if exp.experiments > 1 else ""
-            say(f"[{n}/{len(all_variants)}] {var.name}{label}")
-            pairs_seed, history_seed = derive_seed(exp.seed, e, "pairs"), derive_seed(history_base, e, "history")
-            config = variant_config(exp, var, seed=history_seed,
-                                    dry_run=dry_run or var.settings.get("dry_run", False),
-                                    **({"yes": True} if confirmed else {}))
-            name = f"{exp.name}-{n}" + (f"-e{e + 1}" if e else "")
-            outcomes.append(_one_experiment(exp, var, e, pairs_seed, config, collection, reference, history, runs,
-                                            cache, dry_run, name))
-        rows.append(_row(var, outcomes))
+    outcomes: dict[int, list[ExperimentOutcome]] = {}
+    for n, var, e, pairs_seed, history_seed in _jobs(exp, all_variants):
+        label = f" (experiment {e + 1}/{exp.experiments})" if exp.experiments > 1 else ""
+        say(f"[{n}/{len(all_variants)}] {var.name}{label}")
+        config = variant_config(exp, var, seed=history_seed, dry_run=dry_run or var.settings.get("dry_run", False),
+                                **({"yes": True} if confirmed else {}))
+        name = f"{exp.name}-{n}" + (f"-e{e + 1}" if e else "")
+        outcomes.setdefault(n, []).append(_one_experiment(exp, var, e, pairs_seed, config, collection, reference,
+                                                          history, runs, cache, dry_run, name))
+    rows = [_row(var, outcomes[n]) for n, var in enumerate(all_variants, start=1)]
     if not dry_run:
         write_results(exp, rows, protocol)
     return rows
+
+
+def _jobs(exp: Experiment, all_variants: Sequence[Variant]):
+    """(variant number, variant, experiment, pairs seed, history seed) of every judge run, in run order."""
+    for n, var in enumerate(all_variants, start=1):
+        history_base = variant_config(exp, var).seed
+        for e in range(exp.experiments):
+            yield n, var, e, derive_seed(exp.seed, e, "pairs"), derive_seed(history_base, e, "history")
 
 
 def _confirm_grid(exp: Experiment, all_variants: Sequence[Variant], collection, reference: Qrels, history,
@@ -527,31 +530,24 @@ def _confirm_grid(exp: Experiment, all_variants: Sequence[Variant], collection, 
     from ..judging.budget import Plan, confirm_spend
     from ..judging.registry import get_judge
 
-    if not all_variants or get_judge(variant_config(exp, all_variants[0]).judge).kind != "llm":
+    first = variant_config(exp, all_variants[0]) if all_variants else None
+    if first is None or get_judge(first.judge).kind != "llm":
         return False  # an offline judge: nothing is paid, nothing to plan
     pairs = calls = cached = tokens = 0
     cost: float | None = 0.0
-    first = None
-    for n, var in enumerate(all_variants, start=1):
-        base = variant_config(exp, var).seed
-        for e in range(exp.experiments):
-            config = variant_config(exp, var, seed=derive_seed(base, e, "history"), dry_run=True)
-            first = first or config
-            sample = sampled_pairs(reference, var.per_user, derive_seed(exp.seed, e, "pairs"))
-            s = judge_pairs(sample, collection, config, cache_path=cache if cache is not None and cache.exists()
-                            else None, history=history, name=f"{exp.name}-{n}-plan").summary
-            if s.kind != "llm":
-                return False  # an offline judge: nothing is paid
-            pairs += s.pairs
-            calls += s.planned_calls - s.cache_hits - s.shared_calls
-            cached += s.cache_hits
-            tokens += s.estimated_input_tokens
-            cost = None if cost is None or s.estimated_cost is None else cost + s.estimated_cost
-    if first is None:
-        return False
+    for n, var, e, pairs_seed, history_seed in _jobs(exp, all_variants):
+        config = variant_config(exp, var, seed=history_seed, dry_run=True)
+        s = judge_pairs(sampled_pairs(reference, var.per_user, pairs_seed), collection, config,
+                        cache_path=cache if cache is not None and cache.exists() else None, history=history,
+                        name=f"{exp.name}-{n}-plan").summary
+        pairs += s.pairs
+        calls += s.planned_calls - s.cache_hits - s.shared_calls
+        cached += s.cache_hits
+        tokens += s.estimated_input_tokens
+        cost = None if cost is None or s.estimated_cost is None else cost + s.estimated_cost
     plan = Plan(pairs, calls, cached, ", ".join(first.public_endpoints()), first.model, tokens, cost,
                 what=f"ablation {exp.name!r} ({len(all_variants)} variants × {exp.experiments} experiments)")
-    confirm_spend(plan, variant_config(exp, all_variants[0]), say=progress)
+    confirm_spend(plan, first, say=progress)
     return True
 
 
