@@ -62,7 +62,8 @@ from recjudge.evaluation.intervals import (
     share_interval,
     tau_interval,
 )
-from recjudge.evaluation.metaeval import MEAN_DECIMALS, BootstrapWeights, _tau_b_rows, kendall_tau_replicates
+from recjudge.evaluation.metaeval import MEAN_DECIMALS, BootstrapWeights, kendall_tau_replicates
+from recjudge.evaluation.metaeval.kendall import _tau_b_rows
 
 NOMINAL = 0.95
 POPULATION = 100_000

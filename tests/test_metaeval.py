@@ -16,15 +16,15 @@ from recjudge.cli import main
 from recjudge.data.trec import Qrels, Run, read_qrels, resolve_ties, write_qrels, write_run
 from recjudge.errors import ConfigError
 from recjudge.evaluation.metaeval import (
-    _tau_b_rows,
-    bootstrap_kendall_tau,
     compare,
     evaluate,
     kendall_tau,
+    kendall_tau_interval,
     system_ranks,
     tau_ap,
     weighted_tau,
 )
+from recjudge.evaluation.metaeval.kendall import _tau_b_rows
 
 
 def test_kendall_tau_by_hand():
@@ -73,9 +73,9 @@ def test_bootstrap_ci_is_seeded_and_tightens_with_more_users():
     rng = np.random.default_rng(0)
     small_ref, small_cand = _matrix(rng, 40, 8, 0.8), _matrix(rng, 40, 8, 0.8)
     big_ref, big_cand = _matrix(rng, 4000, 8, 0.8), _matrix(rng, 4000, 8, 0.8)
-    a = bootstrap_kendall_tau(small_ref, small_cand, 400, seed=3)
-    assert a == bootstrap_kendall_tau(small_ref, small_cand, 400, seed=3)
-    b = bootstrap_kendall_tau(big_ref, big_cand, 400, seed=3)
+    a = kendall_tau_interval(small_ref, small_cand, 400, seed=3).bounds
+    assert a == kendall_tau_interval(small_ref, small_cand, 400, seed=3).bounds
+    b = kendall_tau_interval(big_ref, big_cand, 400, seed=3).bounds
     assert b[1] - b[0] < a[1] - a[0]
     point = kendall_tau(big_ref.mean().to_numpy(), big_cand.mean().to_numpy())
     assert b[0] <= point <= b[1]
@@ -85,7 +85,7 @@ def test_bootstrap_single_resample_matches_direct_computation():
     # With one user the only resample is that user: the CI collapses onto τ of that user's row
     ref = pd.DataFrame([[0.1, 0.5, 0.3]], index=["u"], columns=list("abc"))
     cand = pd.DataFrame([[0.2, 0.1, 0.3]], index=["u"], columns=list("abc"))
-    lo, hi = bootstrap_kendall_tau(ref, cand, 10, seed=0)
+    lo, hi = kendall_tau_interval(ref, cand, 10, seed=0).bounds
     want = stats.kendalltau(ref.iloc[0], cand.iloc[0]).statistic
     assert lo == pytest.approx(want) and hi == pytest.approx(want)
 
@@ -282,9 +282,9 @@ def test_rank_displacement_signs_by_hand():
     # reference ranks a > b > c; the candidate puts c first: c rises by 2 (−2), a and b drop by 1
     ref = pd.DataFrame([[0.9, 0.5, 0.1]], index=["u"], columns=list("abc"))
     cand = pd.DataFrame([[0.5, 0.3, 0.9]], index=["u"], columns=list("abc"))
-    from recjudge.evaluation.metaeval import _agreement
+    from recjudge.evaluation.metaeval import rank_agreement
 
-    ra = _agreement("m", ref, cand, n_boot=0, seed=0)
+    ra = rank_agreement("m", ref, cand, n_boot=0, seed=0)
     assert dict(ra.most_displaced) == {"c": -2.0, "a": 1.0, "b": 1.0}
     assert ra.median_abs_rank_displacement == 1.0 and ra.max_abs_rank_displacement == 2.0
 
@@ -294,7 +294,7 @@ def test_bootstrap_with_partial_user_coverage_matches_brute_force():
     users = [f"u{i}" for i in range(12)]
     ref = pd.DataFrame(rng.random((12, 4)), index=users, columns=list("abcd"))
     cand = pd.DataFrame(rng.random((7, 4)), index=users[:7], columns=list("abcd"))  # 5 users unjudged
-    lo, hi = bootstrap_kendall_tau(ref, cand, n_resamples=300, seed=4, chunk=300, method="percentile")
+    lo, hi = kendall_tau_interval(ref, cand, n_resamples=300, seed=4, chunk=300, method="percentile").bounds
     # brute force with the same multinomial draws: mean over the resampled users each matrix has
     w = np.random.default_rng(4).multinomial(12, np.full(12, 1 / 12), size=300)
     taus = []
@@ -344,7 +344,8 @@ def _scipy_bootstrap(data, statistic, n_resamples, seed, method):
 
 
 def test_bca_interval_and_jackknife_equal_scipy_bootstrap_bca():
-    from recjudge.evaluation.metaeval import bias_corrected_interval, jackknife_kendall_tau
+    from recjudge.evaluation.intervals import bias_corrected
+    from recjudge.evaluation.metaeval import jackknife_kendall_tau
 
     rng = np.random.default_rng(3)
     ref = rng.random((25, 6)) + np.linspace(0, 0.5, 6)
@@ -358,7 +359,7 @@ def test_bca_interval_and_jackknife_equal_scipy_bootstrap_bca():
     res = _scipy_bootstrap((np.arange(25),), tau, 999, 1, "BCa")
     jk = jackknife_kendall_tau(ref, cand)
     np.testing.assert_allclose(jk, [tau(np.delete(np.arange(25), i)) for i in range(25)], atol=1e-15)
-    got = bias_corrected_interval(res.bootstrap_distribution, tau(np.arange(25)), 0.95, jk)
+    got = bias_corrected(res.bootstrap_distribution, tau(np.arange(25)), 0.95, jk)
     want = res.confidence_interval
     assert got == pytest.approx((want.low, want.high), abs=1e-12)
     assert got != pytest.approx(tuple(np.quantile(res.bootstrap_distribution, [0.025, 0.975])))
@@ -367,20 +368,20 @@ def test_bca_interval_and_jackknife_equal_scipy_bootstrap_bca():
 def test_bias_corrected_percentile_by_hand():
     from statistics import NormalDist
 
-    from recjudge.evaluation.metaeval import bias_corrected_interval
+    from recjudge.evaluation.intervals import bias_corrected
 
     reps = np.arange(1.0, 101.0)  # 1, 2, ..., 100
     # 70 replicates below 70.5: z0 = Φ⁻¹(0.70); BC quantiles at Φ(2·z0 ∓ 1.959964)
     z0, z = NormalDist().inv_cdf(0.70), NormalDist().inv_cdf(0.975)
     p_lo, p_hi = NormalDist().cdf(2 * z0 - z), NormalDist().cdf(2 * z0 + z)
     # numpy's linear quantile of 1..100 at p is 1 + 99·p
-    assert bias_corrected_interval(reps, 70.5) == pytest.approx((1 + 99 * p_lo, 1 + 99 * p_hi), abs=1e-9)
+    assert bias_corrected(reps, 70.5) == pytest.approx((1 + 99 * p_lo, 1 + 99 * p_hi), abs=1e-9)
     # a replicate equal to the estimate counts half: 69 below + 1/2 → share 0.695
     z0 = NormalDist().inv_cdf(0.695)
     want = (1 + 99 * NormalDist().cdf(2 * z0 - z), 1 + 99 * NormalDist().cdf(2 * z0 + z))
-    assert bias_corrected_interval(reps, 70.0) == pytest.approx(want, abs=1e-9)
+    assert bias_corrected(reps, 70.0) == pytest.approx(want, abs=1e-9)
     # every replicate below the estimate: z0 is infinite and no interval exists
-    assert np.isnan(bias_corrected_interval(reps, 101.0)).all()
+    assert np.isnan(bias_corrected(reps, 101.0)).all()
 
 
 def test_bca_of_bootstrap_kendall_tau_matches_brute_force_with_partial_coverage():
@@ -407,7 +408,7 @@ def test_bca_of_bootstrap_kendall_tau_matches_brute_force_with_partial_coverage(
     z = NormalDist().inv_cdf(0.025)
     probs = [NormalDist().cdf(z0 + (z0 + zz) / (1 - a * (z0 + zz))) for zz in (z, -z)]
     want = np.quantile(reps, probs)
-    got = bootstrap_kendall_tau(ref, cand, n_resamples=300, seed=4, chunk=300, method="BCa")
+    got = kendall_tau_interval(ref, cand, n_resamples=300, seed=4, chunk=300, method="BCa").bounds
     assert got == pytest.approx(tuple(want), abs=1e-12)
 
 
@@ -425,9 +426,9 @@ def test_bias_correction_moves_the_interval_towards_the_downward_bias_of_resampl
     from recjudge.evaluation.metaeval import system_means
 
     est = kendall_tau(system_means(ref), system_means(cand))
-    pct = bootstrap_kendall_tau(ref, cand, 1000, 0, method="percentile")
-    bc = bootstrap_kendall_tau(ref, cand, 1000, 0, method="BC")
-    bca = bootstrap_kendall_tau(ref, cand, 1000, 0, method="BCa")
+    pct = kendall_tau_interval(ref, cand, 1000, 0, method="percentile").bounds
+    bc = kendall_tau_interval(ref, cand, 1000, 0, method="BC").bounds
+    bca = kendall_tau_interval(ref, cand, 1000, 0, method="BCa").bounds
     assert pct[1] < est
     assert pct[0] < bc[0] and pct[1] < bc[1] and pct[0] < bca[0] and pct[1] < bca[1]
     assert bc[0] > est and bca[0] > est
@@ -443,8 +444,8 @@ def test_bc_contains_the_estimate_exactly_when_the_percentile_interval_does():
         ref = pd.DataFrame(base + rng.standard_normal((60, 10)))
         cand = pd.DataFrame(base + rng.standard_normal((60, 10)))
         est = kendall_tau(system_means(ref), system_means(cand))
-        pct = bootstrap_kendall_tau(ref, cand, 400, 0, method="percentile")
-        bc = bootstrap_kendall_tau(ref, cand, 400, 0, method="BC")
+        pct = kendall_tau_interval(ref, cand, 400, 0, method="percentile").bounds
+        bc = kendall_tau_interval(ref, cand, 400, 0, method="BC").bounds
         inside = pct[0] - 1e-12 <= est <= pct[1] + 1e-12
         assert inside == (bc[0] - 1e-12 <= est <= bc[1] + 1e-12), seed
         # the bias correction shifts upward: resampled τ is biased downward
@@ -456,7 +457,7 @@ def test_bc_contains_the_estimate_exactly_when_the_percentile_interval_does():
 def test_unknown_ci_method_is_refused():
     ref = pd.DataFrame([[0.1, 0.5, 0.3]], index=["u"], columns=list("abc"))
     with pytest.raises(ConfigError, match="CI method"):
-        bootstrap_kendall_tau(ref, ref, 10, method="studentized")
+        kendall_tau_interval(ref, ref, 10, method="studentized").bounds
 
 
 def test_compare_reports_the_ci_method_and_kendall_p_value():
@@ -466,8 +467,8 @@ def test_compare_reports_the_ci_method_and_kendall_p_value():
     want = stats.kendalltau(res.reference.means("nDCG@10"), res.candidates["llm"].means("nDCG@10"))
     assert ra.kendall_tau_p == pytest.approx(want.pvalue, rel=1e-12)
     assert res.settings["ci_method"] == "normal" and ra.ci_method == "normal"  # the default
-    direct = bootstrap_kendall_tau(res.reference.matrices["nDCG@10"], res.candidates["llm"].matrices["nDCG@10"],
-                                   200, seed=2)
+    direct = kendall_tau_interval(res.reference.matrices["nDCG@10"], res.candidates["llm"].matrices["nDCG@10"],
+                                   200, seed=2).bounds
     assert ra.kendall_tau_ci == direct
     js = res.to_json()
     m = js["measures"]["nDCG@10"]
@@ -477,8 +478,8 @@ def test_compare_reports_the_ci_method_and_kendall_p_value():
     assert {"kendall_tau_ci_note", "kendall_tau_ci_coverage", "kendall_tau_bootstrap_bias_sd"} <= set(m)
     bca = compare(runs, human, [llm], measures="nDCG@10", bootstrap=200, seed=2, ci_method="BCa")
     assert bca.settings["ci_method"] == "BCa" and bca.agreement["llm"]["nDCG@10"].ci_method == "BCa"
-    assert bca.agreement["llm"]["nDCG@10"].kendall_tau_ci == bootstrap_kendall_tau(
-        res.reference.matrices["nDCG@10"], res.candidates["llm"].matrices["nDCG@10"], 200, seed=2, method="BCa")
+    assert bca.agreement["llm"]["nDCG@10"].kendall_tau_ci == kendall_tau_interval(
+        res.reference.matrices["nDCG@10"], res.candidates["llm"].matrices["nDCG@10"], 200, seed=2, method="BCa").bounds
 
 
 def test_jackknife_at_ten_thousand_users_stays_vectorised():
@@ -524,7 +525,8 @@ def test_bootstrap_seed_varies_the_ci_but_never_the_rankings():
 # ------------------------------------------------------------------------- rounding of means
 
 def test_rounding_keeps_means_of_permuted_users_tied():
-    from recjudge.evaluation.metaeval import _agreement, _weighted_means, system_means
+    from recjudge.evaluation.metaeval import rank_agreement, system_means
+    from recjudge.evaluation.metaeval.kendall import _weighted_means
 
     # the same three per-user values in two orders: summed left to right they differ in the last bit
     a, b = [0.1, 0.2, 0.3], [0.3, 0.2, 0.1]
@@ -541,7 +543,7 @@ def test_rounding_keeps_means_of_permuted_users_tied():
     # a candidate that ties a and b outright: τ-b = 1 with ties kept; a false order a ≠ b would give
     # 2 concordant pairs of 3 with one pair tied on one side only: 2 / sqrt(3 · 2)
     cand = pd.DataFrame({"a": [0.2] * 3, "b": [0.2] * 3, "c": [0.5] * 3}, index=["u1", "u2", "u3"])
-    ra = _agreement("m", ref, cand, n_boot=0, seed=0)
+    ra = rank_agreement("m", ref, cand, n_boot=0, seed=0)
     assert ra.kendall_tau == pytest.approx(1.0)
     assert kendall_tau(raw, cand.mean()) == pytest.approx(2 / np.sqrt(6))
 
@@ -658,7 +660,7 @@ def test_shared_bootstrap_weights_give_each_measures_own_interval():
     # compare draws the resamples once per label set and hands them to every measure: the
     # intervals must be those each measure gets drawing its own (same seed, same users)
     from recjudge.errors import ConfigError
-    from recjudge.evaluation.metaeval import BootstrapWeights, bootstrap_kendall_tau
+    from recjudge.evaluation.metaeval import BootstrapWeights
 
     rng = np.random.default_rng(3)
     users = [f"u{i}" for i in range(40)]
@@ -668,11 +670,11 @@ def test_shared_bootstrap_weights_give_each_measures_own_interval():
     holes.iloc[::7, 2] = np.nan  # a user a label set lacks: the weighted path with missing cells
     shared = BootstrapWeights(9, 40, 300)
     for c in (cand, holes, ref * 2):
-        assert bootstrap_kendall_tau(ref, c, 300, 9, weights=shared) == bootstrap_kendall_tau(ref, c, 300, 9)
+        assert kendall_tau_interval(ref, c, 300, 9, weights=shared).bounds == kendall_tau_interval(ref, c, 300, 9).bounds
     assert [w.dtype for w in shared.chunks()] == [np.float64] * 2
     assert shared._chunks[0].dtype == np.uint8  # counts stored compactly
     with pytest.raises(ConfigError, match="another seed"):
-        bootstrap_kendall_tau(ref, cand, 300, 8, weights=shared)
+        kendall_tau_interval(ref, cand, 300, 8, weights=shared).bounds
 
 
 def test_an_interval_whose_measured_coverage_is_unknown_or_low_says_so_where_it_is_printed(tmp_path, capsys):

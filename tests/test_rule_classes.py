@@ -173,14 +173,14 @@ def test_every_label_of_the_scale_gets_its_exponential_gain():
 
 def test_the_means_behind_jackknife_and_bootstrap_are_over_each_label_sets_own_users():
     """τ does not change when every system's mean is scaled alike, so the means are checked themselves."""
-    from recjudge.evaluation import metaeval
+    from recjudge.evaluation.metaeval import kendall
 
-    jk = metaeval._jackknife_means(CAND)
+    jk = kendall._jackknife_means(CAND)
     for u in range(5):
         keep = [i for i in range(5) if i != u]
         assert np.allclose(jk[u], np.nanmean(CAND[keep], axis=0), atol=1e-12), u
     w = np.array([[2, 0, 1, 1, 1], [0, 3, 0, 0, 2], [1, 1, 1, 1, 1]], dtype=np.float64)
-    got = metaeval._weighted_means(w, CAND)
+    got = kendall._weighted_means(w, CAND)
     present = ~np.isnan(CAND[:, 0])
     want = (w[:, present] @ CAND[present]) / w[:, present].sum(1, keepdims=True)
     # the second resample holds none of the candidate's users: no mean (NaN), not 0

@@ -39,7 +39,7 @@ import pandas as pd
 
 from ..data.trec import MAX_LABEL, Qrels, sorted_codes
 from ..errors import ConfigError
-from .intervals import NO_RESAMPLES
+from .intervals import CI_FLAG, NO_RESAMPLES
 
 __all__ = [
     "PairwiseAgreement",
@@ -57,7 +57,6 @@ MISSING = ("zero", "drop")
 # The share of the reference's pairs a candidate may lack before the rule for them must be chosen:
 # at 1% either rule moves κ and the shares by well under their bootstrap spread.
 MISSING_SHARE_LIMIT = 0.01
-CI_FLAG = "*"  # beside a CI whose measured coverage is below nominal, as compare flags a τ interval
 
 
 class PairwiseAgreement(NamedTuple):

@@ -65,7 +65,7 @@ from ..data.trec import Qrels, Run
 from ..errors import ConfigError, InputError
 from ..judging.config import JudgeSettings
 from ..evaluation.baselines import DEFAULT_DRAWS
-from ..report.evaluation import CI_FLAG
+from ..evaluation.intervals import CI_FLAG
 from ..data.splits import SplitName
 from ..settings import (FILE, MAX_SEED, PYTHON, Cli, Count, PathText, Positive, Seed, Settings, TiePolicy, checked,
                         option)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .._io import atomic_write
 from ..evaluation.intervals import TAU_METHODS
-from ..evaluation.metaeval import CompareResult, EvaluationResult
+from ..evaluation.metaeval import CompareResult, EvaluationResult, ci_cell, ci_notes
 
 __all__ = ["write_compare_report", "write_evaluation_report", "write_report", "render_html", "markdown_table",
            "md_text", "md_code", "md_fence", "slug", "unique_slugs", "ci_method", "ci_cell", "ci_notes",
@@ -85,28 +85,6 @@ def ci_label(settings: Mapping[str, object]) -> str:
     """Column header of a τ interval: its level and method, e.g. ``95% CI (BCa)``."""
     level = settings.get("ci_level", 0.95)
     return f"{float(level):.0%} CI ({ci_method(settings)})"
-
-
-CI_FLAG = "*"  # beside an interval whose measured coverage is below nominal; the note follows the table
-
-
-def ci_cell(ra, digits: int = 3) -> str:
-    """A τ interval as printed, flagged when its note says the measured coverage is below nominal; "–" when
-    τ itself is undefined (its reason is said beside the table); why there is none (``no interval (0
-    resamples)``) when there is none."""
-    if getattr(ra, "undefined", ""):
-        return "–"
-    missing = getattr(ra, "ci_missing", "")
-    if missing:
-        return missing
-    lo, hi = ra.kendall_tau_ci
-    return f"[{lo:.{digits}f}, {hi:.{digits}f}]" + (CI_FLAG if getattr(ra, "ci_note", "") else "")
-
-
-def ci_notes(by_measure: Mapping[str, object]) -> list[str]:
-    """One short line per flagged interval, ``* measure: summary`` (the full note is in the JSON)."""
-    return [f"{CI_FLAG} {m}: {getattr(ra, 'ci_summary', '') or ra.ci_note}" for m, ra in by_measure.items()
-            if getattr(ra, "ci_note", "") and not getattr(ra, "ci_missing", "")]
 
 
 def _fmt(x) -> str:
