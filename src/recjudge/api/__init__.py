@@ -22,7 +22,8 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InputError
 from . import results as _results
@@ -32,17 +33,7 @@ from .inputs import path_inputs as _path_inputs
 from .inputs import qrels_input as _qrels
 from .inputs import run_files as _run_files
 from .inputs import runs_input as _runs_input
-from .results import (
-    AblateReport,
-    AgreementReport,
-    CompareReport,
-    EvaluateReport,
-    FillReport,
-    JudgeReport,
-    Result,
-    TiesReport,
-    TrainReport,
-)
+from .results import AblateReport, JudgeReport, Result, TrainReport
 from .settings import (
     AblateSettings,
     JudgeCommandSettings,
@@ -56,13 +47,19 @@ from .settings import (
 )
 from .verbs import verb
 
+if TYPE_CHECKING:
+    from ..evaluation.agreement_report import AgreementReport
+    from ..evaluation.calibration import FillReport
+    from ..evaluation.metaeval import CompareResult, EvaluationResult
+    from ..evaluation.settings_comparison import SettingsComparison
+    from ..evaluation.ties import TieAudit
+
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "audit_ties", "compare_settings",
     "CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings", "TrainSettings",
     "AblateSettings", "CompareSettingsSettings", "JudgeCommandSettings",
-    "Result", "EvaluateReport", "CompareReport", "AgreementReport", "FillReport", "JudgeReport", "TrainReport",
-    "TiesReport", "AblateReport",
+    "Result", "JudgeReport", "TrainReport", "AblateReport",
 ]
 
 _PROGRESS = inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -327,7 +324,7 @@ def judge(s: JudgeCommandSettings, progress=None) -> JudgeReport:
 # ------------------------------------------------------------------------------------ evaluation
 
 @verb(EvaluateSettings, ("runs", "qrels"))
-def evaluate(s: EvaluateSettings) -> EvaluateReport:
+def evaluate(s: EvaluateSettings) -> EvaluationResult:
     """Score and rank systems under one label set (``recjudge evaluate``)."""
     from .._io import check_output_dir, check_outputs, write_json
     from ..evaluation.metaeval import evaluate as score
@@ -340,8 +337,8 @@ def evaluate(s: EvaluateSettings) -> EvaluateReport:
     result = score(runs, _qrels(s.qrels), s.measures, tie_policy=s.tie_policy, seed=s.seed, export_ties=ties,
                    tie_note=s.tie_note)
     by_group = _group_table(result.table.scores_frame(), groups, s.groups)
-    report = EvaluateReport(result, os.fspath(s.qrels) if _is_path(s.qrels) else result.settings["qrels"],
-                            None, by_group, settings=s)
+    report = replace(result, source=os.fspath(s.qrels) if _is_path(s.qrels) else None, groups=by_group,
+                     per_query=bool(s.per_query), protocol=s.protocol)
     if per_query is not None:
         from .._io import atomic_write
 
@@ -352,13 +349,12 @@ def evaluate(s: EvaluateSettings) -> EvaluateReport:
     if s.report:
         from ..report.evaluation import write_evaluation_report
 
-        report = EvaluateReport(result, report.source, write_evaluation_report(result, s.report, protocol=s.protocol),
-                                by_group, settings=s)
+        report = replace(report, report_path=write_evaluation_report(result, s.report, protocol=s.protocol))
     return report
 
 
 @verb(CompareSettings, ("runs", "reference", "candidates"))
-def compare(s: CompareSettings) -> CompareReport:
+def compare(s: CompareSettings) -> CompareResult:
     """Compare system rankings under a reference and candidate label sets (``recjudge compare``)."""
     from .._io import check_output_dir, check_outputs, write_json
     from ..evaluation.metaeval import compare as rank_agreement
@@ -381,14 +377,13 @@ def compare(s: CompareSettings) -> CompareReport:
         tables = {"reference": result.reference, **result.candidates}
         by_group = pd.concat({name: _group_table(t.scores_frame(), groups, s.groups)
                               for name, t in tables.items()}, names=["labels", "group"])
-    report = CompareReport(result, None, by_group, settings=s)
+    report = replace(result, groups=by_group, protocol=s.protocol)
     if s.json:
         write_json(s.json, report.to_json())
     if s.report:
         from ..report.evaluation import write_compare_report
 
-        report = CompareReport(result, write_compare_report(result, s.report, protocol=s.protocol), by_group,
-                               settings=s)
+        report = replace(report, report_path=write_compare_report(result, s.report, protocol=s.protocol))
     return report
 
 
@@ -411,9 +406,11 @@ def agreement(s: AgreementSettings) -> AgreementReport:
 
         trivial = {c.name: agreement_baselines(reference, c, results[c.name].missing, clip, s.baselines, s.seed)
                    for c in named}
+    from ..evaluation.agreement_report import AgreementReport
+
     report = AgreementReport(reference.name, results, sources,
                              {"reference_path": sources[reference.name], "missing": s.missing, "clip": s.clip},
-                             settings=s, baselines=trivial)
+                             baselines=trivial, protocol=s.protocol)
     if s.json:
         write_json(s.json, report.to_json())
     return report
@@ -444,16 +441,18 @@ def fill(s: FillSettings) -> FillReport:
     paths = {}
     if s.out is not None:
         paths["qrels"], paths["sources"] = write_filled(result, s.out)
+    from ..evaluation.calibration import FillReport
+
     report = FillReport(cal, result, rep, val, {"k": s.k, "tie_policy": s.tie_policy, "seed": s.seed,
                                                 "allow_weak_calibration": s.allow_weak_calibration},
-                        paths, s.validate, settings=s)
+                        paths, s.validate, protocol=s.protocol)
     if s.json:
         write_json(s.json, report.to_json())
     return report
 
 
 @verb(TiesSettings, ("runs", "qrels"))
-def audit_ties(s: TiesSettings) -> TiesReport:
+def audit_ties(s: TiesSettings) -> TieAudit:
     """Tie prevalence, every tie treatment and the permutation test (``recjudge ties``)."""
     from .._io import check_outputs, read_text, write_json
     from ..evaluation.ties import audit_ties as audit
@@ -483,7 +482,7 @@ def audit_ties(s: TiesSettings) -> TiesReport:
         runs, labels, record = sampled.runs, sampled.qrels, sampled.record
     result = audit(runs, labels, measures=s.measures, cutoffs=s.cutoffs, seeds=s.seeds,
                    permutations=s.permutations, seed=s.seed, mc_samples=s.mc_samples)
-    report = TiesReport(result, record, settings=s)
+    report = replace(result, sampled_candidates=record, protocol=s.protocol)
     if s.json:
         write_json(s.json, report.to_json())
     return report
@@ -507,7 +506,7 @@ def _lazy_runs(files: list):
 
 
 @verb(CompareSettingsSettings, ("runs_a", "qrels_a", "runs_b", "qrels_b"))
-def compare_settings(s: CompareSettingsSettings):
+def compare_settings(s: CompareSettingsSettings) -> SettingsComparison:
     """The same systems ranked in two settings, e.g. historical vs Cranfield (``recjudge compare-settings``)."""
     from .._io import check_outputs, write_json
     from ..evaluation.settings_comparison import compare_settings as correlate
@@ -516,8 +515,9 @@ def compare_settings(s: CompareSettingsSettings):
     result = correlate(_runs(s.runs_a, "runs_a"), _qrels(s.qrels_a, "qrels_a"), _runs(s.runs_b, "runs_b"),
                        _qrels(s.qrels_b, "qrels_b"), s.measures, s.tie_policy, s.seed,
                        labels=(_label(s.runs_a), _label(s.runs_b)))
+    result = replace(result, protocol=s.protocol)
     if s.json:
-        write_json(s.json, s.stamp(result.to_json()))
+        write_json(s.json, result.to_json())
     return result
 
 

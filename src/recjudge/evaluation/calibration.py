@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,7 @@ __all__ = [
     "GradeCalibration",
     "Calibration",
     "FillResult",
+    "FillReport",
     "calibrate",
     "fill_gaps",
     "hide_labels",
@@ -394,3 +395,79 @@ def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: f
     without = {m: kendall_tau(full.means(m), vis.means(m)) for m in measures}
     with_fill = {m: kendall_tau(full.means(m), fil.means(m)) for m in measures}
     return ValidationReport(fraction, len(hidden), len(hidden_llm), agree or {}, without, with_fill)
+
+
+@dataclass(frozen=True, eq=False)
+class FillReport:
+    """What ``recjudge fill`` returns: the calibration, the filled qrels, the scenario rankings and the
+    validation, as JSON, a frame or text. ``paths``: the qrels and sources once written; ``validate``: the
+    share of human labels hidden for the validation; ``protocol``: the ProtocolUse followed."""
+
+    calibration: Calibration
+    filled: FillResult
+    scenarios: ScenarioReport
+    validation: ValidationReport | None
+    options: Mapping[str, Any]
+    paths: Mapping[str, Path] = field(default_factory=dict)
+    validate: float | None = None
+    protocol: Any = None
+
+    @property
+    def qrels(self) -> Qrels:
+        return self.filled.qrels
+
+    def to_json(self) -> dict:
+        f = self.filled
+        written = {k: None if self.paths.get(k) is None else str(self.paths[k]) for k in ("qrels", "sources")}
+        out = {"calibration": self.calibration.to_json(),
+               "filled": {"path": written["qrels"], "sources": written["sources"],
+                          "n_human": f.n_human, "n_filled": f.n_filled, "n_unfilled": f.n_unfilled,
+                          "weak_calibration": list(f.problems)},
+               "scenarios": self.scenarios.to_json(), "settings": dict(self.options)}
+        if self.validation is not None:
+            out["validation"] = self.validation.to_json()
+        if self.protocol is not None:
+            out["protocol"] = self.protocol.as_dict()
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """The mixed qrels with each label's source (human or llm-calibrated) and LLM grade."""
+        return self.filled.sources
+
+    def format(self) -> str:
+        """What ``recjudge fill`` prints: the calibration, the counts, Judged@k and τ per scenario, the validation."""
+        from .metaeval.text import wrapped
+
+        k, f, rep = self.options["k"], self.filled, self.scenarios
+        written = f" → {self.paths['qrels']} (sources: {self.paths['sources']})" if self.paths else ""
+        weak = ([f"WARNING: filled with a calibration that cannot calibrate (--allow-weak-calibration); the "
+                 f"'LLM fills gaps' ranking is an artefact of the fill, not a result:"] +
+                [f"  - {p}" for p in f.problems] + [""]) if f.problems else []
+        lines = [*weak, "calibration (LLM grade → human scale):", self.calibration.to_frame().to_string(),
+                 "\n" + wrapped(f"{f.n_human} human labels + {f.n_filled} calibrated LLM labels "
+                                 f"({f.n_unfilled} top-{k} items left unjudged by both){written}"),
+                 f"\naverage Judged@{k} over systems:", rep.judged.round(4).to_string()]
+        for m, tau in rep.tau.items():
+            lines += [f"\nKendall τ-b between scenario rankings on {m}:", tau.round(3).to_string()]
+        lines += ["\n" + wrapped(f"warning: {w}") for w in rep.warnings]
+        note = (rep.tie_sensitivity or {}).get("note")
+        if note:
+            lines.append("\n" + wrapped(f"{note} (under the human labels)"))
+        return "\n".join(lines + self._validation_lines())
+
+    def _validation_lines(self) -> list[str]:
+        val = self.validation
+        if val is None:
+            return []
+        lines = [f"\nvalidation: hid {val.n_hidden} human labels ({self.validate:.0%}), "
+                 f"LLM covered {val.n_hidden_filled}"]
+        if val.agreement:
+            a = val.agreement
+            lines.append(f"  filled vs hidden human: κ {a['cohen_kappa']:.3f}, "
+                         f"α ordinal {a['krippendorff_alpha_ordinal']:.3f}, "
+                         f"pairwise agree {a['pairwise']['agree']:.3f}")
+        return lines + [f"  τ vs all human labels on {m}: without fill {val.tau_without_fill[m]:.3f}, "
+                        f"with fill {val.tau_with_fill[m]:.3f}" for m in val.tau_with_fill]
+
+    def __str__(self) -> str:
+        return self.format()

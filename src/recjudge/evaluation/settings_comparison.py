@@ -25,6 +25,7 @@ class SettingsComparison:
     measures: pd.DataFrame  # one row per measure
     systems: pd.DataFrame  # system × (measure, setting) scores and ranks, and the rank shift B − A
     settings: Mapping[str, Any]
+    protocol: Any = None  # the recjudge.protocol.ProtocolUse followed, stamped into the JSON
 
     def to_json(self) -> dict:
         rows = []
@@ -34,9 +35,12 @@ class SettingsComparison:
                 row[m] = {k: _num(self.systems.loc[name, (m, k)]) for k in ("score_a", "score_b", "rank_a",
                                                                             "rank_b", "shift")}
             rows.append(row)
-        return {"measures": {m: {k: (v or None) if k == "undefined" else _num(v) for k, v in r.items()}
-                             for m, r in self.measures.iterrows()},
-                "systems": rows, "settings": dict(self.settings)}
+        out = {"measures": {m: {k: (v or None) if k == "undefined" else _num(v) for k, v in r.items()}
+                            for m, r in self.measures.iterrows()},
+               "systems": rows, "settings": dict(self.settings)}
+        if self.protocol is not None:
+            out["protocol"] = self.protocol.as_dict()
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         return self.measures

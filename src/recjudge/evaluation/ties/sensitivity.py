@@ -9,9 +9,10 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from ...report.terminal import prose, table
 from ...data.trec import Qrels, Run
@@ -92,11 +93,17 @@ class TieSettings:
 
 @dataclass(frozen=True, eq=False)
 class TieAudit:
+    """What ``recjudge ties`` returns: each run's tie prevalence and measures per treatment, as JSON, a frame
+    or text. The verb adds the sampled-candidate protocol's record, when that was audited, and the protocol
+    (``recjudge.protocol.ProtocolUse``) followed."""
+
     runs: tuple[RunTies, ...]
     settings: TieSettings
     qrels: str | None
     counted_users: int | None
     notes: tuple[str, ...] = field(default=())
+    sampled_candidates: Mapping[str, Any] | None = None
+    protocol: Any = None
 
     def as_dict(self) -> dict:
         s = self.settings
@@ -125,8 +132,26 @@ class TieAudit:
             "notes": list(self.notes),
         }
 
+    def to_json(self) -> dict:
+        data = self.as_dict()
+        if self.sampled_candidates is not None:
+            data["sampled_candidates"] = dict(self.sampled_candidates)
+        if self.protocol is not None:
+            data["protocol"] = self.protocol.as_dict()
+        return data
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per run: its prevalence and measure figures as flat columns."""
+        return pd.json_normalize([{"run": name, **entry} for name, entry in self.to_json()["runs"].items()])
+
     def format(self) -> str:
-        return format_audit(self)
+        text = format_audit(self)
+        if self.sampled_candidates is not None:
+            text = self.sampled_candidates["description"] + "\n\n" + text
+        return text
+
+    def __str__(self) -> str:
+        return self.format()
 
 
 def audit_run(run: Run, qrels: Qrels | None = None, measures=DEFAULT_TIE_MEASURES,
