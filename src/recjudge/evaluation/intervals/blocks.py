@@ -111,9 +111,7 @@ def clipped(lo: float, hi: float, bounds: tuple[float, float]) -> tuple[float, f
     return (float(max(bounds[0], lo)), float(min(bounds[1], hi)))
 
 
-
 def sample_sd(values) -> float:
     """The standard deviation (ddof 1) of the finite ``values``; NaN with fewer than two."""
     t = finite(values)
     return float(t.std(ddof=1)) if len(t) > 1 else math.nan
-

@@ -155,7 +155,6 @@ def coverage_summary(method: str, n_users: int, bias_sd: float, level: float = 0
     return f"may under-cover: {pooled:.0%} in simulation, worst {lowest:.0%} — {DOCS_POINTER}"
 
 
-
 # Measured coverage of the population share by 95% share_interval's (benchmarks/bench_tau_ci.py
 # --sections C --share-constants): users with pairs → (coverage pooled over the simulated
 # populations, the lowest population's). The band of n users is the largest simulated number ≤ n

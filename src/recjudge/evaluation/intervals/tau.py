@@ -30,7 +30,6 @@ def tau_normal(r: Replicates, level: float = 0.95) -> tuple[float, float]:
     return clipped(r.estimate - z * se, r.estimate + z * se, (-1.0, 1.0))
 
 
-
 def _tau_jackknife(r: Replicates, level: float) -> tuple[float, float]:
     """τ̂ ± z·SE_jackknife, clipped to [−1, 1] (Efron & Tibshirani 1993, §11)."""
     se = jackknife_se(r.jackknife)
@@ -119,4 +118,3 @@ DEFAULT_TAU_METHOD = "normal"
 def tau_interval(method: str, r: Replicates, level: float = 0.95) -> tuple[float, float]:
     """The ``method`` interval (a key of :data:`TAU_METHODS`) from ``r``."""
     return TAU_METHODS[method].build(r, level)
-

@@ -85,7 +85,6 @@ def tied_ranking(means: pd.Series, label_set: str, measure: str) -> str:
     return ""
 
 
-
 @dataclass(frozen=True, eq=False)
 class SystemTable:
     """Per-measure user × system matrices under one label set, and their means and ranks."""

@@ -32,7 +32,6 @@ def _check_runs(runs: Mapping, tie_policy: str) -> None:
         raise ConfigError("no runs given; pass run files or a folder of runs")
 
 
-
 def named_measures(measures: Sequence[str] | str | None) -> dict[str, str]:
     """User spelling → ir-measures key. Output keeps the user's spelling (``Compat(p=0.95)``, which
     ir-measures would print as ``Compat`` since 0.95 is its default); a trec_eval name is named in
