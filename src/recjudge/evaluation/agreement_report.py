@@ -8,8 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..report.terminal import prose, table
+from ..report.terminal import table
 from .agreement import AgreementResult
+from .metaeval.text import wrapped as _wrapped
 
 __all__ = ["AgreementReport", "AGREEMENT_LEGEND"]
 
@@ -24,10 +25,6 @@ AGREEMENT_LEGEND = (
     "reference-relevant (≥ 1) and a reference-non-relevant (0) item of one user: the share the candidate labels "
     "the relevant one higher / equal, on its raw labels (Penha et al. 2025, Table 3)",
 )
-
-
-def _wrapped(text: str, width: int = 100) -> str:
-    return prose(text, width, indent="    ")
 
 
 @dataclass(frozen=True, eq=False)
