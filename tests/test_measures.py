@@ -328,7 +328,7 @@ def test_leaving_unjudged_rows_out_changes_no_measure(seed):
         keep = qmap[ranked.qrank] >= 0  # every row of the evaluated queries
         group = qmap[ranked.qrank][keep]
         j = jd.find(group, dmap[ranked.dcode][keep])
-        label = np.where(j >= 0, jd.label[np.maximum(j, 0)], np.iinfo(np.int64).min)  # below every label
+        label = np.where(j >= 0, jd.label[np.maximum(j, 0)], np.int64(np.iinfo(np.int64).min))  # below every label (int64)
         nrows = np.bincount(group, minlength=jd.nq)
         every = M.Rows(group, ranked.pos[keep], ranked.score[keep], j, label, judged.gq, nrows,
                        np.cumsum(nrows) - nrows, nrows)
