@@ -76,11 +76,19 @@ class Reference:
                 self.evaluators.append((measure_key(m), reference_pipeline().evaluator([as_ref], labels)))
 
     def fill(self, run: Run, col: int, values: dict[str, np.ndarray]) -> None:
-        f = run.frame
-        run_dict: dict[str, dict[str, float]] = {}
-        for q, d, s in zip(f.qid.to_numpy(), f.docid.to_numpy(), f.score.to_numpy()):
-            if q in self.wanted:
-                run_dict.setdefault(q, {})[d] = float(s)
+        run_dict = self._run_dict(run)
         for key, evaluator in self.evaluators:
             for metric in evaluator.iter_calc(run_dict):
                 values[key][self.row[metric.query_id], col] = metric.value
+
+    def _run_dict(self, run: Run) -> dict[str, dict[str, float]]:
+        """The run as ir-measures' dict of dicts, evaluated queries only: one ``dict(zip(...))`` per
+        query from the reader's codes (no frame, no Python step per row; a repeated docid keeps its last score)."""
+        c = run.codes
+        qids = c.qids.tolist()
+        rows = np.flatnonzero(np.array([q in self.wanted for q in qids], dtype=bool)[c.qcode])
+        rows = rows[np.argsort(c.qcode[rows], kind="stable")]  # query by query, file order inside
+        qcode = c.qcode[rows]
+        bounds = [*np.flatnonzero(np.r_[True, qcode[1:] != qcode[:-1]]).tolist(), len(rows)] if len(rows) else [0]
+        docs, scores, first = c.docids[c.dcode[rows]].tolist(), run.scores[rows].tolist(), qcode.tolist()
+        return {qids[first[lo]]: dict(zip(docs[lo:hi], scores[lo:hi])) for lo, hi in zip(bounds[:-1], bounds[1:])}
