@@ -287,7 +287,7 @@ def test_the_bucket_join_finds_exactly_the_judged_rows():
 
 @pytest.mark.parametrize("nq", [3, 10**8])  # counting, and the sort used for very wide label ranges
 def test_labels_above(nq):
-    from recjudge.evaluation.measures import _labels_above
+    from recjudge.evaluation.measures.index import labels_above as _labels_above
 
     qcode = np.array([0, 0, 0, 0, 1, 1, 2])
     label = np.array([2, 0, 2, 1, 5, -1, 1])
@@ -311,7 +311,8 @@ def test_string_dtype_columns_and_shared_objects():
 @pytest.mark.parametrize("seed", [41, 42])
 def test_leaving_unjudged_rows_out_changes_no_measure(seed):
     # the engine hands the measures only the judged rows of a ranking (with its whole length);
-    # with every row, unjudged ones included, each measure must give the same values
+    # with every row, unjudged ones included, each measure must give the same values (Judged, which
+    # counts the rows it is given, against its count of the judged ones)
     import recjudge.evaluation.measures as M
 
     qrels, runs = _random_case(seed, n_runs=2)
@@ -323,19 +324,25 @@ def test_leaving_unjudged_rows_out_changes_no_measure(seed):
         ranked = M.ranked_run(run)
         qmap = jd.qlookup(ranked.qids)
         dmap = jd.dlookup(ranked.docids).astype(np.int32)
-        judged = M._judged_rows(ranked, qmap, dmap, jd)
+        judged = M.judged_rows(ranked, qmap, dmap, jd)
         keep = qmap[ranked.qrank] >= 0  # every row of the evaluated queries
         group = qmap[ranked.qrank][keep]
         j = jd.find(group, dmap[ranked.dcode][keep])
-        label = np.where(j >= 0, jd.label[np.maximum(j, 0)], M._UNJUDGED)
+        label = np.where(j >= 0, jd.label[np.maximum(j, 0)], np.int64(np.iinfo(np.int64).min))  # below every label (int64)
         nrows = np.bincount(group, minlength=jd.nq)
-        every = M.Rows(group, ranked.pos[keep], ranked.score[keep], j, j >= 0, label, judged.gq, nrows,
+        every = M.Rows(group, ranked.pos[keep], ranked.score[keep], j, label, judged.gq, nrows,
                        np.cumsum(nrows) - nrows, nrows)
         assert len(judged.group) < len(every.group)  # the case does leave rows out
         assert np.array_equal(judged.length, every.length)
         for m in parsed:
             a = M.MEASURE_FUNCTIONS[m.NAME](m, judged, ctx)
-            b = M.MEASURE_FUNCTIONS[m.NAME](m, every, ctx)
+            if m.NAME == "Judged":  # it counts the rows it is given (judged ones, by contract): by hand here
+                k = m.params.get("cutoff", len(j) + 1)
+                top = (j >= 0) & (every.pos < k)
+                b = M.safe_ratio(np.bincount(group[top], minlength=jd.nq).astype(float),
+                                 np.minimum(nrows, k).astype(float))
+            else:
+                b = M.MEASURE_FUNCTIONS[m.NAME](m, every, ctx)
             np.testing.assert_array_equal(a, b, err_msg=M.measure_key(m))
 
 
@@ -462,14 +469,17 @@ def _one(qrels: str, run: str, measures, backend="auto") -> dict:
     return {k: v["r"] for k, v in m.items()}
 
 
-def test_ndcg_exp_alias_is_the_ir_measures_gains_string():
+def test_ndcg_exp_alias_is_ir_measures_exp_log2_ndcg():
     (alias,) = parse_measures(["nDCGexp@100"])
-    (written,) = parse_measures(["nDCG(gains={0:0,1:1,2:3,3:7,4:15,5:31,6:63,7:127})@100"])
-    assert alias == written and alias.params["gains"] == {r: 2**r - 1 for r in range(8)} == EXP_GAINS
-    assert parse_measures(["nDCGexp"])[0].params == {"gains": EXP_GAINS}  # no cutoff
+    (written,) = parse_measures(["nDCG(dcg='exp-log2')@100"])
+    assert alias == written and alias.params == {"dcg": "exp-log2", "cutoff": 100}
+    assert parse_measures(["nDCGexp"])[0].params == {"dcg": "exp-log2"}  # no cutoff
     assert measure_key(parse_measures(["nDCG@100"])[0]) == "nDCG@100"  # linear gain keeps its name
     with pytest.raises(ConfigError, match="given twice"):
-        parse_measures(["nDCGexp@10", "nDCG(gains={0:0,1:1,2:3,3:7,4:15,5:31,6:63,7:127})@10"])
+        parse_measures(["nDCGexp@10", "nDCG(dcg='exp-log2')@10"])
+    # the gains map 2^rel - 1 on 0-7 is another measure (it differs above 7), with the same values on 0-7
+    assert len(parse_measures(["nDCGexp@10", "nDCG(gains={0:0,1:1,2:3,3:7,4:15,5:31,6:63,7:127})@10"])) == 2
+    assert EXP_GAINS == {r: 2**r - 1 for r in range(8)}
 
 
 @pytest.mark.parametrize("backend", ["numpy", "ir_measures"])
@@ -477,7 +487,7 @@ def test_ndcg_exp_by_hand(backend):
     # ranking b (label 1), a (label 3), c (label 0); exponential gains 1, 7, 0; ideal a, b
     got = _one("u 0 a 3\nu 0 b 1\nu 0 c 0\n", "u Q0 b 1 3 t\nu Q0 a 2 2 t\nu Q0 c 3 1 t\n",
                ["nDCGexp@10", "nDCG@10"], backend)
-    exp_key = next(k for k in got if "gains" in k)
+    exp_key = "nDCG(dcg='exp-log2')@10"
     dcg = (2**1 - 1) / math.log2(2) + (2**3 - 1) / math.log2(3)
     idcg = (2**3 - 1) / math.log2(2) + (2**1 - 1) / math.log2(3)
     assert got[exp_key]["u"] == pytest.approx(dcg / idcg, abs=1e-12)  # 0.5876...
@@ -488,22 +498,43 @@ def test_ndcg_exp_by_hand(backend):
     assert next(iter(got1.values()))["u"] == pytest.approx(1 / 7, abs=1e-12)
 
 
-def test_ndcg_exp_refuses_labels_above_seven_and_other_gains_follow_trec_eval():
-    with pytest.raises(ConfigError, match="label 8 .*0-7 scale"):
-        _one("u 0 a 8\n", "u Q0 a 1 1 t\n", ["nDCGexp@10"])
+RUN_7 = "u Q0 low 1 2 sys\nu Q0 top 2 1 sys\n"  # the label-1 item ranked above the high one
+
+
+def test_a_label_of_seven_has_gain_127():
+    from recjudge.evaluation.metaeval import evaluate
+
+    qrels = read_qrels("u 0 top 7\nu 0 low 1\n")
+    table = evaluate({"sys": read_run(RUN_7)}, qrels, ["nDCGexp@10"]).table
+    # DCG = 1/log2(2) + 127/log2(3); ideal = 127/log2(2) + 1/log2(3)
+    want = (1 + 127 / math.log2(3)) / (127 + 1 / math.log2(3))
+    got = float(table.means(table.measures[0])["sys"])
+    assert got == pytest.approx(want, abs=1e-12)
+    ref = ir_measures.calc_aggregate([ir_measures.parse_measure("nDCG(gains={0:0,1:1,7:127})@10")],
+                                     [ir_measures.Qrel("u", "top", 7), ir_measures.Qrel("u", "low", 1)],
+                                     [ir_measures.ScoredDoc("u", "low", 2), ir_measures.ScoredDoc("u", "top", 1)])
+    assert got == pytest.approx(list(ref.values())[0], abs=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "ir_measures"])
+def test_ndcg_exp_gains_every_label_and_other_gains_follow_trec_eval(backend):
+    # exponential gain is defined for every label: an 8 gains 2^8 - 1 = 255 (refused before, when the
+    # alias was the 0-7 gains map, under which trec_eval would give it the linear gain 8)
+    got = _one("u 0 top 8\nu 0 low 1\n", RUN_7, ["nDCGexp@10"], backend)["nDCG(dcg='exp-log2')@10"]["u"]
+    assert got == pytest.approx((1 + 255 / math.log2(3)) / (255 + 1 / math.log2(3)), abs=1e-12)
     # an explicit map leaves unlisted labels at their own value (ir-measures' rule): a 9 gains 9
     spec = "nDCG(gains={0:0,1:1,2:3})@10"
     qrels, run = "u 0 a 9\nu 0 b 2\nu 0 e 1\n", "u Q0 e 1 3 t\nu Q0 b 2 2 t\nu Q0 a 3 1 t\n"
     want = (1 + 3 / math.log2(3) + 9 / math.log2(4)) / (9 + 3 / math.log2(3) + 1 / math.log2(4))
-    for backend in ("numpy", "ir_measures"):
-        assert next(iter(_one(qrels, run, [spec], backend).values()))["u"] == pytest.approx(want, abs=1e-12)
+    assert next(iter(_one(qrels, run, [spec], backend).values()))["u"] == pytest.approx(want, abs=1e-12)
 
 
 def test_describe_measure_states_the_gain_function_and_variant():
     assert describe_measure("nDCG@100") == "nDCG@100, linear gain (trec_eval)"
-    assert describe_measure("nDCGexp@100") == "nDCGexp@100: nDCG@100, exponential gain 2^rel − 1, labels 0–7"
+    assert describe_measure("nDCGexp@100") == "nDCGexp@100: nDCG@100, exponential gain 2^rel − 1"
+    assert describe_measure("nDCG(dcg='exp-log2')@5") == "nDCGexp@5: nDCG@5, exponential gain 2^rel − 1"
     assert describe_measure(parse_measures(["nDCG(gains={0:0,1:1,2:3,3:7,4:15,5:31,6:63,7:127})@5"])[0]) \
-        == "nDCGexp@5: nDCG@5, exponential gain 2^rel − 1, labels 0–7"
+        .startswith("nDCG@5, gains 2^rel − 1 for labels 0–7 (trec_eval; a label above 7 gains its own value")
     assert describe_measure("Compat(p=0.95)") == "Compat(p=0.95), ir-measures / claclark"
     assert describe_measure("CompatHM").startswith(
         "CompatHM(p=0.95), Compatibility as computed by the trec-health-misinfo/Compatibility script")
@@ -600,7 +631,8 @@ def test_label_sets_sharing_judged_pairs_share_one_join_with_the_same_scores(tmp
     # the candidate labels part of the reference's pool (its rows come from the reference's join),
     # a third label set judges other pairs (joined alone); each equals per_query_matrix on its own
     from recjudge.data.trec import ensure_tie_free, run_paths, write_run
-    from recjudge.evaluation.measures import _SharedJoin, judgments, score_runs
+    from recjudge.evaluation.measures import judgments, score_runs
+    from recjudge.evaluation.measures.shared import SharedJoin as _SharedJoin
 
     qrels, runs = _random_case(4, n_runs=3)
     f = qrels.frame

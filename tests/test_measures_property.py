@@ -1,4 +1,4 @@
-"""Every fast measure equals ir-measures (the reference) to 1e-9 on generated edge cases.
+"""Every fast measure equals ir-measures (the reference: its providers less recjudge's) to 1e-9 on generated edge cases.
 
 Hypothesis draws small cases: tied scores, zero and negative scores, short and empty rankings,
 users without relevant items or with only negative labels, users missing from a run or from the
@@ -24,7 +24,9 @@ from recjudge.evaluation.measures import (
 
 MEASURES = ["Judged@3", "Judged@10", "nDCG", "nDCG@3", "Bpref", "Bpref(rel=2)", "P@3", "P(rel=2)@2", "R@3",
             "Success@2", "RR", "RR(rel=2)", "AP", "AP(rel=2)", "Compat(p=0.8)", "Compat(p=0.95)",
-            "Compat(p=0.9,normalize=False)", "nDCGexp@3", "nDCGexp", "nDCG(gains={0:1,1:5,2:2})@5"]
+            "Compat(p=0.9,normalize=False)", "nDCGexp@3", "nDCGexp", "nDCG(gains={0:1,1:5,2:2})@5",
+            "nDCG(dcg='exp-log2')@2", "RR@3", "RR(rel=2)@2", "AP@3", "AP(rel=2)@2", "R(rel=2)@2", "Success(rel=2)@3",
+            "P@10"]
 ITEMS = [f"i{n}" for n in range(8)] + ["i10"]  # 'i10' sorts between 'i1' and 'i2' as a string
 USERS = ["u1", "u2", "u3", "u10"]
 LABELS = [-1, 0, 0, 1, 2, 3]

@@ -1,11 +1,14 @@
 """recjudge: Cranfield-style evaluation of recommender systems with LLM judges.
 
-TREC I/O and the error classes are imported here; the verbs (``recjudge.compare``, ``recjudge.judge`` …)
+TREC I/O and the error classes are imported here, and recjudge's measures are registered with
+ir-measures (``ir_measures.calc_aggregate([CompatHM(p=0.95), nDCG(dcg='exp-log2')@100], qrels, run)``
+works after ``import recjudge``); the verbs (``recjudge.compare``, ``recjudge.judge`` …)
 and their settings load on first use from :mod:`recjudge.api`, so ``import recjudge`` stays light. The
 judging machinery itself is the package :mod:`recjudge.judging`.
 """
 
 from .data.trec import Qrel, Qrels, Run, RunRow, read_qrels, read_run, read_runs, resolve_ties, write_qrels, write_run
+from .evaluation import measures as _measures  # noqa: F401 - registers CompatHM and recjudge's provider with ir-measures
 from .errors import ConfigError, InputError, MissingExtraError, RecjudgeError
 
 __version__ = "0.1.0"

@@ -53,9 +53,8 @@ def _closed_values(r: Ranked, spec: MeasureSpec, pos: np.ndarray) -> np.ndarray:
         lab, cu, p = lab[o], cu[o], p[o]
     U = r.n_counted
     length = np.bincount(cu, minlength=U)
-    rows = Rows(group=cu, pos=p, score=r.score_s[lab], j=r.j_s[lab], judged=np.ones(len(lab), dtype=bool),
-                label=r.label_s[lab], gq=np.arange(U, dtype=np.int64), length=length,
-                gstart=np.cumsum(length) - length, nrows=length)
+    rows = Rows(group=cu, pos=p, score=r.score_s[lab], j=r.j_s[lab], label=r.label_s[lab],
+                gq=np.arange(U, dtype=np.int64), length=length, gstart=np.cumsum(length) - length, nrows=length)
     return MEASURE_FUNCTIONS[spec.measure.NAME](spec.measure, rows, r.ctx)
 
 
