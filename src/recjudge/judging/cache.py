@@ -291,9 +291,6 @@ class JudgeCache:
             return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
         return self._db.execute("SELECT COUNT(*) FROM calls WHERE status = ?", (status,)).fetchone()[0]
 
-    def ok_keys(self) -> set[str]:
-        return {r[0] for r in self._db.execute("SELECT key FROM calls WHERE status = 'ok'")}
-
     # batches ----------------------------------------------------------------------------------
     def add_batch(self, batch_id: str, input_file_id: str, keys: Iterable[str]) -> None:
         self._db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?, ?, 'pending', ?)",
