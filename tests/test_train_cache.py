@@ -66,3 +66,15 @@ def test_a_sidecar_that_is_not_an_object_means_retrain(split, tmp_path):
     train(split, tmp_path)
     (tmp_path / "Pop.json").write_text("[1, 2]")
     assert train(split, tmp_path).status == "trained"
+
+
+def test_the_results_table_pads_every_column_but_the_last():
+    from pathlib import Path
+
+    from recjudge.systems import TrainResult, results_table
+
+    results = [TrainResult("pop", "Pop", "trained", Path("runs/x/pop.run"), "k", 1.23, 1.0, 100, 0.31),
+               TrainResult("bpr-long", "BPR", "failed", None, "k", 12.0, error="ValueError: bad")]
+    assert results_table(results) == ("system    model  status   seconds  users  tied@k  note\n"
+                                      "pop       Pop    trained  1.2      100    31%     runs/x/pop.run\n"
+                                      "bpr-long  BPR    failed   12.0                    ValueError: bad")

@@ -358,13 +358,16 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
 
 def results_table(results: list[TrainResult]) -> str:
     """A plain-text table of results for the CLI."""
+    from tabulate import tabulate
+
+    # the header goes in as a row: tabulate would pad a header by two more spaces
     rows = [("system", "model", "status", "seconds", "users", "tied@k", "note")]
     for r in results:
         rows.append((r.system, r.model, r.status, f"{r.seconds:.1f}", str(r.users or ""),
                      "" if r.tied_user_share is None else f"{r.tied_user_share:.0%}",
                      r.error or (str(r.run_path) if r.run_path else "")))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + "  " + row[-1] for row in rows)
+    text = tabulate(rows, tablefmt="plain", stralign="left", disable_numparse=True, preserve_whitespace=True)
+    return "\n".join(line.rstrip() for line in text.splitlines())  # the last column unpadded
 
 
 __all__ += ["results_table"]
