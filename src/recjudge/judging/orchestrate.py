@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Iterator, Mapping, Sequence
 
 from ..errors import ConfigError
+from ..progress import Meter, meter
 from ..urls import public_url
 from .backend import make_backend
 from .budget import (Breaker, Budget, Plan, confirm_spend, cost, estimate_messages_tokens, model_entry,
@@ -146,6 +147,7 @@ class LLMJob:
         self.interrupted: int | None = None  # the signal that stopped the run
         self.previous_handlers: dict[int, Any] = {}
         self.progress = ctx.progress
+        self.meter: Meter | None = None  # the calls' progress while they run
         self.cache: JudgeCache | None = None  # open while the run lasts
 
     def _plan(self) -> Iterator[tuple[str, list[str]]]:
@@ -214,10 +216,13 @@ class LLMJob:
                 # it is large (the requests are kept for the summary anyway)
                 self._planned_reqs = [missing async for missing in self._pending()]
                 confirm_spend(self.plan(), self.config, self.progress or log.info)
+                self.meter = meter(self.progress or log.info, "judge", len(self._queued), "calls")
                 await backend.run(self)
                 if self.fatal is not None:
                     raise self.fatal  # once the calls in flight are cached
         finally:
+            if self.meter is not None:
+                self.meter.close()
             if backend is not None:
                 await backend.close()
             self.cache.close()
@@ -370,6 +375,15 @@ class LLMJob:
             self._paid_failed.pop(req.key, None)
         first_errors = getattr(self.client, "first_errors", None) or {}
         self.breaker.observe(rec.status, rec.reason, lambda reason: first_errors.get(reason) or rec.error or "")
+        if self.meter is not None:
+            self.meter.update(self.calls, self._counts(), self.budget.spent if self.price is not None else None)
+
+    def _counts(self) -> dict[str, int]:
+        """The calls made by outcome, then the cache's answers (a failed call is never an answer)."""
+        counts = {"answered": self.outcomes["ok"]}
+        if self.outcomes["partial"]:
+            counts["partly answered"] = self.outcomes["partial"]
+        return {**counts, "failed": self.outcomes["failed"], "from cache": self.hits}
 
     def _result(self, elapsed: float, attempts: int, endpoint_stats: Mapping | None = None) -> JudgeResult:
         config = self.config
