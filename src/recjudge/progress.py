@@ -160,9 +160,11 @@ class Reporter:
 
 def _live_meter(reporter: Reporter, console, what: str, total: int, unit: str) -> Meter:
     from rich.progress import BarColumn, Progress, TextColumn
+    from rich.table import Column
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                   TextColumn("{task.fields[status]}", markup=False),
+    # the figures fold onto a second line on a narrow terminal rather than being cut
+    bar = Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True)), BarColumn(bar_width=24),
+                   TextColumn("{task.fields[status]}", markup=False, table_column=Column(overflow="fold")),
                    console=console, refresh_per_second=4, redirect_stdout=False, redirect_stderr=False)
     task = bar.add_task(what, total=max(total, 1), status="")
     reporter._live = bar
