@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -78,3 +80,22 @@ def test_the_results_table_pads_every_column_but_the_last():
     assert results_table(results) == ("system    model  status   seconds  users  tied@k  note\n"
                                       "pop       Pop    trained  1.2      100    31%     runs/x/pop.run\n"
                                       "bpr-long  BPR    failed   12.0                    ValueError: bad")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_train_shows_a_bar_on_a_terminal_and_only_its_lines_elsewhere(split, tmp_path):
+    from recjudge.progress import Reporter
+
+    screen = _Terminal()
+    train_systems(split, systems=["Pop", "Random"], out_dir=tmp_path / "a", k=3, progress=Reporter(screen))
+    text = screen.getvalue()
+    assert "[1/2] Pop: training Pop" in text and "[2/2] Random: training Random" in text
+    assert re.search(r"train .*2/2 systems \(100%\)[^;]*; 2 trained", text)
+    plain = io.StringIO()  # CI logs: the lines, no bar and no meter line (they say [n/N] already)
+    train_systems(split, systems=["Pop", "Random"], out_dir=tmp_path / "a", k=3, progress=Reporter(plain))
+    assert plain.getvalue().splitlines() == [f"[1/2] Pop: cached ({tmp_path / 'a' / 'Pop.run'})",
+                                             f"[2/2] Random: cached ({tmp_path / 'a' / 'Random.run'})"]
