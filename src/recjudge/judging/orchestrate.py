@@ -361,7 +361,7 @@ class LLMJob:
                 log.error("%s", exc)
                 self.breaker.trip(str(exc))
         self.results[req.key] = rec if stored.status == rec.status and stored.labels == rec.labels else \
-            _for_request(stored, req) or rec
+            stored.rekeyed(req.qid, req.items) or rec
         # a call stored again (a batch's next round) counts once, by its latest outcome
         if req.key in self._stored:
             self.outcomes[self._stored[req.key]] -= 1
@@ -394,7 +394,7 @@ class LLMJob:
             rec = self.results.get(req.key)
             if rec is None:
                 continue
-            rec = _for_request(rec, req)
+            rec = rec.rekeyed(req.qid, req.items)
             if rec is not None:
                 for item in req.items:
                     per_pair[Pair(req.qid, item)].append((req.repeat, rec))
@@ -494,24 +494,6 @@ def _reraise_signal(signum: int, previous) -> None:
     if signum != signal.SIGINT and callable(previous):
         previous(signum, None)
     raise KeyboardInterrupt()
-
-
-def _for_request(rec: CallRecord, req: Request) -> CallRecord | None:
-    """``rec`` (an answer to the same rendered prompt) re-keyed to ``req``'s own qid and items.
-
-    Identical prompts show the same candidates in the same order, so the i-th item of the stored
-    call is the i-th item of this request; the stored qid and items are never trusted.
-    """
-    if rec.qid == req.qid and rec.items == req.items:
-        return rec
-    if len(rec.items) != len(req.items):
-        return None
-    to_req = dict(zip(rec.items, req.items))
-    return dataclasses.replace(
-        rec, qid=req.qid, items=req.items,
-        labels={to_req[k]: v for k, v in rec.labels.items() if k in to_req},
-        criteria={to_req[k]: v for k, v in rec.criteria.items() if k in to_req},
-        item_errors={to_req[k]: v for k, v in rec.item_errors.items() if k in to_req})
 
 
 register_judge(JudgeSpec("openai", "llm", "an LLM behind any OpenAI-compatible endpoint", run_llm))
