@@ -149,9 +149,9 @@ class Reporter:
         return bool(isatty and isatty())
 
     def meter(self, what: str, total: int, unit: str, every: float | None = 5.0, console=None) -> Meter:
-        """A live bar when the stream is a terminal (or ``console``, a rich Console, is given), else
-        plain lines through this reporter."""
-        if self._live is not None or (console is None and not self.is_terminal()):
+        """A live bar when the stream is a terminal (or ``console``, a rich Console, is given) and there
+        is work to show, else plain lines through this reporter (also inside another meter's bar)."""
+        if total <= 0 or self._live is not None or (console is None and not self.is_terminal()):
             return meter(self.__call__, what, total, unit, every)
         from rich.console import Console
 
