@@ -17,7 +17,6 @@ from judge_data import movies, pairs_for
 from recjudge.cli import build_parser, main
 from recjudge.errors import InputError
 from recjudge.judging import JudgeSettings, judge_pairs, read_topics
-from recjudge.judging.chat import _Progress, progress_line
 from recjudge.judging.dialects import DIALECTS, grammar_schema, window_from_message
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05, timeout=10.0, model="fake-model")
@@ -215,16 +214,6 @@ def test_the_summary_call_counts_add_up_and_name_every_difference(tmp_path):
     line = re.search(r"calls planned\s+(.*)", b.format()).group(1)
     assert line == "5 = 2 from cache, 1 same prompt as another, 1 answered, 1 failed"
     assert "not asked (budget)" in a.format() and b.failure_messages == {"server_error": "HTTP 500: boom"}
-
-
-def test_progress_counts_answered_partial_failed_and_cached_separately():
-    assert progress_line({"ok": 3, "failed": 2}, 4) == "3 calls answered, 2 failed, 4 from cache"
-    assert progress_line({"ok": 1, "partial": 1, "failed": 0}, 0) == \
-        "1 calls answered, 1 partly answered, 0 failed, 0 from cache"
-    lines = []
-    p = _Progress(lines.append, every=0)
-    p.tick({"ok": 0, "failed": 5}, 0)
-    assert lines == ["0 calls answered, 5 failed, 0 from cache"]  # a failure is never an answer
 
 
 def test_a_run_of_failures_is_never_reported_as_answered(fake_openai):

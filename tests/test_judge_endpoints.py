@@ -106,14 +106,14 @@ def test_every_component_changes_the_cache_key():
         assert cache_key(**{**base, **change}) != key, change
 
 
-def _template_copy(tmp_path, comment: str):
-    """The shipped baseline template with one more comment line: it renders the same prompt, but it
-    is another file (another hash)."""
+def _template_copy(tmp_path, name: str):
+    """The shipped baseline template under another name: it renders the same prompt, but it is
+    another template (another hash; a comment alone would not be)."""
     from recjudge.judging.prompts import load_template
 
     text = open(load_template("baseline").source, encoding="utf-8").read()
-    path = tmp_path / f"baseline-{abs(hash(comment))}.txt"
-    path.write_text(f"# {comment}\n" + text)
+    path = tmp_path / f"baseline-{name}.toml"
+    path.write_text(text.replace('name = "baseline"', f'name = "baseline-{name}"'))
     return str(path)
 
 

@@ -343,25 +343,27 @@ def test_the_paper_protocol_values_are_judge_config_values():
 # -------------------------------------------------------------------------------- template files
 
 FIGURE = """# a user's own template with every documented placeholder
-name: my-figure
-scale: 0-7
+name = "my-figure"
+scale = [0, 7]
 
-=== system
+system = '''
 You judge movies.
+'''
 
-=== user
+user = '''
 Ratings from {rating_min} to {rating_max}:
 {profile}
 
 {candidates}
 
-Score from {scale_min} to {scale_max}. A JSON example: {"label": 3}.
+Score from {scale_min} to {scale_max}. A JSON example: {{"label": 3}}.
 {answer_format}
+'''
 """
 
 
 def test_a_template_file_with_the_documented_placeholders_works(tmp_path, fake_openai):
-    path = tmp_path / "figure1.txt"
+    path = tmp_path / "figure1.toml"
     path.write_text(FIGURE)
     res = judge_pairs(pairs_for([10], ["u0"]), movies(), JudgeSettings(base_url=fake_openai.url, prompt=str(path),
                                                                      **FAST))
@@ -371,16 +373,16 @@ def test_a_template_file_with_the_documented_placeholders_works(tmp_path, fake_o
     assert "Candidate item:\nTitle: Movie 10 | Genres: Comedy" in user
     assert 'Score from 0 to 7. A JSON example: {"label": 3}.\nAnswer with JSON only' in user
     assert res.provenance["template"]["name"] == "my-figure"
-    assert res.provenance["template"]["source"] == "figure1.txt"
+    assert res.provenance["template"]["source"] == "figure1.toml"
 
 
 def test_an_unknown_placeholder_names_the_file_and_line(tmp_path):
-    path = tmp_path / "figure1.txt"
+    path = tmp_path / "figure1.toml"
     path.write_text(FIGURE.replace("{profile}", "{user_history}\n{profile}"))
     with pytest.raises(InputError) as err:
         load_template(str(path))
     text = str(err.value)
-    assert str(path) in text and "unknown placeholder {user_history}" in text and err.value.line == 10
+    assert str(path) in text and "unknown placeholder {user_history}" in text and err.value.line == 11
 
 
 def test_the_readme_documents_exactly_the_placeholders_the_loader_accepts():
@@ -395,6 +397,6 @@ def test_the_readme_documents_exactly_the_placeholders_the_loader_accepts():
 
 
 def test_the_baseline_says_it_is_recjudges_wording():
-    head = (prompts_dir() / "baseline.txt").read_text().split("name:")[0]
+    head = (prompts_dir() / "baseline.toml").read_text().split("name =")[0]
     assert "recjudge's own wording" in head and "not the\n# paper's Figure 1 text" in head
     assert load_template("baseline").name == "baseline"

@@ -46,14 +46,14 @@ def tiny_collection() -> Collection:
 
 # ------------------------------------------------------------------------------------- templates
 
-GOOD = """name: t
-scale: 0-3
-=== system
-Judge.
-=== user
+GOOD = """name = "t"
+scale = [0, 3]
+system = "Judge."
+user = '''
 {profile}
 {candidates}
 {answer_format}
+'''
 """
 
 
@@ -75,21 +75,53 @@ def test_criteria_template_declares_criteria():
 
 
 @pytest.mark.parametrize("text, problem, line", [
-    (GOOD.replace("{candidates}\n", ""), "{candidates} 0 times", 5),
-    (GOOD.replace("{profile}", "{profil}"), "unknown placeholder {profil}", 6),
-    (GOOD.replace("scale: 0-3", "scale: 3-0"), "not a range", 2),
-    (GOOD.replace("name: t", "nmae: t"), "unexpected header line", 1),
+    (GOOD.replace("{candidates}\n", ""), "{candidates} 0 times", 4),
+    (GOOD.replace("{profile}", "{profil}"), "unknown placeholder {profil}", 5),
+    (GOOD.replace("{profile}", "{profile:>9}"), "unknown placeholder {profile:>9}", 5),
+    (GOOD.replace("Judge.", "Judge {profile}."), "unknown placeholder {profile} in the system text", 3),
+    (GOOD.replace("Judge.", "Judge } now."), "brace that opens or closes no placeholder", 3),
+    (GOOD.replace("{answer_format}", '{answer_format} e.g. {"label": 3}'), "unknown placeholder", 7),
+    (GOOD.replace("[0, 3]", "[3, 0]"), "not a range [LO, HI]", 2),
+    (GOOD.replace("[0, 3]", '"0-3"'), "not a range [LO, HI]", 2),
+    (GOOD.replace('name = "t"', 'nmae = "t"'), "unknown key 'nmae'", 1),
+    (GOOD.replace('name = "t"', "name = t"), "not valid TOML", 1),
+    (GOOD.replace('system = "Judge."', 'system = "Judge."\nanswer = "stars"'), "answer 'stars'", 4),
+    (GOOD.replace('system = "Judge."', 'system = "Judge."\ncriteria = ["a"]'), "needs answer", 4),
     (GOOD.replace("{profile}\n{candidates}", "{candidates}\n{profile}"), "comes before {profile}", 5),
-    (GOOD.replace("=== system", "=== sytem"), "unknown section 'sytem'", 3),
 ])
 def test_template_errors_name_file_and_line(text, problem, line):
     with pytest.raises(InputError) as err:
-        parse_template(text, "my.txt")
-    assert problem in str(err.value) and err.value.source == "my.txt" and err.value.line == line
+        parse_template(text, "my.toml")
+    assert problem in str(err.value) and err.value.source == "my.toml" and err.value.line == line
+    assert "(fix: " in str(err.value)
+
+
+def test_a_template_in_the_former_format_is_refused_with_the_new_form():
+    former = "name: t\nscale: 0-3\n=== system\nJudge.\n=== user\n{profile}\n{candidates}\n{answer_format}\n"
+    with pytest.raises(InputError, match=r"mine\.txt:1: a template in the former format .*fix: write it as "
+                                         r"TOML: name = \"\.\.\.\", scale = \[0, 7\]"):
+        parse_template(former, "mine.txt")
+
+
+def test_a_literal_brace_is_written_twice_and_reaches_the_model_once():
+    t = parse_template(GOOD.replace("{answer_format}", '{answer_format}\nLike {{"label": 3}}.').replace(
+        "Judge.", "Judge {{x}}."))
+    msg = t.render("P", "C", None)
+    assert msg.user.endswith('\nLike {"label": 3}.') and msg.system == "Judge {x}."
+
+
+def test_the_template_hash_is_its_content_not_its_file():
+    """A comment, the key order or the quoting style does not change the cache's key; the text does."""
+    t = parse_template(GOOD)
+    same = parse_template('# a comment\nuser = """\n{profile}\n{candidates}\n{answer_format}"""\n'
+                          'system = \'Judge.\'\nscale = [ 0 , 3 ]\nname = "t"\n')
+    assert same.sha256 == t.sha256 and len(t.sha256) == 64
+    assert parse_template(GOOD.replace("Judge.", "Judge!")).sha256 != t.sha256
+    assert parse_template(GOOD.replace('"t"', '"u"')).sha256 != t.sha256
 
 
 def test_user_template_file_and_unknown_name(tmp_path):
-    path = tmp_path / "mine.txt"
+    path = tmp_path / "mine.toml"
     path.write_text(GOOD)
     assert load_template(str(path)).scale == (0, 3)
     with pytest.raises(ConfigError, match="unknown prompt template 'nope'.*baseline"):

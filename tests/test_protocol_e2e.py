@@ -198,8 +198,8 @@ def researcher(tmp_path, monkeypatch, fake_openai):
                             in_database=range(1, 41), profile_items=25, judged_items=10, ml_items=30,
                             ratings=POSITIVE)
     (tmp_path / "appendix-a.toml").write_text(GRID)
-    template = (Path(__file__).resolve().parents[1] / "prompts" / "baseline.txt").read_text()
-    (tmp_path / "figure1.txt").write_text(template.replace("name: baseline", "name: figure1"))
+    template = (Path(__file__).resolve().parents[1] / "prompts" / "baseline.toml").read_text()
+    (tmp_path / "figure1.txt").write_text(template.replace('name = "baseline"', 'name = "figure1"'))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-readme-test")
     fake_openai.labeler = lambda text: int(m.group(1)) % 8 if (m := re.search(r"Film (\d+)", text)) else 0

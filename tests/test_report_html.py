@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from recjudge.data.trec import read_qrels, read_run
@@ -24,6 +26,7 @@ from recjudge.evaluation.metaeval import compare, evaluate
 from recjudge.report.evaluation import (
     md_code,
     md_fence,
+    markdown_table,
     md_text,
     render_html,
     write_compare_report,
@@ -303,3 +306,13 @@ def test_scatter_labels_do_not_overlap(tmp_path):
             assert not (a.x0 < px < a.x1 and a.y0 < py < a.y1), (texts[i].get_text(), px, py)
     fig.savefig(tmp_path / "labels.png")
     plt.close(fig)
+
+
+def test_markdown_tables_are_unpadded_pipe_tables_with_cells_escaped():
+    frame = pd.DataFrame({"τ": [0.5, np.nan], "n": [1, 2], "run": ["a|b", "x_"]},
+                         index=pd.Index(["nDCG@10", "1. AP"], name="measure"))
+    assert markdown_table(frame) == ("| measure | τ | n | run |\n"
+                                     "|---|---|---|---|\n"
+                                     "| nDCG@10 | 0.5000 | 1 | a\\|b |\n"
+                                     "| 1\\. AP | – | 2 | x\\_ |")
+    assert markdown_table(frame.iloc[:0], index=False) == "| τ | n | run |\n|---|---|---|"

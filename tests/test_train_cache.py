@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -66,3 +68,34 @@ def test_a_sidecar_that_is_not_an_object_means_retrain(split, tmp_path):
     train(split, tmp_path)
     (tmp_path / "Pop.json").write_text("[1, 2]")
     assert train(split, tmp_path).status == "trained"
+
+
+def test_the_results_table_pads_every_column_but_the_last():
+    from pathlib import Path
+
+    from recjudge.systems import TrainResult, results_table
+
+    results = [TrainResult("pop", "Pop", "trained", Path("runs/x/pop.run"), "k", 1.23, 1.0, 100, 0.31),
+               TrainResult("bpr-long", "BPR", "failed", None, "k", 12.0, error="ValueError: bad")]
+    assert results_table(results) == ("system    model  status   seconds  users  tied@k  note\n"
+                                      "pop       Pop    trained  1.2      100    31%     runs/x/pop.run\n"
+                                      "bpr-long  BPR    failed   12.0                    ValueError: bad")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_train_shows_a_bar_on_a_terminal_and_only_its_lines_elsewhere(split, tmp_path):
+    from recjudge.progress import Reporter
+
+    screen = _Terminal()
+    train_systems(split, systems=["Pop", "Random"], out_dir=tmp_path / "a", k=3, progress=Reporter(screen))
+    text = screen.getvalue()
+    assert "[1/2] Pop: training Pop" in text and "[2/2] Random: training Random" in text
+    assert re.search(r"train .*2/2 systems \(100%\)[^;]*; 2 trained", text)
+    plain = io.StringIO()  # CI logs: the lines, no bar and no meter line (they say [n/N] already)
+    train_systems(split, systems=["Pop", "Random"], out_dir=tmp_path / "a", k=3, progress=Reporter(plain))
+    assert plain.getvalue().splitlines() == [f"[1/2] Pop: cached ({tmp_path / 'a' / 'Pop.run'})",
+                                             f"[2/2] Random: cached ({tmp_path / 'a' / 'Random.run'})"]

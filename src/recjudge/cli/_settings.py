@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_settings(parser: argparse.ArgumentParser, model, func) -> None:
@@ -22,12 +21,11 @@ def settings_from(args: argparse.Namespace, model):
 
 
 def progress(args: argparse.Namespace, stream=None):
-    """How a command says what it is doing: a line on ``stream`` (default stderr), flushed at once;
-    nothing under ``--quiet``, which keeps only results, warnings and errors."""
+    """How a command says what it is doing: a line on ``stream`` (default stderr), flushed at once, and
+    long work's progress as a live bar on a terminal (:class:`recjudge.progress.Reporter`); nothing
+    under ``--quiet``, which keeps only results, warnings and errors."""
     if getattr(args, "quiet", False):
         return lambda message: None
+    from ..progress import Reporter
 
-    def say(message: str) -> None:
-        print(message, file=stream or sys.stderr, flush=True)
-
-    return say
+    return Reporter(stream)

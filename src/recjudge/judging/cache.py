@@ -83,6 +83,23 @@ class CallRecord:
     endpoint: str | None = None      # public URL of the endpoint that answered
     answered: int = 0                # attempts the server answered (HTTP 2xx: billed); not stored
 
+    def rekeyed(self, qid: str, items: tuple[str, ...]) -> CallRecord | None:
+        """This answer (to the same rendered prompt) as the answer for ``qid``'s ``items``.
+
+        Identical prompts show the same candidates in the same order, so the i-th item of the stored
+        call is the i-th item of this request; the stored qid and items are never trusted.
+        """
+        if self.qid == qid and self.items == items:
+            return self
+        if len(self.items) != len(items):
+            return None
+        to_req = dict(zip(self.items, items))
+        return replace(
+            self, qid=qid, items=items,
+            labels={to_req[k]: v for k, v in self.labels.items() if k in to_req},
+            criteria={to_req[k]: v for k, v in self.criteria.items() if k in to_req},
+            item_errors={to_req[k]: v for k, v in self.item_errors.items() if k in to_req})
+
 
 def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -290,9 +307,6 @@ class JudgeCache:
         if status is None:
             return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
         return self._db.execute("SELECT COUNT(*) FROM calls WHERE status = ?", (status,)).fetchone()[0]
-
-    def ok_keys(self) -> set[str]:
-        return {r[0] for r in self._db.execute("SELECT key FROM calls WHERE status = 'ok'")}
 
     # batches ----------------------------------------------------------------------------------
     def add_batch(self, batch_id: str, input_file_id: str, keys: Iterable[str]) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from typing import Callable, Mapping
+from typing import Callable
 
 from ..errors import ConfigError
 from .backend import Job, OpenAIBackend, register_backend
 
-__all__ = ["ChatBackend", "progress_line"]
+__all__ = ["ChatBackend"]
 
 log = logging.getLogger("recjudge.judging")
 
@@ -28,7 +27,6 @@ class ChatBackend(OpenAIBackend):
         client = self.client
         queue: asyncio.Queue = asyncio.Queue(maxsize=job.config.concurrency * 4)
         workers_n = job.config.concurrency
-        progress = _Progress(job.progress)
 
         async def produce():
             async for missing in job.pending():
@@ -72,7 +70,6 @@ class ChatBackend(OpenAIBackend):
                         self.probe.set()
                 job.budget.settle(est_cost, rec.usage, rec.attempts)
                 job.store(rec, req)
-                progress.tick(job.outcomes, job.hits)
 
         producer = asyncio.create_task(produce())
         workers = [asyncio.create_task(work()) for _ in range(workers_n)]
@@ -146,30 +143,4 @@ def _catch_signals(job: Job, stop: asyncio.Event, tasks: list) -> Callable[[], N
     return restore
 
 
-class _Progress:
-    """Reports the calls answered, partly answered and failed, and the cache's answers, at most every
-    ``every`` seconds (a failed call is never counted as answered)."""
-
-    def __init__(self, sink: Callable[[str], None] | None, every: float = 5.0):
-        self.sink = sink
-        self.every = every
-        self.last = time.monotonic()
-
-    def tick(self, outcomes: Mapping[str, int], hits: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= self.every:
-            self.last = now
-            message = progress_line(outcomes, hits)
-            (self.sink or log.info)(message)
-
-
 register_backend("chat", ChatBackend)
-
-
-def progress_line(outcomes: Mapping[str, int], hits: int) -> str:
-    """``N calls answered, P partly, F failed, C from cache``: each outcome counted as what it is."""
-    parts = [f"{outcomes.get('ok', 0):,} calls answered"]
-    if outcomes.get("partial"):
-        parts.append(f"{outcomes['partial']:,} partly answered")
-    parts += [f"{outcomes.get('failed', 0):,} failed", f"{hits:,} from cache"]
-    return ", ".join(parts)

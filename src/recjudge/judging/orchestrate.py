@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Iterator, Mapping, Sequence
 
 from ..errors import ConfigError
+from ..progress import Meter, meter
 from ..urls import public_url
 from .backend import make_backend
 from .budget import (Breaker, Budget, Plan, confirm_spend, cost, estimate_messages_tokens, model_entry,
@@ -146,6 +147,7 @@ class LLMJob:
         self.interrupted: int | None = None  # the signal that stopped the run
         self.previous_handlers: dict[int, Any] = {}
         self.progress = ctx.progress
+        self.meter: Meter | None = None  # the calls' progress while they run
         self.cache: JudgeCache | None = None  # open while the run lasts
 
     def _plan(self) -> Iterator[tuple[str, list[str]]]:
@@ -214,10 +216,13 @@ class LLMJob:
                 # it is large (the requests are kept for the summary anyway)
                 self._planned_reqs = [missing async for missing in self._pending()]
                 confirm_spend(self.plan(), self.config, self.progress or log.info)
+                self.meter = meter(self.progress or log.info, "judge", len(self._queued), "calls")
                 await backend.run(self)
                 if self.fatal is not None:
                     raise self.fatal  # once the calls in flight are cached
         finally:
+            if self.meter is not None:
+                self.meter.close()
             if backend is not None:
                 await backend.close()
             self.cache.close()
@@ -356,7 +361,7 @@ class LLMJob:
                 log.error("%s", exc)
                 self.breaker.trip(str(exc))
         self.results[req.key] = rec if stored.status == rec.status and stored.labels == rec.labels else \
-            _for_request(stored, req) or rec
+            stored.rekeyed(req.qid, req.items) or rec
         # a call stored again (a batch's next round) counts once, by its latest outcome
         if req.key in self._stored:
             self.outcomes[self._stored[req.key]] -= 1
@@ -370,6 +375,15 @@ class LLMJob:
             self._paid_failed.pop(req.key, None)
         first_errors = getattr(self.client, "first_errors", None) or {}
         self.breaker.observe(rec.status, rec.reason, lambda reason: first_errors.get(reason) or rec.error or "")
+        if self.meter is not None:
+            self.meter.update(self.calls, self._counts(), self.budget.spent if self.price is not None else None)
+
+    def _counts(self) -> dict[str, int]:
+        """The calls made by outcome, then the cache's answers (a failed call is never an answer)."""
+        counts = {"answered": self.outcomes["ok"]}
+        if self.outcomes["partial"]:
+            counts["partly answered"] = self.outcomes["partial"]
+        return {**counts, "failed": self.outcomes["failed"], "from cache": self.hits}
 
     def _result(self, elapsed: float, attempts: int, endpoint_stats: Mapping | None = None) -> JudgeResult:
         config = self.config
@@ -380,7 +394,7 @@ class LLMJob:
             rec = self.results.get(req.key)
             if rec is None:
                 continue
-            rec = _for_request(rec, req)
+            rec = rec.rekeyed(req.qid, req.items)
             if rec is not None:
                 for item in req.items:
                     per_pair[Pair(req.qid, item)].append((req.repeat, rec))
@@ -480,24 +494,6 @@ def _reraise_signal(signum: int, previous) -> None:
     if signum != signal.SIGINT and callable(previous):
         previous(signum, None)
     raise KeyboardInterrupt()
-
-
-def _for_request(rec: CallRecord, req: Request) -> CallRecord | None:
-    """``rec`` (an answer to the same rendered prompt) re-keyed to ``req``'s own qid and items.
-
-    Identical prompts show the same candidates in the same order, so the i-th item of the stored
-    call is the i-th item of this request; the stored qid and items are never trusted.
-    """
-    if rec.qid == req.qid and rec.items == req.items:
-        return rec
-    if len(rec.items) != len(req.items):
-        return None
-    to_req = dict(zip(rec.items, req.items))
-    return dataclasses.replace(
-        rec, qid=req.qid, items=req.items,
-        labels={to_req[k]: v for k, v in rec.labels.items() if k in to_req},
-        criteria={to_req[k]: v for k, v in rec.criteria.items() if k in to_req},
-        item_errors={to_req[k]: v for k, v in rec.item_errors.items() if k in to_req})
 
 
 register_judge(JudgeSpec("openai", "llm", "an LLM behind any OpenAI-compatible endpoint", run_llm))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from tabulate import DataRow, TableFormat, tabulate
 
 from .._io import atomic_write
 from ..evaluation.intervals import TAU_METHODS
@@ -95,13 +96,19 @@ def _fmt(x) -> str:
     return md_text(x)
 
 
+# GitHub's pipe table with unpadded cells and a plain "---" rule: the .md file stays small and
+# diffs of a changed value touch one line
+_PIPE = TableFormat(lineabove=None, linebelowheader=lambda widths, _aligns: "|" + "---|" * len(widths),
+                    linebetweenrows=None, linebelow=None, headerrow=DataRow("|", "|", "|"),
+                    datarow=DataRow("|", "|", "|"), padding=1, with_header_hide=None)
+
+
 def markdown_table(frame: pd.DataFrame, index: bool = True) -> str:
     cols = ([frame.index.name or ""] if index else []) + [str(c) for c in frame.columns]
-    lines = ["| " + " | ".join(md_text(c) for c in cols) + " |", "|" + "---|" * len(cols)]
     # itertuples keeps each column's dtype, so integer columns print as integers
-    for row in frame.itertuples(index=index, name=None):
-        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
-    return "\n".join(lines)
+    rows = [[_fmt(v) for v in row] for row in frame.itertuples(index=index, name=None)]
+    return tabulate(rows, [md_text(c) for c in cols], tablefmt=_PIPE, stralign=None, numalign=None,
+                    disable_numparse=True, preserve_whitespace=True)
 
 
 # Readable at any width: the text column is capped, and whatever cannot shrink (wide tables,

@@ -121,11 +121,6 @@ class SystemConfig:
     def epochs(self) -> int | None:
         return self.param_dict.get("epochs")  # type: ignore[return-value]
 
-    def with_params(self, **changes) -> SystemConfig:
-        merged = {**self.param_dict, **changes}
-        return SystemConfig(self.name, self.model, tuple(sorted(merged.items())), self.seed, self.description,
-                            self.group)
-
     def key(self) -> str:
         """Canonical JSON of everything that changes the trained model (not the description)."""
         return json.dumps({"model": self.model, "params": self.param_dict, "seed": self.seed},

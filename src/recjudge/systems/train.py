@@ -18,6 +18,7 @@ import logging
 import shutil
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -31,6 +32,7 @@ from ..data.collections import Collection
 from ..data.splits import Split
 from ..data.trec import TIE_POLICIES, Run, resolve_ties, tied_user_share, write_run
 from ..errors import ConfigError, MissingExtraError
+from ..progress import meter
 from .registry import SystemConfig, resolve_systems
 
 __all__ = ["TrainResult", "train_systems", "export_run", "split_fingerprint", "cache_key"]
@@ -243,14 +245,7 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
     - ``threads``: torch intra-op threads (default 1; small models lose nothing and avoid the
       slowdown of oversubscribed cores; part of the cache key). None leaves torch's default.
     """
-    if tie_policy not in TIE_POLICIES:
-        raise ConfigError(f"unknown tie policy {tie_policy!r}; choose one of {', '.join(TIE_POLICIES)}")
-    if k < 1:
-        raise ConfigError(f"k must be at least 1, got {k}")
-    if epochs is not None and epochs < 1:
-        raise ConfigError(f"epochs must be at least 1, got {epochs}")
-    if threads is not None and threads < 1:
-        raise ConfigError(f"threads must be at least 1, got {threads}")
+    _check_options(tie_policy, k, epochs, threads)
     sp = _as_split(collection_or_split, split, split_options)
     configs = resolve_systems(grid, systems)
     if device != "cpu" and any(c.family.kind != "native" for c in configs):
@@ -260,111 +255,170 @@ def train_systems(collection_or_split: Collection | Split, grid: str = "quick", 
     out = Path(out_dir) if out_dir is not None else Path("runs") / sp.collection.name
     out.mkdir(parents=True, exist_ok=True)
     say = progress or log.info
-    fingerprint = split_fingerprint(sp)
+    job = _Training(sp, out, k, device, tie_policy, tie_seed, epochs, force, evaluate, keep_checkpoints, verbose,
+                    threads, protocol, Path(raw_dir) if raw_dir is not None else None, say)
     _say_judged(sp, say)
-    users = sp.test_users
-    history = sp.history()
-    results = []
-    recbole_ready = False
-    for n, cfg in enumerate(configs, start=1):
-        head = f"[{n}/{len(configs)}] {cfg.name}"
-        key = cache_key(fingerprint, cfg, k, tie_policy, tie_seed, epochs, threads, device)
-        run_path, meta_path = out / f"{cfg.name}.run", out / f"{cfg.name}.json"
-        meta = _read_sidecar(meta_path) if not force else None
-        # native systems have no RecBole evaluation to wait for
-        evaluated = not evaluate or cfg.family.kind == "native" or meta and meta.get("recbole_test")
-        why_not = _cached(meta, key, run_path)
-        raw_path = Path(raw_dir) / f"{cfg.name}.run" if raw_dir is not None else None
-        if why_not is None and raw_path is not None and (
-                not meta.get("raw_sha256") or file_sha256(raw_path) != meta.get("raw_sha256")):
-            why_not = "no ranking before the tie policy in " + str(raw_dir)
-        if why_not is None and evaluated:
-            say(f"{head}: cached ({run_path})")
-            results.append(TrainResult(cfg.name, cfg.model, "cached", run_path, key, 0.0,
-                                       float(meta.get("train_seconds", 0.0)), int(meta.get("users", 0)),
-                                       meta.get("tied_user_share"), meta.get("recbole_test")))
-            continue
-        if cfg.family.kind != "native" and not recbole_ready:
-            from ._compat import import_recbole
-
-            import_recbole()  # once, outside the timer: a system's time should not include importing torch
-            recbole_ready = True
-        # a run from another key must not survive a failed retrain and be read as this one's
-        for stale in (run_path, meta_path):
-            stale.unlink(missing_ok=True)
-        reason = "" if meta is None else f" ({why_not or 'RecBole evaluation asked for'}; retraining)"
-        say(f"{head}: training {cfg.model}{reason}")
-        t0 = time.perf_counter()
-        workdir = out / ".work" / f"{cfg.name}-{key[:12]}"
-        try:
-            if cfg.family.kind == "native":
-                from . import baselines
-
-                model = baselines.train(cfg, sp)
-            else:
-                from . import _recbole
-
-                if workdir.exists():
-                    shutil.rmtree(workdir)
-                model = _recbole.train(cfg, sp, workdir, device=device, epochs_override=epochs,
-                                       evaluate=evaluate, verbose=verbose, threads=threads)
-            t_train = time.perf_counter() - t0
-            run, share, raw = _export(model, users, history, k, cfg.name, tie_policy, tie_seed)
-            # the run, its raw ranking and its sidecar replace the old ones together: a sidecar never
-            # vouches for another run, and a killed training keeps the systems done before it
-            with output_set() as staged:
-                write_run(run, run_path)
-                run_hash = file_sha256(staged.content(run_path))
-                if raw_path is not None:
-                    raw_path.parent.mkdir(parents=True, exist_ok=True)
-                    write_run(_in_score_order(raw), raw_path)
-                seconds = time.perf_counter() - t0
-                record = {
-                    "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
-                    "group": cfg.group,
-                    "k": k, "tie_policy": tie_policy, "tie_seed": tie_seed, "epochs_override": epochs, "threads": threads,
-                    "device": device, "collection": sp.collection.name, "split": dict(sp.info),
-                    "collection_filters": {k: sp.collection.info[k] for k in ("sample_users", "min_interactions")
-                                           if k in sp.collection.info},
-                    "split_fingerprint": fingerprint, "run_sha256": run_hash, "users": int(run.frame.qid.nunique()),
-                    **({"raw_sha256": file_sha256(staged.content(raw_path))} if raw_path is not None else {}),
-                    "catalogue_items": int(len(model.items)), "tied_user_share": share,
-                    "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),
-                    "recbole_test": model.recbole_test,
-                }
-                if protocol is not None:
-                    record["protocol"] = protocol.as_dict()
-                write_json(meta_path, record)
-            say(f"{head}: done in {seconds:.1f} s, {record['users']} users, "
-                f"ties before policy in {share:.0%} of top-{k} lists")
-            results.append(TrainResult(cfg.name, cfg.model, "trained", run_path, key, seconds, t_train,
-                                       record["users"], share, model.recbole_test))
-        except (MissingExtraError, KeyboardInterrupt):
-            raise
-        except Exception as exc:  # one failing system must not stop the rest
-            seconds = time.perf_counter() - t0
-            message = f"{type(exc).__name__}: {exc}"
-            say(f"{head}: FAILED after {seconds:.1f} s — {message}")
-            log.debug("%s", traceback.format_exc())
-            results.append(TrainResult(cfg.name, cfg.model, "failed", None, key, seconds, error=message))
-        finally:
-            if not keep_checkpoints and workdir.exists():
-                shutil.rmtree(workdir, ignore_errors=True)
+    results: list[TrainResult] = []
+    # a bar on a terminal only: the lines below already say how far the grid is
+    with meter(progress, "train", len(configs), "systems", every=None) as bar:
+        for n, cfg in enumerate(configs, start=1):
+            results.append(job.one(f"[{n}/{len(configs)}] {cfg.name}", cfg))
+            bar.update(n, Counter(r.status for r in results))
     work_root = out / ".work"
     if work_root.exists() and not any(work_root.iterdir()):
         work_root.rmdir()
     return results
 
 
+def _check_options(tie_policy: str, k: int, epochs: int | None, threads: int | None) -> None:
+    if tie_policy not in TIE_POLICIES:
+        raise ConfigError(f"unknown tie policy {tie_policy!r}; choose one of {', '.join(TIE_POLICIES)}")
+    if k < 1:
+        raise ConfigError(f"k must be at least 1, got {k}")
+    if epochs is not None and epochs < 1:
+        raise ConfigError(f"epochs must be at least 1, got {epochs}")
+    if threads is not None and threads < 1:
+        raise ConfigError(f"threads must be at least 1, got {threads}")
+
+
+@dataclass
+class _Training:
+    """One grid's training: what every system shares, and :meth:`one` for each system."""
+
+    sp: Split
+    out: Path
+    k: int
+    device: str
+    tie_policy: str
+    tie_seed: int
+    epochs: int | None
+    force: bool
+    evaluate: bool
+    keep_checkpoints: bool
+    verbose: bool
+    threads: int | None
+    protocol: object
+    raw_dir: Path | None
+    say: Callable[[str], None]
+    recbole_ready: bool = False
+
+    def __post_init__(self):
+        self.fingerprint = split_fingerprint(self.sp)
+        self.users = self.sp.test_users
+        self.history = self.sp.history()
+
+    def one(self, head: str, cfg: SystemConfig) -> TrainResult:
+        """``cfg`` from the cache when it holds it, else trained and written (a failure is a result)."""
+        key = cache_key(self.fingerprint, cfg, self.k, self.tie_policy, self.tie_seed, self.epochs, self.threads,
+                        self.device)
+        run_path, meta_path = self.out / f"{cfg.name}.run", self.out / f"{cfg.name}.json"
+        meta = _read_sidecar(meta_path) if not self.force else None
+        # native systems have no RecBole evaluation to wait for
+        evaluated = not self.evaluate or cfg.family.kind == "native" or meta and meta.get("recbole_test")
+        why_not = _cached(meta, key, run_path)
+        raw_path = self.raw_dir / f"{cfg.name}.run" if self.raw_dir is not None else None
+        if why_not is None and raw_path is not None and (
+                not meta.get("raw_sha256") or file_sha256(raw_path) != meta.get("raw_sha256")):
+            why_not = "no ranking before the tie policy in " + str(self.raw_dir)
+        if why_not is None and evaluated:
+            self.say(f"{head}: cached ({run_path})")
+            return TrainResult(cfg.name, cfg.model, "cached", run_path, key, 0.0,
+                               float(meta.get("train_seconds", 0.0)), int(meta.get("users", 0)),
+                               meta.get("tied_user_share"), meta.get("recbole_test"))
+        if cfg.family.kind != "native" and not self.recbole_ready:
+            from ._compat import import_recbole
+
+            import_recbole()  # once, outside the timer: a system's time should not include importing torch
+            self.recbole_ready = True
+        # a run from another key must not survive a failed retrain and be read as this one's
+        for stale in (run_path, meta_path):
+            stale.unlink(missing_ok=True)
+        reason = "" if meta is None else f" ({why_not or 'RecBole evaluation asked for'}; retraining)"
+        self.say(f"{head}: training {cfg.model}{reason}")
+        return self._train(head, cfg, key, run_path, meta_path, raw_path)
+
+    def _train(self, head: str, cfg: SystemConfig, key: str, run_path: Path, meta_path: Path,
+               raw_path: Path | None) -> TrainResult:
+        t0 = time.perf_counter()
+        workdir = self.out / ".work" / f"{cfg.name}-{key[:12]}"
+        try:
+            if cfg.family.kind == "native":
+                from . import baselines
+
+                model = baselines.train(cfg, self.sp)
+            else:
+                from . import _recbole
+
+                if workdir.exists():
+                    shutil.rmtree(workdir)
+                model = _recbole.train(cfg, self.sp, workdir, device=self.device, epochs_override=self.epochs,
+                                       evaluate=self.evaluate, verbose=self.verbose, threads=self.threads)
+            t_train = time.perf_counter() - t0
+            record, seconds = self._write(cfg, model, key, run_path, meta_path, raw_path, t0, t_train)
+            share = record["tied_user_share"]
+            self.say(f"{head}: done in {seconds:.1f} s, {record['users']} users, "
+                     f"ties before policy in {share:.0%} of top-{self.k} lists")
+            return TrainResult(cfg.name, cfg.model, "trained", run_path, key, seconds, t_train, record["users"], share,
+                               model.recbole_test)
+        except (MissingExtraError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # one failing system must not stop the rest
+            seconds = time.perf_counter() - t0
+            message = f"{type(exc).__name__}: {exc}"
+            self.say(f"{head}: FAILED after {seconds:.1f} s — {message}")
+            log.debug("%s", traceback.format_exc())
+            return TrainResult(cfg.name, cfg.model, "failed", None, key, seconds, error=message)
+        finally:
+            if not self.keep_checkpoints and workdir.exists():
+                shutil.rmtree(workdir, ignore_errors=True)
+
+    def _write(self, cfg: SystemConfig, model, key: str, run_path: Path, meta_path: Path, raw_path: Path | None,
+               t0: float, t_train: float) -> tuple[dict, float]:
+        """Export ``model``'s run and write it, its raw ranking and its sidecar as one set: the sidecar, and
+        the seconds since ``t0``."""
+        sp, k = self.sp, self.k
+        run, share, raw = _export(model, self.users, self.history, k, cfg.name, self.tie_policy, self.tie_seed)
+        # the run, its raw ranking and its sidecar replace the old ones together: a sidecar never
+        # vouches for another run, and a killed training keeps the systems done before it
+        with output_set() as staged:
+            write_run(run, run_path)
+            run_hash = file_sha256(staged.content(run_path))
+            if raw_path is not None:
+                raw_path.parent.mkdir(parents=True, exist_ok=True)
+                write_run(_in_score_order(raw), raw_path)
+            seconds = time.perf_counter() - t0
+            record = {
+                "key": key, "system": cfg.name, "model": cfg.model, "params": cfg.param_dict, "seed": cfg.seed,
+                "group": cfg.group,
+                "k": k, "tie_policy": self.tie_policy, "tie_seed": self.tie_seed, "epochs_override": self.epochs,
+                "threads": self.threads,
+                "device": self.device, "collection": sp.collection.name, "split": dict(sp.info),
+                "collection_filters": {k: sp.collection.info[k] for k in ("sample_users", "min_interactions")
+                                       if k in sp.collection.info},
+                "split_fingerprint": self.fingerprint, "run_sha256": run_hash, "users": int(run.frame.qid.nunique()),
+                **({"raw_sha256": file_sha256(staged.content(raw_path))} if raw_path is not None else {}),
+                "catalogue_items": int(len(model.items)), "tied_user_share": share,
+                "train_seconds": round(t_train, 3), "seconds": round(seconds, 3),
+                "recbole_test": model.recbole_test,
+            }
+            if self.protocol is not None:
+                record["protocol"] = self.protocol.as_dict()
+            write_json(meta_path, record)
+        return record, seconds
+
+
 def results_table(results: list[TrainResult]) -> str:
     """A plain-text table of results for the CLI."""
+    from tabulate import tabulate
+
+    # the header goes in as a row: tabulate would pad a header by two more spaces
     rows = [("system", "model", "status", "seconds", "users", "tied@k", "note")]
     for r in results:
         rows.append((r.system, r.model, r.status, f"{r.seconds:.1f}", str(r.users or ""),
                      "" if r.tied_user_share is None else f"{r.tied_user_share:.0%}",
                      r.error or (str(r.run_path) if r.run_path else "")))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + "  " + row[-1] for row in rows)
+    text = tabulate(rows, tablefmt="plain", stralign="left", disable_numparse=True, preserve_whitespace=True)
+    return "\n".join(line.rstrip() for line in text.splitlines())  # the last column unpadded
 
 
 __all__ += ["results_table"]

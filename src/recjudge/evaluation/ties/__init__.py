@@ -78,15 +78,8 @@ __all__ = [
     "mc_interval",
 ]
 
-_MOVED = {"sampled_candidate_run", "popularity_scorer", "attribute_overlap_scorer", "SampledCandidates"}
-
 
 def __getattr__(name: str):
     if name in _EXPORTS:
         return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    # the sampled-candidate protocol moved to recjudge.systems.sampled; old imports keep working
-    if name in _MOVED:
-        from ...systems import sampled
-
-        return getattr(sampled, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
