@@ -28,6 +28,6 @@ def _environment():
     return env
 
 
-def render(name: str, **context: Any) -> str:
-    """Template ``name`` of ``report/templates/`` rendered with ``context``."""
-    return _environment().get_template(name).render(**context)
+def render(template: str, /, **context: Any) -> str:
+    """Template ``template`` of ``report/templates/`` rendered with ``context``."""
+    return _environment().get_template(template).render(**context)

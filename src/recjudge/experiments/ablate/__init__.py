@@ -36,6 +36,12 @@ This is not the judge's ``repeats``, which asks the same prompt R times within o
 spent, after the checks the real run makes first (:func:`preflight`): each LLM endpoint's key, its
 answer to a free probe and the model it serves. The endpoints are probed once for the whole grid.
 
+The command's ``--per-user`` and ``--experiments`` (``per_user=``, ``experiments=`` in Python) replace the
+file's keys, as the command line replaces a protocol's settings everywhere in recjudge; a protocol's
+``[ablate]`` values (``--protocol penha2025``: K = 50, N = 3) fill only the keys the file leaves out.
+ablation.json records where each came from (``per_user_from``: ``--per-user``, ``file``, ``protocol
+NAME`` or ``default``).
+
 The file is validated as a whole when it is loaded (:meth:`Experiment.from_dict`): unknown keys,
 a value of the wrong type, an unknown judge, metadata field, prompt, split or measure, and a
 variant the judge would refuse are errors naming the file and the key, before anything is read
