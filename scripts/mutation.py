@@ -13,7 +13,7 @@ table per module gives mutants, killed, survivors and the score; the exit status
 module scores below ``--min-score``, 2 when the mutant list no longer matches the code.
 
 Why not mutmut or cosmic-ray (not tried here): both mutate every operator, number and string of a
-module (hundreds of mutants for reproduce_tables.py alone, most of them in report wording) and run
+module (hundreds of mutants for the reproduction's tables alone, most of them in report wording) and run
 the tests covering each; with the end-to-end reproduce tests at 5-20 s each on two shared cores that
 would take hours, and mutmut 3 first runs the whole suite (about 6 minutes) in its own copy. The hand
 list holds the bugs worth catching (off-by-one, < for <=, wrong column, wrong K, Bonferroni for Holm,

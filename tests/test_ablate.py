@@ -402,7 +402,7 @@ seed = 11
     assert "Mean of 3 independent experiments" in md and "not a user bootstrap" in md and "`repeats`" in md
 
 
-def test_cli_experiments_replaces_the_files_n_and_per_user_fills_only_an_unset_k(tmp_path, capsys):
+def test_cli_experiments_and_per_user_replace_the_files_keys(tmp_path, capsys):
     coll = _movielens(tmp_path)
     runs = _runs(tmp_path, users=8, systems=3)
     _human_qrels(tmp_path)
@@ -418,6 +418,38 @@ def test_cli_experiments_replaces_the_files_n_and_per_user_fills_only_an_unset_k
     assert "COMPLETE reference qrels" in printed and "95% t-interval across the 2 experiments" in printed
     fixed = tmp_path / "fixed.toml"
     fixed.write_text(f'out = "{tmp_path / "o2"}"\nper_user = 2\n' + body)
-    assert main(["ablate", str(fixed), "--per-user", "4"]) == 0
+    assert main(["ablate", str(fixed)]) == 0
     head = json.loads((tmp_path / "o2" / "ablation.json").read_text())["experiment"]
     assert (head["per_user"], head["per_user_from"], head["experiments"]) == (2, "file", 1)
+    # the command line over the file, as for every other option: the file's K = 2 gives way to 4
+    assert main(["ablate", str(fixed), "--per-user", "4"]) == 0
+    head = json.loads((tmp_path / "o2" / "ablation.json").read_text())["experiment"]
+    assert (head["per_user"], head["per_user_from"], head["experiments"]) == (4, "--per-user", 1)
+    assert "K = 4 items per user (from --per-user;" in (tmp_path / "o2" / "ablation.md").read_text()
+
+
+def test_a_protocols_values_fill_only_what_the_file_leaves_out_and_the_command_line_beats_both(tmp_path):
+    coll = _movielens(tmp_path)
+    runs = _runs(tmp_path, users=8, systems=3)
+    _human_qrels(tmp_path)
+    protocol = tmp_path / "study.toml"
+    protocol.write_text('name = "study"\ntitle = "a study"\n[ablate]\nexperiments = 2\nper_user = 3\n')
+    body = (f'collection = "{coll}"\nreference = "{tmp_path / "human.qrels"}"\nruns = "{runs}"\n'
+            f'measures = ["nDCG@10"]\nbootstrap = 0\nbaselines = 0\n[judge]\njudge = "test-oracle"\n')
+
+    def head(name: str, file_keys: str, *flags: str) -> dict:
+        path = tmp_path / f"{name}.toml"
+        path.write_text(f'out = "{tmp_path / name}"\n{file_keys}' + body)
+        assert main(["ablate", "--protocol", str(protocol), str(path), *flags]) == 0
+        data = json.loads((tmp_path / name / "ablation.json").read_text())
+        return {k: data["experiment"][k] for k in ("per_user", "per_user_from", "experiments", "experiments_from")}
+
+    # a file without the keys: the protocol's values, recorded as the protocol's (not as --per-user)
+    assert head("unset", "") == {"per_user": 3, "per_user_from": "protocol study", "experiments": 2,
+                                 "experiments_from": "protocol study"}
+    # the file's own keys beat the protocol's defaults ...
+    assert head("own", "per_user = 5\nexperiments = 1\n") == {"per_user": 5, "per_user_from": "file",
+                                                               "experiments": 1, "experiments_from": "file"}
+    # ... and the command line beats the file, even with the protocol's own value
+    assert head("flags", "per_user = 5\nexperiments = 1\n", "--per-user", "3", "--experiments", "2") == {
+        "per_user": 3, "per_user_from": "--per-user", "experiments": 2, "experiments_from": "--experiments"}

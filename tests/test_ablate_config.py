@@ -199,8 +199,10 @@ def test_options_apply_to_the_experiment_in_python_as_on_the_command_line(tmp_pa
         with_options(exp, 0, named=cli.name_of)
     assert with_options(applied, 50, 3) == applied  # applying twice changes nothing
     path.write_text('collection = "ml-100k"\nreference = "historical:rating"\nper_user = 10\nexperiments = 2\n')
-    own = with_options(load_experiment(path), 50, None)
-    assert (own.per_user, own.experiments) == (10, 2)  # the file's own K wins
+    given = with_options(load_experiment(path), 50, None)
+    assert (given.per_user, given.experiments, given.origin["per_user"]) == (50, 2, "per_user=")  # over the file
+    own = with_options(load_experiment(path), 50, 3, defaults=("per_user", "experiments"))
+    assert (own.per_user, own.experiments, own.origin["per_user"]) == (10, 2, "file")  # defaults under it
     assert AblateSettings(experiment=str(path)).experiment == str(path)  # the verb loads the file
     with pytest.raises(ConfigError, match="experiments= must be at least 1, not 0"):
         AblateSettings(experiment=str(path), experiments=0)

@@ -119,7 +119,7 @@ def test_plan_measures_picked_and_read_from_the_protocol(monkeypatch):
     assert pick_measure(["Judged@100", "nDCG@10", "nDCGexp@100"], "nDCG") == "nDCG@10"  # the first match
     assert pick_measure(["Judged@100", "Bpref"], "nDCG") is None
     assert target_measures() == (["Judged@100", "Compat(p=0.95)", "nDCGexp@100", "Bpref"], "")
-    import recjudge.experiments.reproduce_plan as reproduce  # where the study's definitions live
+    import recjudge.experiments.reproduce.settings as reproduce  # where the study's definitions live
 
     monkeypatch.setattr(reproduce, "protocol_settings", lambda command: {"measures": "P@5, nDCG@10"})
     assert target_measures() == (["P@5", "nDCG@10"], "")

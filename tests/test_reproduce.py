@@ -135,7 +135,7 @@ def test_a_value_inside_the_printed_interval_or_bound():
 
 
 def test_the_paper_contradictions_are_said_from_its_own_numbers():
-    from recjudge.experiments.reproduce_tables import paper_contradictions
+    from recjudge.experiments.reproduce.paper import paper_contradictions
 
     found = {c["where"]: c["detail"] for c in paper_contradictions(load_published("penha2025"))}
     # Table 9: |0.8020 − 0.7974| = 0.0046 on Compat although the text says < 0.002; nDCG 0.0015 holds

@@ -50,9 +50,9 @@ def test_reproduce_trains_on_the_protocols_positives_and_says_so(study, tmp_path
     """The protocol's rule (ratings >= 4, the release's implicit-ratings.csv) reaches training, --min-rating 0
     trains on every rating, and the report names the choice either way."""
     from recjudge import api
-    from recjudge.experiments import reproduce as rp
-    from recjudge.experiments.reproduce_plan import base_judge
-    from recjudge.experiments.reproduce_tables import _differences as differences
+    from recjudge.experiments.reproduce import run as rp
+    from recjudge.experiments.reproduce import base_judge
+    from recjudge.experiments.reproduce.differences import differences
 
     seen = []
     monkeypatch.setattr(api, "train", lambda **kw: seen.append(kw))
@@ -151,7 +151,7 @@ def test_sample_users_help_names_the_ml32m_users():
 # ------------------------------------------------------------------------------ 7. the paper against itself
 
 def test_the_two_new_contradictions_come_from_the_papers_numbers():
-    from recjudge.experiments.reproduce_tables import paper_contradictions
+    from recjudge.experiments.reproduce.paper import paper_contradictions
 
     published = load_published("penha2025")
     found = {c["where"]: c for c in paper_contradictions(published)}

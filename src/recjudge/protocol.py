@@ -55,6 +55,8 @@ class ProtocolUse:
     protocol: Protocol
     command: str
     differs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the settings whose value is the protocol's because the caller gave none (a file's own key beats these)
+    followed: frozenset[str] = frozenset()
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.protocol.name, "title": self.protocol.title, "source": self.protocol.source,

@@ -234,7 +234,7 @@ class Settings(BaseModel, metaclass=_Meta):
             differs = {k: {"protocol": declared[k], "used": _plain(getattr(settings, k))}
                        for k in sorted(overridden, key=list(declared).index)
                        if not same_value(getattr(settings, k), values[k])}
-        settings._protocol = ProtocolUse(proto, cls.command, differs)
+        settings._protocol = ProtocolUse(proto, cls.command, differs, frozenset(from_protocol))
         return settings
 
     @property

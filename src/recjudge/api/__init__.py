@@ -538,10 +538,10 @@ def _label(runs) -> str:
 @verb(AblateSettings, ("experiment",), extra=(_PROGRESS,))
 def ablate(s: AblateSettings, progress=None) -> AblateReport:
     """Run an experiment file's judge variants against the reference (``recjudge ablate``)."""
-    from ..experiments.ablate import RESULT_FILES, load_experiment, run_experiment, with_options
+    from ..experiments.ablate import RESULT_FILES, load_experiment, run_experiment, with_settings
 
     exp = s.experiment if not _is_path(s.experiment) else load_experiment(s.experiment)
-    exp = with_options(exp, s.per_user, s.experiments, named=s.name_of)
+    exp = with_settings(exp, s)
     rows = run_experiment(exp, dry_run=s.dry_run, progress=progress, protocol=s.protocol)
     paths = {} if s.dry_run else {name: exp.out / name for name in RESULT_FILES}
     return AblateReport(exp, tuple(rows), s.dry_run, paths, settings=s)

@@ -388,11 +388,13 @@ class AblateSettings(Settings):
     experiments: Positive | None = option(
         None, "N independent experiments, each with its own sample of judged items and of history items (seeds "
               "derived from the file's seed and recorded), every metric averaged with a 95% interval across them; "
-              "replaces the file's `experiments` (default: the file's, else 1). Not the judge's `repeats`, which "
-              "asks the same prompt R times", cli=Cli(metavar="N"))
-    per_user: Positive | None = option(None, "K judged items per user for an experiment file that sets no "
-                                             "per_user (a file's own per_user wins; default 20; Penha et al. "
-                                             "2025: 50)", cli=Cli(metavar="K"))
+              "replaces the file's `experiments`, a protocol's fills only a file without one (default: the "
+              "file's, else the protocol's, else 1). Not the judge's `repeats`, which asks the same prompt R "
+              "times", cli=Cli(metavar="N"))
+    per_user: Positive | None = option(None, "K judged items per user; replaces the file's `per_user`, a "
+                                             "protocol's fills only a file without one (default: the file's, "
+                                             "else the protocol's, else 20; Penha et al. 2025: 50)",
+                                       cli=Cli(metavar="K"))
 
 
 class CompareSettingsSettings(_Measured):

@@ -141,31 +141,88 @@ class _Steps:
 
 def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], None] | None = None) -> DemoResult:
     """Run the end-to-end demo; returns where the report, runs and qrels are."""
-    from ..data.collections import load_collection
-    from ..data.splits import historical_qrels, make_split
-    from ..evaluation.agreement import agreement
-    from ..evaluation.calibration import CalibrationError, calibrate, fill_gaps, scenarios, sources_path, write_filled
-    from ..evaluation.metaeval import compare
-    from ..judging import JudgeSettings, judge_pairs, parse_fields, select_pairs
-    from ..report.evaluation import slug
-    from ..systems import resolve_systems, train_systems
+    from ..data.splits import historical_qrels
 
     s = (settings or DemoSettings()).resolved()
     say = progress or print
-    # everything that can be refused is refused before the collection loads and the systems train
+    config, systems = _checked(s)
+    out, qrels_dir = Path(s.out), Path(s.qrels_dir)
+    steps, raw_dir = _Steps(say, 9), out / RAW_RUNS
+    steps.start(f"load {s.collection} and split it by global time (quantile 0.8)")
+    collection, split, runs_dir, judge_name = _load(s, out, qrels_dir, systems, raw_dir, say)
+    steps.start(f"train the {'reduced ' if s.reduced else ''}{s.grid} grid and export top-100 runs")
+    results, runs = _train(s, split, runs_dir, raw_dir, say)
+    steps.start("historical qrels from the held-out ratings (rating − 1 → 0–4)")
+    historical = historical_qrels(split, HISTORICAL_MAPPING, name=f"{collection.name}-historical")
+    paths = {"historical": write_qrels(historical, qrels_dir / f"{collection.name}-historical.qrels")}
+    steps.start(f"judge the depth-{s.depth} pool and {s.per_user} historical items per user with "
+                f"the {'LLM' if s.judge == 'openai' else s.judge + ' (non-LLM baseline)'} judge")
+    aligned, judged = _judge(s, config, collection, split, runs, historical, judge_name, out, say)
+    judge_q = judged.qrels()
+    if judge_q is None:
+        raise ConfigError("the judge labelled no pair; see the failures above")
+    paths["judge"] = judged.write(qrels_dir / f"{collection.name}-{judge_name}.qrels")["qrels"]
+
+    steps.start("item-level agreement with the historical labels"
+                + (", and agreement against profile size" if s.judge != "openai" else ""))
+    item_agreement, sweep = _item_agreement(s, collection, split, aligned, historical, judge_q)
+
+    steps.start(f"calibrate the judge to the historical scale; fill the top-{s.depth} gaps if it holds")
+    cal, filled = _calibrate_and_fill(s, historical, judge_q, runs, judge_name, qrels_dir,
+                                      f"{collection.name}-filled", paths, say)
+
+    labels = {judge_name: judge_q, **({"filled": filled.qrels} if filled is not None else {})}
+    steps.start(f"compare system rankings: historical vs {' vs '.join(labels)}")
+    cmp, scen = _compare(s, runs, historical, labels, judge_name, judge_q, filled)
+
+    steps.start(f"tie audit: the {len(runs)} systems' rankings before tie-breaking, and sampled candidates "
+                f"(1 held-out + {s.negatives} negatives, relevant first)")
+    audit = _tie_audit(s, collection, split, {r.system: raw_dir / f"{r.system}.run" for r in results if r.ok},
+                       historical)
+    audit["raw_runs"] = raw_dir
+    say("      " + _tie_summary(audit["systems"]))
+
+    steps.start("write the report")
+    from ..outputs import output_set
+    from ..report.demo import write_demo_report
+
+    with output_set():  # the report, its figures and card.json replace the old ones together
+        report = write_demo_report(
+            out, settings=s, collection=collection, split_info=dict(split.info), train_results=results,
+            historical=historical, judge_q=judge_q, judged=judged, judge_name=judge_name, filled=filled,
+            calibration=cal, item_agreement=item_agreement, sweep=sweep, compare_result=cmp, scenario=scen,
+            audit=audit, paths=paths, step_times=steps.times, fill_needs=fill_needs(cal) if filled is None else "")
+    total = steps.close()
+    summary = _summary(total, results, judge_name, cal, filled, cmp, scen, audit)
+    write_json(out / "summary.json", {"summary": summary, "settings": _settings_json(s)})
+    say(f"finished in {total:.0f} s")  # where the report is: the caller says it, once
+    qrels = {k: v for k, v in paths.items() if k != "sources"}
+    return DemoResult(report, {n: runs_dir / f"{n}.run" for n in runs}, qrels, summary)
+
+
+def _checked(s: DemoSettings):
+    """Everything that can be refused, refused before the collection loads and the systems train: the
+    judge's settings, the fields, the grid and its systems, the output folders."""
+    from ..judging import JudgeSettings, parse_fields
+    from ..systems import resolve_systems
+
     config = JudgeSettings(judge=s.judge, model=s.model, base_url=s.base_url, fields=s.fields,
-                         profile_size=s.profile_size, seed=s.seed)
+                           profile_size=s.profile_size, seed=s.seed)
     parse_fields(s.fields)
     resolve_systems(s.grid, None)  # the grid is checked even when --systems (or --reduced) picks the systems
     systems = [c.name for c in resolve_systems(s.grid, s.systems)]
-    out, qrels_dir = Path(s.out), Path(s.qrels_dir)
-    check_output_dir(out, "--out")
-    check_output_dir(qrels_dir, "--qrels-dir")
+    check_output_dir(Path(s.out), "--out")
+    check_output_dir(Path(s.qrels_dir), "--qrels-dir")
     check_output_dir(s.runs_dir, "--runs-dir")
-    steps = _Steps(say, 9)
-    raw_dir = out / RAW_RUNS
+    return config, systems
 
-    steps.start(f"load {s.collection} and split it by global time (quantile 0.8)")
+
+def _load(s: DemoSettings, out: Path, qrels_dir: Path, systems: list[str], raw_dir: Path, say):
+    """The collection (users sampled when asked), its global-time split, the runs' folder and the judge's name."""
+    from ..data.collections import load_collection
+    from ..data.splits import make_split
+    from ..report.evaluation import slug
+
     collection = load_collection(s.collection)
     if s.max_users:
         collection = collection.sample_users(s.max_users, s.seed)
@@ -178,25 +235,28 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     say(f"      {collection!r}; train {info['train_interactions']:,} interactions, test "
         f"{info['test_interactions']:,} from {info['test_users']} users with training history "
         f"({info['cold_test_users_dropped']} cold test users dropped)")
+    return collection, split, runs_dir, judge_name
 
-    steps.start(f"train the {'reduced ' if s.reduced else ''}{s.grid} grid and export top-100 runs")
+
+def _train(s: DemoSettings, split, runs_dir: Path, raw_dir: Path, say):
+    """The grid trained and its top-100 runs exported; at least two must train."""
+    from ..systems import train_systems
+
     results = train_systems(split, s.grid, out_dir=runs_dir, k=100, systems=s.systems, epochs=s.epochs,
                             tie_policy=s.tie_policy, tie_seed=s.seed, progress=lambda m: say(f"      {m}"),
                             raw_dir=raw_dir)
     ok = [r for r in results if r.ok]
-    failed = [r for r in results if not r.ok]
     if len(ok) < 2:
         raise ConfigError("fewer than two systems trained; see the messages above")
     runs = {r.system: read_run(r.run_path, r.system) for r in ok}
     # exported runs are tie-free on disk: checked (not trusted) once, so no later step re-decides ties
-    runs = {name: ensure_tie_free(run, s.tie_policy, s.seed) for name, run in runs.items()}
+    return results, {name: ensure_tie_free(run, s.tie_policy, s.seed) for name, run in runs.items()}
 
-    steps.start("historical qrels from the held-out ratings (rating − 1 → 0–4)")
-    historical = historical_qrels(split, HISTORICAL_MAPPING, name=f"{collection.name}-historical")
-    paths = {"historical": write_qrels(historical, qrels_dir / f"{collection.name}-historical.qrels")}
 
-    steps.start(f"judge the depth-{s.depth} pool and {s.per_user} historical items per user with "
-                f"the {'LLM' if s.judge == 'openai' else s.judge + ' (non-LLM baseline)'} judge")
+def _judge(s: DemoSettings, config, collection, split, runs, historical: Qrels, judge_name: str, out: Path, say):
+    """The depth-D pool and K historical items per user judged (an LLM's spend said before the first call)."""
+    from ..judging import judge_pairs, select_pairs
+
     pool = select_pairs(runs, depth=s.depth, tie_policy=s.tie_policy, seed=s.seed)
     aligned = select_pairs(reference=historical, per_user=s.per_user, seed=s.seed)
     pairs = tuple(sorted(set(pool) | set(aligned)))
@@ -212,29 +272,34 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
     judged = judge_pairs(pairs, collection, config, cache_path=out / "judgments.sqlite", history=split.train,
                          name=f"{collection.name}-{judge_name}", progress=lambda m: say(f"      {m}"))
     say("      " + judged.summary.format().replace("\n", "\n      "))
-    judge_q = judged.qrels()
-    if judge_q is None:
-        raise ConfigError("the judge labelled no pair; see the failures above")
-    written = judged.write(qrels_dir / f"{collection.name}-{judge_name}.qrels")
-    paths["judge"] = written["qrels"]
+    return aligned, judged
 
-    steps.start("item-level agreement with the historical labels"
-                + (", and agreement against profile size" if s.judge != "openai" else ""))
-    # on the sampled historical items only: pool items are what systems ranked, not a random sample
+
+def _item_agreement(s: DemoSettings, collection, split, aligned, historical: Qrels, judge_q: Qrels):
+    """Agreement on the sampled historical items only (pool items are what systems ranked, not a random
+    sample), and, for an offline judge, agreement against profile size."""
+    from ..evaluation.agreement import agreement
+
     aligned_ref = Qrels.from_frame(historical.frame.merge(pd.DataFrame(aligned, columns=["qid", "docid"]),
                                                           on=["qid", "docid"]), historical.name)
     item_agreement = agreement(aligned_ref, judge_q, missing="drop", bootstrap=s.bootstrap, seed=s.seed)
     sweep = _profile_sweep(s, collection, split.train, aligned, historical) if s.judge != "openai" else []
+    return item_agreement, sweep
 
-    steps.start(f"calibrate the judge to the historical scale; fill the top-{s.depth} gaps if it holds")
+
+def _calibrate_and_fill(s: DemoSettings, historical: Qrels, judge_q: Qrels, runs, judge_name: str,
+                        qrels_dir: Path, name: str, paths: dict, say):
+    """The calibration, and the top-D gaps filled when it holds (written, with its sources, into
+    ``paths``); a refused fill removes an earlier demo's filled qrels and says why."""
+    from ..evaluation.calibration import CalibrationError, calibrate, fill_gaps, sources_path, write_filled
+
     cal = calibrate(historical, judge_q, min_overlap=30, reference="historical", candidate=judge_name)
-    filled_path = qrels_dir / f"{collection.name}-filled.qrels"
+    filled_path = qrels_dir / f"{name}.qrels"
     try:
         filled = fill_gaps(historical, judge_q, runs, cal, k=s.depth, tie_policy=s.tie_policy, seed=s.seed,
-                           name=f"{collection.name}-filled")
+                           name=name)
     except CalibrationError:
         # a filled ranking would show the fill, not the judge: not computed, and the report says why
-        filled = None
         for stale in (filled_path, sources_path(filled_path)):
             if stale.is_file():  # an earlier demo's file at this path would now contradict the report
                 stale.unlink()
@@ -243,41 +308,31 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
         for problem in cal.problems():
             say(f"        - {problem}")
         say(f"      ({fill_needs(cal)})")
-    sources = None
-    if filled is not None:
-        paths["filled"], sources = write_filled(filled, filled_path)
+        return cal, None
+    paths["filled"], sources = write_filled(filled, filled_path)
+    if sources:
+        paths["sources"] = sources
+    return cal, filled
 
-    labels = {judge_name: judge_q, **({"filled": filled.qrels} if filled is not None else {})}
-    steps.start(f"compare system rankings: historical vs {' vs '.join(labels)}")
+
+def _compare(s: DemoSettings, runs, historical: Qrels, labels, judge_name: str, judge_q: Qrels, filled):
+    """System rankings under each label set against the historical ones, and the three scenarios."""
+    from ..evaluation.calibration import scenarios
+    from ..evaluation.metaeval import compare
+
     cmp = compare(runs, historical, labels, queries="own", tie_policy=s.tie_policy, seed=s.seed,
                   bootstrap=s.bootstrap)
     scen = scenarios(runs, {"Historical only": historical,
                             **({f"{judge_name} fills gaps": filled.qrels} if filled is not None else {}),
                             f"Full {judge_name}": judge_q}, k=100, tie_policy=s.tie_policy, seed=s.seed)
+    return cmp, scen
 
-    steps.start(f"tie audit: the {len(runs)} systems' rankings before tie-breaking, and sampled candidates "
-                f"(1 held-out + {s.negatives} negatives, relevant first)")
-    audit = _tie_audit(s, collection, split, {r.system: raw_dir / f"{r.system}.run" for r in ok}, historical)
-    audit["raw_runs"] = raw_dir
-    say("      " + _tie_summary(audit["systems"]))
 
-    steps.start("write the report")
-    from ..outputs import output_set
-    from ..report.demo import write_demo_report
-
-    elapsed = steps.times
-    with output_set():  # the report, its figures and card.json replace the old ones together
-        report = write_demo_report(
-            out, settings=s, collection=collection, split_info=info, train_results=results,
-            historical=historical, judge_q=judge_q, judged=judged, judge_name=judge_name, filled=filled,
-            calibration=cal, item_agreement=item_agreement, sweep=sweep, compare_result=cmp, scenario=scen,
-            audit=audit, paths={**paths, **({"sources": sources} if sources else {})}, step_times=elapsed,
-            fill_needs=fill_needs(cal) if filled is None else "")
-    total = steps.close()
-    summary = {
+def _summary(total: float, results, judge_name: str, cal, filled, cmp, scen, audit) -> dict:
+    return {
         "seconds": round(total, 1),
-        "systems": [r.system for r in ok],
-        "failed_systems": {r.system: r.error for r in failed},
+        "systems": [r.system for r in results if r.ok],
+        "failed_systems": {r.system: r.error for r in results if not r.ok},
         "judge": judge_name,
         "fill_refused": list(cal.problems()) if filled is None else [],
         "kendall_tau": {c: {m: ra.kendall_tau for m, ra in by.items()} for c, by in cmp.agreement.items()},
@@ -286,9 +341,6 @@ def run_demo(settings: DemoSettings | None = None, progress: Callable[[str], Non
                                **{m.measure: {"input_minus_expected": round(m.input_order - m.expected, 6) + 0.0}
                                   for m in r.measures}} for r in audit["systems"].runs},
     }
-    write_json(out / "summary.json", {"summary": summary, "settings": _settings_json(s)})
-    say(f"finished in {total:.0f} s")  # where the report is: the caller says it, once
-    return DemoResult(report, {n: runs_dir / f"{n}.run" for n in runs}, paths, summary)
 
 
 def _check_output_files(out: Path, runs_dir: Path, qrels_dir: Path, collection: str, judge_name: str,

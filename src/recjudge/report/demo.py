@@ -18,9 +18,6 @@ from .evaluation import (
     save_figure,
     ci_label,
     label_points,
-    markdown_table,
-    md_code,
-    md_text,
     slug,
     write_report,
 )
@@ -135,8 +132,8 @@ def _pct(x) -> str:
     return "–" if x is None else f"{x:.0%}"
 
 
-def _tie_tables(audit, what: str) -> list[str]:
-    """A tie audit as Markdown tables that wrap to the page (prevalence, then one table per measure)."""
+def _tie_tables(audit, what: str) -> dict:
+    """A tie audit's tables (prevalence, then one per measure) and what the template says beside them."""
     s = audit.settings
     k = s.cutoffs[0]
     rows = []
@@ -146,54 +143,23 @@ def _tie_tables(audit, what: str) -> list[str]:
                      f"cross@{k}": _pct(p.crossing_top[0]), f"inside@{k}": _pct(p.inside_top[0]),
                      f"relevant tied@{k}": _pct(p.relevant_touching_top[0]) if audit.qrels else "–",
                      "tied rows": _pct(p.tied_rows), "largest block": p.largest_block})
-    md = ["Share of users whose ranking holds an exact score tie, before any tie policy "
-          f"(tied@{k}: a tie block reaches the top {k}; cross@{k}: it holds ranks {k} and {k + 1}, so it decides "
-          f"what enters the top {k}; inside@{k}: it lies wholly in the top {k}, so it decides positions; relevant: "
-          "it holds an item labelled 1 or more):", "", markdown_table(pd.DataFrame(rows), index=False), ""]
+    measures = []
     for name in s.measures:
-        rows = []
+        by_run = []
         for r in audit.runs:
             m = next(x for x in r.measures if x.measure == name)
-            rows.append({what: r.name, "input order": m.input_order, f"hash (seed {s.seed})": m.hash,
-                         "expected": m.expected, f"mean over {s.seeds} hash seeds": m.hash_seeds_mean,
-                         "sd": m.hash_seeds_sd,
-                         "input − expected": f"{round(m.input_order - m.expected, 4) + 0.0:+.4f}",
-                         "shuffled rows, max change": m.permutation})
-        md += [f"{md_text(name)}, mean over {audit.counted_users} users of {md_code(audit.qrels)}:", "",
-               markdown_table(pd.DataFrame(rows), index=False), ""]
-    if s.measures:
-        md += ["Input order: equal scores in the order of the list (a stable sort); hash: the disclosed "
-               f"seeded hash policy; expected: a uniformly random order within tie blocks (exact); shuffled rows: "
-               f"the largest change of the mean over {s.permutations} seeded shuffles of each user's rows, under "
-               "input order (under the hash policy it is 0).", ""]
-    md += [f"_{md_text(n)}_" for n in audit.notes]
-    return md
+            by_run.append({what: r.name, "input order": m.input_order, f"hash (seed {s.seed})": m.hash,
+                           "expected": m.expected, f"mean over {s.seeds} hash seeds": m.hash_seeds_mean,
+                           "sd": m.hash_seeds_sd,
+                           "input − expected": f"{round(m.input_order - m.expected, 4) + 0.0:+.4f}",
+                           "shuffled rows, max change": m.permutation})
+        measures.append((name, pd.DataFrame(by_run)))
+    return {"k": k, "prevalence": pd.DataFrame(rows), "measures": measures, "users": audit.counted_users,
+            "qrels": audit.qrels, "permutations": s.permutations, "notes": list(audit.notes)}
 
 
-def _tie_audit_section(audit) -> list[str]:
-    systems = audit["systems"]
-    tied = [r.name for r in systems.runs if r.prevalence.tied > 0]
-    md = ["## Tie audit", "",
-          "### The trained systems, before tie-breaking", "",
-          "The exported runs are tie-free (the hash policy ordered equal scores at export), so this audit reads "
-          f"each system's own scores as it ranked them, ties kept (written to {md_code(audit['raw_runs'])}), "
-          "and scores them against the historical labels. "
-          + (f"{len(tied)} of {len(systems.runs)} systems have ties: " + ", ".join(md_code(n) for n in tied) + "."
-             if tied else "No system's ranking has an exact score tie: tie-breaking changes nothing here."), "",
-          *_tie_tables(systems, "system"),
-          "### Sampled candidates (1 held-out item among sampled negatives)", "",
-          f"Two tie-heavy scorers that are not trained systems (item popularity and genre overlap with the "
-          f"user's history) rank 1 held-out liked item + {audit['negatives']} sampled negatives per user, "
-          "listed relevant first: under input order the relevant item wins every tie.", "",
-          *_tie_tables(audit["audit"], "scorer")]
-    return md
-
-
-def evaluation_card(*, settings, collection, split_info, train_results, judged, judge_name, audit, cmp,
-                    item_agreement) -> dict[str, str]:
-    prov = dict(judged.provenance)
-    shares = {r.system: r.tied_user_share for r in train_results if r.ok and r.tied_user_share is not None}
-    tied_systems = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]))
+def _tie_checks(audit) -> tuple[list[str], list[str]]:
+    """The card's permutation check and tie sensitivity: the largest change each tie audit found."""
     perm, sens = [], []
     for label, tie_audit in (("trained systems before tie-breaking", audit["systems"]),
                              ("sampled candidates", audit["audit"])):
@@ -208,6 +174,15 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
         seeds = max(c[1].hash_seeds_sd for c in cells)
         sens.append(f"{label}: input order − expected up to {far[1].input_order - far[1].expected:+.3f} "
                     f"({far[0]} {far[1].measure}); sd over hash seeds up to {seeds:.3f}")
+    return perm, sens
+
+
+def evaluation_card(*, settings, collection, split_info, train_results, judged, judge_name, audit, cmp,
+                    item_agreement) -> dict[str, str]:
+    prov = dict(judged.provenance)
+    shares = {r.system: r.tied_user_share for r in train_results if r.ok and r.tied_user_share is not None}
+    tied_systems = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]))
+    perm, sens = _tie_checks(audit)
     template = prov.get("template") or {}
     profiles = prov.get("profiles") or {}
     summary = judged.summary
@@ -261,117 +236,53 @@ def evaluation_card(*, settings, collection, split_info, train_results, judged, 
 def write_demo_report(out: Path, *, settings, collection, split_info, train_results, historical, judge_q,
                       judged, judge_name, filled, calibration, item_agreement, sweep, compare_result, scenario,
                       audit, paths: Mapping[str, Path], step_times: Mapping[str, float], fill_needs: str = "") -> Path:
+    """report.md (from the template ``templates/demo.md.j2``), report.html, the figures and card.json."""
+    from .templates import render
+
     cmp = compare_result
-    judged_per_system = scenario.judged_systems
-    figs: dict[str, str | None] = {}
-    for m in cmp.settings["measures"]:
-        figs[f"scores {m}"] = _fig_system_scores(out, cmp, m)
-    figs["distance"] = _fig_by_distance(out, item_agreement)
-    figs["profile"] = _fig_profile_size(out, sweep)
-    figs["judged"] = _fig_judged(out, judged_per_system)
+    figs: dict[str, str | None] = {f"scores {m}": _fig_system_scores(out, cmp, m) for m in cmp.settings["measures"]}
+    figs.update(distance=_fig_by_distance(out, item_agreement), profile=_fig_profile_size(out, sweep),
+                judged=_fig_judged(out, scenario.judged_systems))
     card = evaluation_card(settings=settings, collection=collection, split_info=split_info,
                            train_results=train_results, judged=judged, judge_name=judge_name, audit=audit,
                            cmp=cmp, item_agreement=item_agreement)
     llm = judged.summary.kind == "llm"
     title = f"recjudge demo: MovieLens-100K, historical labels vs {'an LLM' if llm else 'an offline'} judge"
-    md: list[str] = [f"# {title}", ""]
-    if not llm:
-        md += ["> **Read this first.** The reference here is *historical* qrels — the ratings users "
-               "happened to give after the split — not human Cranfield judgments, and the judge is the "
-               f"non-LLM {md_code(judge_name)} baseline (no LLM endpoint was configured). The numbers show the "
-               "pipeline working end to end; they say nothing yet about how far an LLM can be trusted.", ""]
-    else:
-        md += ["> **Read this first.** The reference here is *historical* qrels — held-out ratings — not "
-               "human Cranfield judgments.", ""]
-    md += [
-        "For the real comparison, point recjudge at the ML-32M-ext release (access-restricted), whose "
-        "`qrels/` hold pooled human interest judgments on the 0–7 scale. The `full` split trains on every "
-        "rating and ranks the judged participants with their whole profile masked:",
-        "",
-        # continuation lines keep each command within a page's width, and still copy-paste as one
-        "```bash",
-        "recjudge train --collection /path/to/ml-32m-ext --split full \\",
-        "    --grid quick --out runs/ml-32m-ext",
-        "recjudge judge --runs runs/ml-32m-ext --collection /path/to/ml-32m-ext \\",
-        "    --split none --out qrels/llm.qrels --depth 10 \\",
-        "    --model MODEL --base-url URL",
-        "recjudge compare --runs runs/ml-32m-ext \\",
-        "    --reference /path/to/ml-32m-ext/qrels/*interest*.qrels \\",
-        "    --candidate qrels/llm.qrels --report out/ml-32m-ext",
-        "```",
-        "",
-        "## Pipeline",
-        "",
-        markdown_table(pd.DataFrame({"step": list(step_times), "seconds": [f"{v:.1f}" for v in step_times.values()]}),
-                       index=False),
-        "",
-        "Systems trained (ties: share of users with exact score ties in the top-100 before the tie policy):",
-        "",
-        markdown_table(pd.DataFrame([{"system": r.system, "model": r.model, "status": r.status,
-                                      "seconds": f"{r.seconds:.1f}", "users": r.users,
-                                      "tied users": "" if r.tied_user_share is None else f"{r.tied_user_share:.0%}",
-                                      "note": r.error or ""} for r in train_results]), index=False),
-        "",
-        "## Label sources",
-        "",
-        f"- historical: {len(historical):,} labels for {len(historical.qids)} users → "
-        f"{md_code(paths['historical'])}",
-        f"- {md_text(judge_name)}: {len(judge_q):,} labels (pool depth {settings.depth} ∪ {settings.per_user} "
-        f"historical items per user) → {md_code(paths['judge'])}",
-        (f"- filled: {filled.n_human:,} historical + {filled.n_filled:,} calibrated judge labels "
-         f"({filled.n_unfilled:,} top-{settings.depth} items unlabelled) → {md_code(paths['filled'])} "
-         f"(sources: {md_code(paths['sources'])})" if filled is not None else
-         "- filled: **refused** — the calibration below cannot carry the judge's order onto the historical "
-         "scale, so a filled ranking would show the fill, not the judge:"),
-        *([f"  - {md_text(p)}" for p in calibration.problems()] if filled is None else []),
-        *([f"  - What would make it work: {md_text(fill_needs)}."] if filled is None and fill_needs else []),
-        "",
-        f"Calibration of {md_text(judge_name)} grades to the historical scale (mean historical label per grade, "
-        "rounded half up):",
-        "",
-        markdown_table(calibration.to_frame().reset_index(), index=False),
-        "",
-        "## System rankings (as in Figure 5 of Penha et al. 2025)",
-        "",
-    ]
+    markdown = render(
+        "demo.md.j2", title=title, llm=llm, judge_name=judge_name, settings=settings, paths=paths,
+        historical=historical, judge_q=judge_q, filled=filled, calibration=calibration, fill_needs=fill_needs,
+        pipeline=pd.DataFrame({"step": list(step_times), "seconds": [f"{v:.1f}" for v in step_times.values()]}),
+        systems=_systems_frame(train_results), rankings=_rankings(cmp),
+        score_figures=[(m, figs[f"scores {m}"]) for m in cmp.settings["measures"]], scenario=scenario,
+        scenario_judged=pd.DataFrame({"average Judged@100": scenario.judged}).rename_axis("scenario"),
+        scenario_taus=[(m, tau.rename_axis("")) for m, tau in scenario.tau.items()],
+        judged_per_system=scenario.judged_systems.rename_axis("system"), figs=figs, item_agreement=item_agreement,
+        sweep=pd.DataFrame([{k: v for k, v in r.items() if k != "agree_ci"} for r in sweep]),
+        raw_runs=audit["raw_runs"], systems_audit=audit["systems"], negatives=audit["negatives"],
+        tied=[r.name for r in audit["systems"].runs if r.prevalence.tied > 0],
+        ties_systems=_tie_tables(audit["systems"], "system"), ties_candidates=_tie_tables(audit["audit"], "scorer"),
+        card=card, penha2025=PENHA2025)
+    path = write_report(out, markdown, title)
+    write_json(out / "card.json", card)
+    return path
+
+
+def _systems_frame(train_results) -> pd.DataFrame:
+    return pd.DataFrame([{"system": r.system, "model": r.model, "status": r.status, "seconds": f"{r.seconds:.1f}",
+                          "users": r.users,
+                          "tied users": "" if r.tied_user_share is None else f"{r.tied_user_share:.0%}",
+                          "note": r.error or ""} for r in train_results])
+
+
+def _rankings(cmp) -> list[dict]:
+    """Per candidate: its τ table against the historical labels, the measures whose τ is undefined and why,
+    and the notes of flagged intervals."""
+    out = []
     for cand, by in cmp.agreement.items():
         rows = [{"measure": m, "τ-b": ra.kendall_tau, "p": format_p_value(ra), ci_label(cmp.settings): ci_cell(ra),
                  "weighted τ_h": ra.weighted_tau, "τ_AP": ra.tau_ap,
                  "median abs Δrank": ra.median_abs_rank_displacement} for m, ra in by.items()]
-        md += [f"Historical vs {md_code(cand)}:", "", markdown_table(pd.DataFrame(rows), index=False), ""]
-        md += [f"- {md_text(m)}: {md_text(ra.undefined)}." for m, ra in by.items() if ra.undefined]
-        md += [""] if any(ra.undefined for ra in by.values()) else []
-        md += [*(md_text(n) for n in ci_notes(by)), ""] if ci_notes(by) else []
-    for m in cmp.settings["measures"]:
-        md += [f"![System scores, {md_text(m)}]({figs[f'scores {m}']})", ""]
-    md += ["### Scenarios", "",
-           markdown_table(pd.DataFrame({"average Judged@100": scenario.judged}).rename_axis("scenario")), ""]
-    for m, tau in scenario.tau.items():
-        md += [f"Kendall τ-b between scenario rankings, {md_text(m)}:", "", markdown_table(tau.rename_axis("")),
-               ""]
-    md += [f"_{md_text(w)}_" for w in scenario.warnings] + [""]
-    md += ["### Judged@100 per system", "", f"![Judged@100]({figs['judged']})", "",
-           markdown_table(judged_per_system.rename_axis("system")), ""]
-    pw = item_agreement.pairwise
-    md += ["## Item-level agreement with the historical labels (as in Figure 4 of Penha et al. 2025)", "",
-           f"Over {item_agreement.n_pairs:,} (user, item) pairs both label: Cohen's κ "
-           f"{item_agreement.cohen_kappa:.3f} (linear {item_agreement.cohen_kappa_linear:.3f}), Krippendorff's α "
-           f"ordinal {item_agreement.krippendorff_alpha_ordinal:.3f} (interval "
-           f"{item_agreement.krippendorff_alpha_interval:.3f}); over {pw.n_pairs:,} item pairs with different "
-           f"historical labels the judge agrees {pw.agree:.3f} "
-           + (pw.ci_missing or f"[{pw.agree_ci[0]:.3f}, {pw.agree_ci[1]:.3f}]{'*' if pw.ci_note else ''}")
-           + f", ties {pw.tie:.3f}, disagrees {pw.disagree:.3f}."
-           + (f" (*) The interval: {pw.ci_summary or pw.ci_note}." if pw.ci_note else ""), "",
-           f"![Agreement by distance]({figs['distance']})", ""]
-    if figs["profile"]:
-        md += ["## Agreement against profile size (as in Figure 3 of Penha et al. 2025)", "",
-               f"![Profile size]({figs['profile']})", "",
-               markdown_table(pd.DataFrame([{k: v for k, v in r.items() if k != "agree_ci"} for r in sweep]),
-                              index=False), ""]
-    md += _tie_audit_section(audit)
-    md += ["## Evaluation card", "", "| field | value |", "|---|---|"]
-    md += [f"| {md_text(k)} | {md_text(v)} |" for k, v in card.items()]
-    md += ["", "## References", "", f"- {md_text(PENHA2025)}", ""]
-    path = write_report(out, "\n".join(md), title)
-    write_json(out / "card.json", card)
-    return path
+        out.append({"candidate": cand, "frame": pd.DataFrame(rows),
+                    "undefined": [(m, ra.undefined) for m, ra in by.items() if ra.undefined],
+                    "ci_notes": ci_notes(by)})
+    return out

@@ -8,9 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from tabulate import DataRow, TableFormat, tabulate
 
-from .evaluation import load_pyplot, markdown_table, md_text, save_figure, write_report
+from .evaluation import load_pyplot, md_text, save_figure, write_report
 
 __all__ = ["TARGET_TITLES", "format_duration", "write_reproduce_report"]
 
@@ -63,6 +65,27 @@ def _num(x: Any) -> str:
     return f"{x:.4f}" if isinstance(x, float) else str(x)
 
 
+# the report's tables as Markdown pipe tables, cells as written: no padding, no alignment colons
+_PIPE = TableFormat(lineabove=None, linebelowheader=lambda widths, _: "|" + "---|" * len(widths),
+                    linebetweenrows=None, linebelow=None, headerrow=DataRow("|", "|", "|"),
+                    datarow=DataRow("|", "|", "|"), padding=1, with_header_hide=None)
+
+
+def _table(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown table (tabulate): headers and text escaped, numbers to 4 decimals, NaN as –."""
+    rows = [[_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]
+    return tabulate(rows, headers=[md_text(c) for c in frame.columns], tablefmt=_PIPE, stralign=None, numalign=None,
+                    disable_numparse=True)
+
+
+def _cell(x: Any) -> str:
+    if isinstance(x, (float, np.floating)):
+        return "–" if x != x else f"{x:.4f}"
+    if isinstance(x, (int, np.integer)):
+        return str(x)
+    return md_text(x)
+
+
 def _cells_table(frame: pd.DataFrame) -> str:
     def on_scale(v, unit):  # percent cells read as the paper prints them; None and NaN as "–"
         if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -84,7 +107,7 @@ def _cells_table(frame: pd.DataFrame) -> str:
         "published": frame.published,
         "difference": [on_scale(v, u) for v, u in zip(frame.difference, frame.unit)],
         "inside": [inside(v, p) for v, p in zip(frame.inside, frame.published)], "note": frame.note})
-    return markdown_table(shown, index=False)
+    return _table(shown)
 
 
 def _plot_figures(result, fig_dir: Path) -> dict[str, Path]:
@@ -125,38 +148,66 @@ def _plot_figures(result, fig_dir: Path) -> dict[str, Path]:
               f"{f['measure']}: τ = {f['tau']:.3f}")
     for key, title in (("table3", "agreement per field set"), ("figure3", "agreement per profile size"),
                        ("figure4", "agreement by human label distance")):
-        if key not in figs or not figs[key]:
-            continue
-        data = pd.DataFrame(figs[key]).T[["agree", "tie", "disagree"]].astype(float)
-        fig, ax = plt.subplots(figsize=(6.4, max(2.6, 0.32 * len(data) + 1.2)))
-        left = pd.Series(0.0, index=data.index)
-        for col, color in (("agree", "tab:green"), ("tie", "tab:gray"), ("disagree", "tab:red")):
-            ax.barh([str(i) for i in data.index], data[col], left=left, color=color, label=col)
-            left += data[col]
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("share of item pairs")
-        ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=8, loc="lower right")
-        paths[key] = fig_dir / f"{key}.png"
-        save_figure(fig, paths[key])
-        plt.close(fig)
+        if key in figs and figs[key]:
+            paths[key] = _shares_figure(plt, figs[key], title, fig_dir / f"{key}.png")
     if figs.get("table4"):
-        fig, ax = plt.subplots(figsize=(5.2, 3.8))
-        for m, by_k in figs["table4"].items():
-            ks = sorted(by_k)
-            ax.plot(ks, [by_k[k] for k in ks], marker="o", label=m)
-        ax.set_xscale("log")
-        ax.set_xlabel("K judged items per participant")
-        ax.set_ylabel("Kendall τ vs complete human qrels")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        paths["table4"] = fig_dir / "table4.png"
-        save_figure(fig, paths["table4"])
-        plt.close(fig)
+        paths["table4"] = _tau_by_k_figure(plt, figs["table4"], fig_dir / "table4.png")
     return paths
 
 
+def _shares_figure(plt, shares, title: str, path: Path) -> Path:
+    """Agree / tie / disagree per row as stacked horizontal bars."""
+    data = pd.DataFrame(shares).T[["agree", "tie", "disagree"]].astype(float)
+    fig, ax = plt.subplots(figsize=(6.4, max(2.6, 0.32 * len(data) + 1.2)))
+    left = pd.Series(0.0, index=data.index)
+    for col, color in (("agree", "tab:green"), ("tie", "tab:gray"), ("disagree", "tab:red")):
+        ax.barh([str(i) for i in data.index], data[col], left=left, color=color, label=col)
+        left += data[col]
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of item pairs")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
+def _tau_by_k_figure(plt, taus, path: Path) -> Path:
+    """Table 4's τ per measure against K."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    for m, by_k in taus.items():
+        ks = sorted(by_k)
+        ax.plot(ks, [by_k[k] for k in ks], marker="o", label=m)
+    ax.set_xscale("log")
+    ax.set_xlabel("K judged items per participant")
+    ax.set_ylabel("Kendall τ vs complete human qrels")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
 def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
+    lines = _opening(result) + _plan_section(result)
+    cells = result.cells
+    order = [t for t in TARGET_TITLES if t in set(cells.target) or t in result.extras.get("not_computed", {})
+             or t in figure_paths]
+    for target in order:
+        lines += _target_section(result, target, figure_paths, out)
+    lines += ["", "## Notes on the statistics", ""]
+    lines += [f"- {md_text(n)}" for n in STATISTICS_NOTES]
+    context = result.extras.get("published_context") or []
+    if context:
+        lines += ["", "## Published context: Table 6 (the podcast case study, not reproduced)", "",
+                  _table(pd.DataFrame([{"row": c["row"], "column": c["column"], "published": c["value"]}
+                                       for c in context]))]
+    return "\n".join(lines) + "\n"
+
+
+def _opening(result) -> list[str]:
+    """The title, whether every target was computed, what a cell shows, the warnings, the settings that
+    differ from the paper and where the paper contradicts itself."""
     s = result.settings
     lines = ["# Reproduction of Penha et al. 2025 (penha2025)", ""]
     if result.complete:
@@ -174,7 +225,7 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
     lines += [""] if result.extras.get("warnings") else []
     lines += ["## Settings that differ from the paper", ""]
     if result.differences:
-        lines.append(markdown_table(pd.DataFrame(list(result.differences)), index=False))
+        lines.append(_table(pd.DataFrame(list(result.differences))))
     else:
         lines.append("None.")
     failures = result.extras.get("judge_failures")
@@ -188,58 +239,61 @@ def _markdown(result, figure_paths: dict[str, Path], out: Path) -> str:
                   "Each cell is compared with the number the paper prints for it; here two of the paper's numbers "
                   "cannot both describe one computation, and the report does not pick one silently.", ""]
         lines += [f"- **{md_text(c['where'])}**: {md_text(c['detail'])}" for c in contradictions]
-    lines += ["", "## Plan (calls, tokens and cost of this run)", ""]
+    return lines
+
+
+def _plan_section(result) -> list[str]:
+    """The plan's calls, tokens, cost and wall time per job group."""
+    s = result.settings
+    lines = ["", "## Plan (calls, tokens and cost of this run)", ""]
     if result.plan:
-        lines.append(markdown_table(pd.DataFrame([{
+        lines.append(_table(pd.DataFrame([{
             "jobs": r.tables, "pairs": r.pairs, "shared with an earlier table": r.shared_pairs, "calls": r.calls,
             "cached": r.cache_hits, "input tokens": r.input_tokens, "output tokens": r.output_tokens,
             "USD": "unknown" if r.cost is None else f"{r.cost:,.4f}", "wall time": format_duration(r.wall_seconds)}
-            for r in result.plan]), index=False))
+            for r in result.plan])))
         lines.append(f"\nWall time at concurrency {s.get('concurrency')} and an assumed {s.get('call_seconds')} s "
                      "per call; input tokens counted as the judge's context check counts them: the endpoint's "
                      "tokenizer where it has one, else about 3 characters per token for OpenAI models and 2.5 "
                      "for others.")
+    return lines
+
+
+def _target_section(result, target: str, figure_paths: dict[str, Path], out: Path) -> list[str]:
+    """One target's section: its cells (or why it was not computed), the trivial judges beside them,
+    its figure and its notes."""
     cells = result.cells
-    order = [t for t in TARGET_TITLES if t in set(cells.target) or t in result.extras.get("not_computed", {})
-             or t in figure_paths]
-    for target in order:
-        lines += ["", f"## {md_text(TARGET_TITLES[target])}", ""]
-        why = result.extras.get("not_computed", {}).get(target)
-        if why:
-            lines.append(f"Not computed: {md_text(why)}.")
-            continue
-        part = cells[cells.target == target]
-        if len(part):
-            lines.append(_cells_table(part))
-        trivial = (result.extras.get("trivial_judges") or {}).get(target)
-        if trivial:
-            lines += ["", "What trivial judges get on the same pairs (mean over the experiments): constant = the "
-                      "judge's most frequent label above 0 on every pair; random = its labels shuffled across its "
-                      f"pairs (mean of {result.extras.get('trivial_draws')} draws); popularity = its labels assigned "
-                      "by how many participants' pairs hold the item (same histogram).", "",
-                      markdown_table(pd.DataFrame(trivial), index=False)]
-        if target in figure_paths:
-            rel = os.path.relpath(figure_paths[target], out)
-            lines += ["", f"![{md_text(TARGET_TITLES[target])}]({Path(rel).as_posix()})"]
-        if target == "table5":
-            for key in ("calibration_refused", "calibration_warning"):
-                if result.extras.get(key):
-                    lines += ["", f"**{md_text(result.extras[key])}**"]
-        unranked = result.extras.get("unranked_participants")
-        if target == "dataset" and unranked:
-            lines += ["", "**Systems that do not rank every participant** (each such participant scores 0 for "
-                      "that system): " + "; ".join(f"{md_text(k)}: {', '.join(v[:10])}" + (" …" if len(v) > 10 else "")
-                                                   for k, v in sorted(unranked.items()))]
-        if target == "audit" and "popularity" in result.extras:
-            lines += ["", "```", result.extras["popularity"]["text"], "```"]
-    lines += ["", "## Notes on the statistics", ""]
-    lines += [f"- {md_text(n)}" for n in STATISTICS_NOTES]
-    context = result.extras.get("published_context") or []
-    if context:
-        lines += ["", "## Published context: Table 6 (the podcast case study, not reproduced)", "",
-                  markdown_table(pd.DataFrame([{"row": c["row"], "column": c["column"], "published": c["value"]}
-                                               for c in context]), index=False)]
-    return "\n".join(lines) + "\n"
+    lines: list[str] = []
+    lines += ["", f"## {md_text(TARGET_TITLES[target])}", ""]
+    why = result.extras.get("not_computed", {}).get(target)
+    if why:
+        lines.append(f"Not computed: {md_text(why)}.")
+        return lines
+    part = cells[cells.target == target]
+    if len(part):
+        lines.append(_cells_table(part))
+    trivial = (result.extras.get("trivial_judges") or {}).get(target)
+    if trivial:
+        lines += ["", "What trivial judges get on the same pairs (mean over the experiments): constant = the "
+                  "judge's most frequent label above 0 on every pair; random = its labels shuffled across its "
+                  f"pairs (mean of {result.extras.get('trivial_draws')} draws); popularity = its labels assigned "
+                  "by how many participants' pairs hold the item (same histogram).", "",
+                  _table(pd.DataFrame(trivial))]
+    if target in figure_paths:
+        rel = os.path.relpath(figure_paths[target], out)
+        lines += ["", f"![{md_text(TARGET_TITLES[target])}]({Path(rel).as_posix()})"]
+    if target == "table5":
+        for key in ("calibration_refused", "calibration_warning"):
+            if result.extras.get(key):
+                lines += ["", f"**{md_text(result.extras[key])}**"]
+    unranked = result.extras.get("unranked_participants")
+    if target == "dataset" and unranked:
+        lines += ["", "**Systems that do not rank every participant** (each such participant scores 0 for "
+                  "that system): " + "; ".join(f"{md_text(k)}: {', '.join(v[:10])}" + (" …" if len(v) > 10 else "")
+                                               for k, v in sorted(unranked.items()))]
+    if target == "audit" and "popularity" in result.extras:
+        lines += ["", "```", result.extras["popularity"]["text"], "```"]
+    return lines
 
 
 def _json(result) -> dict:
