@@ -4,6 +4,7 @@ plausibly write, and whether the tests chosen for it catch it.
     python scripts/mutation.py                     # every mutant of scripts/mutants.toml
     python scripts/mutation.py --module protocol   # the mutants of modules whose path contains "protocol"
     python scripts/mutation.py --id holm-bonferroni --verbose
+    python scripts/mutation.py --check             # only that the list still matches the code (seconds)
 
 Each mutant (see scripts/mutants.toml) names a module, a snippet that must occur exactly once in it,
 its replacement, the bug it stands for and the pytest selection that should fail on it. The mutant is
@@ -90,6 +91,11 @@ def load_mutants(path: Path = MUTANTS, root: Path = ROOT) -> list[Mutant]:
             raise MutantListError(f"{path}: mutant {name}: the replacement does not change the code")
         if not m.tests:
             raise MutantListError(f"{path}: mutant {name}: no tests to kill it")
+        if not m.why.strip() or "\n" in m.why:
+            raise MutantListError(f"{path}: mutant {name}: 'why' must be the bug in one line")
+        for selection in m.tests:
+            if not (root / selection.split("::")[0].split()[0]).is_file():
+                raise MutantListError(f"{path}: mutant {name}: no test file for the selection {selection!r}")
         out.append(m)
     return out
 
@@ -150,12 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant's test run (a timeout kills)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the check that the selections pass unmutated")
     ap.add_argument("--verbose", action="store_true", help="print each survivor's test output")
+    ap.add_argument("--check", action="store_true", help="only check that the list matches the code, run nothing")
     args = ap.parse_args(argv)
     try:
         mutants = load_mutants(args.mutants)
     except MutantListError as exc:
         print(f"mutation: {exc}", file=sys.stderr)
         return 2
+    if args.check:
+        print(f"mutation: all {len(mutants)} mutants match the code once and change it")
+        return 0
     if args.module:
         mutants = [m for m in mutants if any(s in m.module for s in args.module)]
     if args.id:

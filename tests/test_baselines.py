@@ -188,8 +188,10 @@ def test_agreement_cli_rows_legend_and_warning(tmp_path, capsys):
                  "--json", str(out)]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
-    rows = [line.split() for line in lines]
-    # the table's first block (wider tables go on in a second block under the same row names)
+    # the table's first block, below its header (the reference line above it wraps with the path's length;
+    # wider tables go on in a second block under the same row names)
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["pairs", "missing"])
+    rows = [line.split() for line in lines[head - 2:]]
     assert [r[0] for r in rows[3:11]] == ["llm", "constant", "random", "popularity", "three", "constant", "random",
                                          "popularity"]
     expected = agreement_baselines(human, llm, "zero", draws=DEFAULT_DRAWS)

@@ -179,6 +179,32 @@ def test_a_write_blocked_by_another_process_names_the_file_and_its_pid(tmp_path,
         cache.close()
 
 
+def test_a_cache_locked_by_another_process_at_open_is_refused_naming_the_pid(tmp_path, monkeypatch):
+    """The lock is held before the judge opens the cache: a clear refusal naming the file and the
+    holder, within the busy time, and the other process's file left as it was."""
+    import recjudge.judging.cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "BUSY_SECONDS", 0.5)
+    path = tmp_path / "c.sqlite"
+    cache = JudgeCache(path)
+    _put(cache, _rec())
+    cache.close()
+    before = path.read_bytes()
+    locker = subprocess.Popen([sys.executable, "-c", _LOCK, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert locker.stdout.readline().strip() == "locked"
+        with pytest.raises(ConfigError) as exc:
+            JudgeCache(path)
+        text = str(exc.value)
+        assert str(path) in text and f"locked by PID {locker.pid}" in text and "--cache" in text
+    finally:
+        locker.kill()
+        locker.wait()
+    assert path.read_bytes() == before
+    with JudgeCache(path) as again:  # usable once the other process is gone
+        assert again.get(_rec().key) is not None
+
+
 def test_a_full_cache_names_the_file_and_the_free_space(tmp_path):
     path = tmp_path / "c.sqlite"
     cache = JudgeCache(path)

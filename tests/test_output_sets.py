@@ -120,8 +120,28 @@ def _one_json_case(command: str):
     return case
 
 
+def _compare_settings_case(tmp: Path):
+    def argv(version: int) -> list[str]:
+        ref, cand = ("human", "llm") if version == 0 else ("llm", "human")
+        return ["compare-settings", "--runs-a", str(REPO / "runs" / "example"), "--qrels-a",
+                str(REPO / "qrels" / f"example-{ref}.qrels"), "--runs-b", str(REPO / "runs" / "example"), "--qrels-b",
+                str(REPO / "qrels" / f"example-{cand}.qrels"), "--json", str(tmp / "out" / "s.json")]
+    return argv
+
+
+def _audit_case(tmp: Path):
+    (tmp / "a.qrels").write_text("u0 0 1 0\nu0 0 2 0\nu0 0 3 1\nu0 0 4 1\n")
+    (tmp / "b.qrels").write_text("u0 0 1 0\nu0 0 2 1\nu0 0 3 1\nu0 0 4 1\n")
+
+    def argv(version: int) -> list[str]:
+        pair = ("a", "b") if version == 0 else ("b", "a")
+        return ["audit", "consistency", *(str(tmp / f"{x}.qrels") for x in pair), "--json", str(tmp / "out" / "c.json")]
+    return argv
+
+
 CASES = {"fill": _fill_case, "compare": _compare_case, "judge": _judge_case, "ablate": _ablate_case,
-         "evaluate": _evaluate_case, "agreement": _one_json_case("agreement"), "ties": _one_json_case("ties")}
+         "evaluate": _evaluate_case, "agreement": _one_json_case("agreement"), "ties": _one_json_case("ties"),
+         "compare-settings": _compare_settings_case, "audit": _audit_case}
 
 
 def _fail_at(monkeypatch, k: int, how):
@@ -211,7 +231,7 @@ def _child(k: int, how: str, argv: list[str]) -> subprocess.CompletedProcess:
                           env=env, timeout=300)
 
 
-@pytest.mark.parametrize("command", ["compare", "judge"])
+@pytest.mark.parametrize("command", ["compare", "judge", "fill", "evaluate"])
 def test_sigterm_at_any_file_boundary_leaves_the_old_set(command, tmp_path, monkeypatch):
     argv = CASES[command](tmp_path)
     inputs = _snapshot(tmp_path)
@@ -353,3 +373,47 @@ def test_reproduce_keeps_its_old_report_at_any_file_boundary(tmp_path, monkeypat
         assert main(argv(1)) == 2, k
         monkeypatch.undo()
         assert report() == old, k
+
+
+@pytest.mark.slow
+def test_demo_keeps_its_old_report_at_the_report_s_file_boundaries(tmp_path, monkeypatch):
+    """The demo's report, figures, card and summary are one set: a failure while any of them is staged
+    leaves the old report folder as it was (the runs and qrels it wrote first are sets of their own)."""
+    pytest.importorskip("recbole", reason="the demo loads MovieLens-100K from the recbole wheel")
+
+    def argv(version: int) -> list[str]:
+        return ["--quiet", "demo", "--reduced", "--systems", "Pop", "Random", "--judge", "overlap", "--depth", "3",
+                "--per-user", str(5 - version), "--out", str(tmp_path / "out"), "--runs-dir", str(tmp_path / "runs"),
+                "--qrels-dir", str(tmp_path / "qrels")]
+
+    def report() -> dict[str, bytes]:
+        return _outputs(tmp_path / "out", {})
+
+    stage = OutputSet.stage
+
+    def failing_at(k: int | None, seen: list):
+        """Stage normally, counting the report folder's files; the k-th of them fails (a full disk)."""
+        def staged(self, tmp, target):
+            if (tmp_path / "out") in Path(target).parents:
+                seen.append(Path(target).name)
+                if len(seen) == k:
+                    raise OSError(28, "No space left on device")
+            return stage(self, tmp, target)
+        return staged
+
+    assert main(argv(0)) == 0  # trains: the runs' raw copies are then written once, not by every run after
+    names: list[str] = []
+    monkeypatch.setattr(OutputSet, "stage", failing_at(None, names))
+    assert main(argv(1)) == 0
+    monkeypatch.undo()
+    new = report()
+    assert len(names) >= 5 and "report.md" in names and "report.md" in new
+    assert main(argv(0)) == 0
+    old = report()
+    assert old != new
+    for k in sorted({1, len(names) // 2, len(names)}):
+        monkeypatch.setattr(OutputSet, "stage", failing_at(k, []))
+        assert main(argv(1)) == 2, k
+        monkeypatch.undo()
+        assert report() == old, k
+        assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(JOURNAL_PREFIX)]
