@@ -96,6 +96,24 @@ def sorted_codes(values) -> np.ndarray:
     return pd.factorize(np.asarray(values, dtype=object), sort=True)[0].astype(np.int64, copy=False)
 
 
+def string_rank(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Per row (``codes`` into the distinct strings ``values``), an integer key in its string's order
+    (as :func:`sorted_codes`), equal for equal strings. Only the strings the rows use are compared,
+    so the cost follows the rows, not ``values``: a dictionary shared by every run of an evaluation
+    is never sorted whole (that made reading many runs quadratic)."""
+    codes = np.asarray(codes)
+    n = len(values)
+    if len(codes) * 8 >= n:  # a mark per value costs no more than the rows
+        used = np.zeros(n, dtype=bool)
+        used[codes] = True
+        used = np.flatnonzero(used)
+        key = np.zeros(n, dtype=np.int64)
+        key[used] = sorted_codes(values[used])
+        return key[codes]
+    used, inverse = np.unique(codes, return_inverse=True)
+    return sorted_codes(values[used])[inverse.reshape(-1)]
+
+
 def _pair_keys(codes: FrameCodes) -> np.ndarray:
     """One integer per (qid, docid) pair: uint32 when every pair fits (a sort of half the bytes)."""
     width = max(len(codes.docids), 1)

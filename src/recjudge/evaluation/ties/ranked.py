@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...data.trec import FrameCodes, Qrels, Run, RunTable, sorted_codes, seeded_hash_keys, string_hashes
+from ...data.trec.hashing import seeded_hash_keys, string_hashes
+from ...data.trec.records import FrameCodes, Qrels, Run, RunTable, string_rank
 from ...errors import ConfigError
 from ..measures import Context, RankedRun, judgments
 from .policy import ScoreOrder, block_starts, score_order
@@ -86,9 +87,6 @@ class Ranked:
             doc_codes = jd.dlookup(self.docids).astype(np.int32)
         self.doc_codes = doc_codes  # handed to the measure engine with every order of this run
         at, j, _ = jd.join(self.user_counted, doc_codes, self.u_s, self.dcode_s)
-        hit = np.zeros(self.n_rows, dtype=bool)
-        hit[at] = True
-        self.judged_s = hit
         self.j_s = np.full(self.n_rows, -1, dtype=np.int32 if len(jd.label) < 2**31 else np.int64)
         self.j_s[at] = j
         self.label_s = np.zeros(self.n_rows, dtype=np.int64)
@@ -121,10 +119,13 @@ class Ranked:
 
     @property
     def docrank(self) -> np.ndarray:
-        """Rank of each sorted row's item id in string order: the hash policy's collision fallback."""
+        """Per sorted row, a key in its item id's string order among the ids of the tied rows (0 on
+        the other rows, which no treatment moves): the docid policies' key and the hash policy's
+        collision fallback. Only the tied rows' ids are compared, never the run's whole dictionary."""
         if self._docrank is None:
-            rank = self.ids.order() if self.ids is not None else sorted_codes(self.docids)
-            self._docrank = rank[self.dcode_s]
+            key = np.zeros(self.n_rows, dtype=np.int64)
+            key[self.tied_rows] = string_rank(self.docids, self.dcode_s[self.tied_rows])
+            self._docrank = key
         return self._docrank
 
     def positions(self, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
