@@ -30,7 +30,7 @@ class IdDictionary:
     Runs read with a dictionary (``read_run(..., dictionary=d)``) hold ``d.ids()`` as their docids,
     which may then list ids a run does not use, and ``d`` as their table's ``ids``. What depends
     only on the string is then computed once per string for every run: its code in some qrels, its
-    disclosed hash (:meth:`hashes`). Safe to share between a reading thread and a scoring one.
+    disclosed hash (:meth:`hashes_of`). Safe to share between a reading thread and a scoring one.
 
     Every per-id array grows by doubling, and what :meth:`ids` gave is a view that later ids never
     reach: a run costs the ids it adds, not the dictionary's size (that made 60 runs quadratic).
@@ -40,8 +40,8 @@ class IdDictionary:
         self._code: dict[str, int] = {}
         self._buf = np.empty(0, dtype=object)  # the ids by code, with room at the end
         self._ids = self._buf[:0]
-        self._hashes = np.zeros(0, dtype=np.uint64)  # B(id) of the first _hashed codes, with room
-        self._hashed = 0
+        self._hashes = np.zeros(0, dtype=np.uint64)  # B(id) per code where _hashed, with room
+        self._hashed = np.zeros(0, dtype=bool)
         self._issued: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
         self._by_phys = np.zeros(0, dtype=np.int32)  # code per polars global categorical code (-1: not seen)
         self._categories: list = []  # a categorical column per batch of new strings: their table stays alive
@@ -103,17 +103,25 @@ class IdDictionary:
         """Whether ``docids`` is an array :meth:`ids` gave: its codes are this dictionary's."""
         return self._issued.get(id(docids)) is docids
 
-    def hashes(self) -> np.ndarray:
-        """``B(id)`` per code (:func:`~recjudge.data.trec.hashing.string_hashes`), each computed once."""
+    def hashes_of(self, codes: np.ndarray) -> np.ndarray:
+        """``B(id)`` (:func:`~recjudge.data.trec.hashing.string_hashes`) of the id of each of ``codes``:
+        an id is hashed when first asked for, once for every run, and ids never asked for are not."""
         from .hashing import string_hashes
 
+        codes = np.asarray(codes)
         with self._lock:
-            n, done = len(self._ids), self._hashed
-            if done < n:
-                self._hashes = _room(self._hashes, n, 0)
-                self._hashes[done:n] = string_hashes(self._ids[done:n])
-                self._hashed = n
-            return self._hashes[:n]
+            n = len(self._ids)
+            self._hashes, self._hashed = _room(self._hashes, n, 0), _room(self._hashed, n, False)
+            todo = codes[~self._hashed[codes]]
+            if len(todo):
+                todo = np.unique(todo)
+                self._hashes[todo] = string_hashes(self._buf[todo])
+                self._hashed[todo] = True
+            return self._hashes[codes]
+
+    def hashes(self) -> np.ndarray:
+        """``B(id)`` per code, every id so far (:meth:`hashes_of`)."""
+        return self.hashes_of(np.arange(len(self._ids)))
 
     def __len__(self) -> int:
         return len(self._ids)

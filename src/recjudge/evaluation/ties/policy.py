@@ -41,6 +41,7 @@ __all__ = [
     "order_rows",
     "tie_order",
     "tie_blocks",
+    "item_hashes",
 ]
 
 
@@ -154,14 +155,13 @@ def _docid_rank(t: RunTable, dcode: np.ndarray) -> np.ndarray:
     return string_rank(t.codes.docids, dcode)
 
 
-def _item_hashes(t: RunTable, dcode: np.ndarray) -> np.ndarray:
-    c = t.codes
-    if t.ids is not None and t.ids.issued(c.docids):
-        return t.ids.hashes()[dcode]  # once per id, for every run read with the dictionary
-    used = _used(dcode, len(c.docids))
-    h = np.zeros(len(c.docids), dtype=np.uint64)
-    h[used] = string_hashes(c.docids[used])
-    return h[dcode]
+def item_hashes(docids: np.ndarray, ids, dcode: np.ndarray) -> np.ndarray:
+    """``B(docid)`` per row (``dcode`` into ``docids``): from the :class:`~recjudge.data.trec.IdDictionary`
+    ``ids`` when the docids are its own (each id hashed once for every run), else of the rows' distinct docids."""
+    if ids is not None and ids.issued(docids):
+        return ids.hashes_of(dcode)
+    used, inverse = np.unique(dcode, return_inverse=True)
+    return string_hashes(docids[used])[inverse.reshape(-1)]
 
 
 def _in_blocks(block: np.ndarray, key: np.ndarray, exact) -> np.ndarray:
@@ -200,7 +200,7 @@ def _policy_order(t: RunTable, so: ScoreOrder, policy: str, seed: int) -> np.nda
         users = _used(qcode, len(c.qids))
         uh = np.zeros(len(c.qids), dtype=np.uint64)
         uh[users] = string_hashes(c.qids[users])
-        key = seeded_hash_keys(uh, _item_hashes(t, dcode), qcode, seed)
+        key = seeded_hash_keys(uh, item_hashes(c.docids, t.ids, dcode), qcode, seed)
         o = _in_blocks(block, key, lambda: (_docid_rank(t, dcode), key))  # docid: the collision fallback
     else:
         rank = _docid_rank(t, dcode)

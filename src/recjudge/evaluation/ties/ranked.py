@@ -16,7 +16,7 @@ from ...data.trec.hashing import seeded_hash_keys, string_hashes
 from ...data.trec.records import FrameCodes, Qrels, Run, RunTable, string_rank
 from ...errors import ConfigError
 from ..measures import Context, RankedRun, judgments
-from .policy import ScoreOrder, block_starts, score_order
+from .policy import ScoreOrder, block_starts, item_hashes, score_order
 
 TREATMENTS = ("input", "hash", "random", "trec_eval", "docid")
 
@@ -62,6 +62,7 @@ class Ranked:
         self.max_len = int(self.user_len.max()) if n else 0
         self._bq: np.ndarray | None = None
         self._bd: np.ndarray | None = None
+        self._bd_done: np.ndarray | None = None
         self._docrank: np.ndarray | None = None
         self.qrels = qrels
         if qrels is not None:
@@ -110,12 +111,17 @@ class Ranked:
 
     # -- tie-break keys for sorted rows
     def hash_key(self, rows: np.ndarray, seed: int) -> np.ndarray:
-        """recjudge.data.trec.hash_keys for these rows, from string hashes computed once per run."""
+        """recjudge.data.trec.hash_keys for these rows, from string hashes computed once per run and
+        row asked for (the tied rows): the docids of rows no treatment moves are never hashed."""
         if self._bq is None:
             self._bq = string_hashes(self.users)
-            # per distinct document
-            self._bd = self.ids.hashes() if self.ids is not None else string_hashes(self.docids)
-        return seeded_hash_keys(self._bq, self._bd[self.dcode_s[rows]], self.u_s[rows], seed)
+            self._bd = np.zeros(self.n_rows, dtype=np.uint64)  # per sorted row where _bd_done
+            self._bd_done = np.zeros(self.n_rows, dtype=bool)
+        need = rows[~self._bd_done[rows]]
+        if len(need):
+            self._bd[need] = item_hashes(self.docids, self.ids, self.dcode_s[need])
+            self._bd_done[need] = True
+        return seeded_hash_keys(self._bq, self._bd[rows], self.u_s[rows], seed)
 
     @property
     def docrank(self) -> np.ndarray:
