@@ -135,3 +135,13 @@ def test_ids_given_by_a_growing_dictionary_never_change():
     assert len(d) == 3000 and d.ids().tolist()[:2] == ["b0_0", "b0_1"]
     np.testing.assert_array_equal(d.hashes_of(np.array([2999, 0])),
                                   hashing.string_hashes(["b29_99", "b0_0"]))
+
+
+@pytest.mark.parametrize("n", [100, 9000])  # pandas below 4,096 values, polars above
+def test_sorted_codes_is_pythons_string_order_with_equal_codes_for_equal_strings(n):
+    rng = np.random.default_rng(n)
+    alphabet = ["a", "b", "Z", "é", "€", "𝄞", " ", "\x7f", "ÿ", "0"]
+    values = ["".join(rng.choice(alphabet, int(rng.integers(0, 5)))) for _ in range(n)]
+    codes = records.sorted_codes(np.array(values, dtype=object))
+    distinct = sorted(set(values))  # Python compares code points: UTF-8 byte order, trec_eval's strcmp
+    assert codes.tolist() == [distinct.index(v) for v in values]

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from .fields import load_polars
 
 RUN_SUFFIXES = (".run", ".txt", ".trec")
 TABLE_SUFFIXES = (".csv", ".tsv", ".json")  # runs and qrels as tables or ranx JSON: read when named, not found in folders
@@ -93,7 +94,12 @@ def frame_codes(frame: pd.DataFrame) -> FrameCodes:
 
 def sorted_codes(values) -> np.ndarray:
     """Integer codes whose order is the values' string order (code points = UTF-8 byte order)."""
-    return pd.factorize(np.asarray(values, dtype=object), sort=True)[0].astype(np.int64, copy=False)
+    values = np.asarray(values, dtype=object)
+    if len(values) < 4096:
+        return pd.factorize(values, sort=True)[0].astype(np.int64, copy=False)
+    # polars compares the UTF-8 bytes in Rust: half pandas' time on 500,000 docids (a top-1000 run's ties)
+    pl = load_polars()
+    return pl.Series(values, dtype=pl.String).rank("dense").to_numpy().astype(np.int64) - 1
 
 
 def string_rank(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
