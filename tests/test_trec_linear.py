@@ -145,3 +145,16 @@ def test_sorted_codes_is_pythons_string_order_with_equal_codes_for_equal_strings
     codes = records.sorted_codes(np.array(values, dtype=object))
     distinct = sorted(set(values))  # Python compares code points: UTF-8 byte order, trec_eval's strcmp
     assert codes.tolist() == [distinct.index(v) for v in values]
+
+
+def test_one_code_per_string_whichever_way_the_dictionary_learnt_it():
+    """Ids added by a string lookup (encode) and by a run's categorical column share one code space."""
+    d = IdDictionary()
+    a = read_run("q Q0 x 1 2 t\nq Q0 y 2 1 t\n", dictionary=d)  # the categorical path: no string index yet
+    assert d.encode(np.array(["y", "z"], dtype=object)).tolist() == [1, 2]  # y known, z new
+    b = read_run("q Q0 z 1 2 t\nq Q0 w 2 1 t\nq Q0 x 3 0 t\n", dictionary=d)
+    assert d.ids().tolist() == ["x", "y", "z", "w"]
+    for run in (a, b):
+        c = run.codes
+        assert [c.docids[i] for i in c.dcode] == run.frame.docid.tolist()
+    assert b.codes.dcode.tolist() == [2, 3, 0]

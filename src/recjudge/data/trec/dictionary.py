@@ -37,7 +37,8 @@ class IdDictionary:
     """
 
     def __init__(self):
-        self._code: dict[str, int] = {}
+        self._code: dict[str, int] = {}  # code per id; the ids past its length are indexed on the next encode()
+        self._plain = False  # encode() added ids: the categorical path must then look its strings up too
         self._buf = np.empty(0, dtype=object)  # the ids by code, with room at the end
         self._ids = self._buf[:0]
         self._hashes = np.zeros(0, dtype=np.uint64)  # B(id) per code where _hashed, with room
@@ -54,15 +55,23 @@ class IdDictionary:
 
     def _encode(self, values: np.ndarray) -> np.ndarray:
         code = self._code
+        if len(code) < len(self._ids):  # ids the categorical path added: indexed when a string lookup needs them
+            code.update(zip(self._ids[len(code):].tolist(), range(len(code), len(self._ids))))
         before = len(code)
         out = np.fromiter((code.setdefault(v, len(code)) for v in values.tolist()), dtype=np.int32,
                           count=len(values))
-        if len(code) > before:  # new strings, in code order, written past the end of every view given
-            self._buf = _room(self._buf, len(code), None)
-            self._buf[before:len(code)] = np.asarray(values, dtype=object)[out >= before]
-            self._ids = self._buf[:len(code)]
-            self._issued[id(self._ids)] = self._ids
+        if len(code) > before:
+            self._append(np.asarray(values, dtype=object)[out >= before])
+            self._plain = True
         return out
+
+    def _append(self, new: np.ndarray) -> None:
+        """New ids, in code order, written past the end of every view given."""
+        n = len(self._ids)
+        self._buf = _room(self._buf, n + len(new), None)
+        self._buf[n:n + len(new)] = new
+        self._ids = self._buf[:n + len(new)]
+        self._issued[id(self._ids)] = self._ids
 
     def encode_categorical(self, col):
         """The code of each row of a polars categorical column of the global categories (int32), new
@@ -90,7 +99,12 @@ class IdDictionary:
             strings = col.gather(rows).cast(pl.String)
             if has_odd(strings):
                 return ODD_VALUE
-            codes = self._encode(np.asarray(strings.to_numpy(), dtype=object))
+            strings = np.asarray(strings.to_numpy(), dtype=object)
+            if self._plain:  # a string lookup added ids the physical codes do not know: look the strings up
+                codes = self._encode(strings)
+            else:  # new physical codes are new strings: appended, the string index built only if asked for
+                codes = np.arange(len(self._ids), len(self._ids) + len(strings), dtype=np.int32)
+                self._append(strings)
             self._by_phys[phys[rows]] = codes
             self._categories.append(col.gather(rows[:1]))
             return self._by_phys[phys]
