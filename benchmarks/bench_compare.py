@@ -1,4 +1,7 @@
-"""`recjudge compare` end to end on runs shaped like recommender output, next to its peers.
+"""`recjudge compare` end to end on runs shaped like recommender output, and `recjudge evaluate` on
+TREC-shaped runs (``--shape trec``; benchmarks/trec_shape.py), next to their peers.
+
+    .venv/bin/python benchmarks/bench_compare.py --quick        # both shapes, a few minutes
 
     .venv-core/bin/python benchmarks/bench_compare.py [--users 1000] [--rounds 3] [--peer-rounds N]
         [--rounds-for TOOL=N ...] [--skip TOOL,...] [--keep DIR] [--bootstrap 1000] [--profile]
@@ -664,8 +667,17 @@ def main() -> None:
     ap.add_argument("--runs-only", action="store_true",
                     help="write no tie-free copy and time recjudge alone (the peers and the value check read "
                          "the copy): for sizes only recjudge runs at, e.g. --users 100000 --rounds 1")
+    ap.add_argument("--shape", choices=("recommender", "trec", "both"), default="both",
+                    help="the recommender shape (above), the TREC shape (trec_shape.py: top-100 and top-1000 runs, "
+                         "string docids, few judged queries) or both, one after the other (default)")
+    ap.add_argument("--trec-systems", default="63,12", metavar="N100,N1000",
+                    help="TREC shape: runs of the top-100 and of the top-1000 data sets (default 63,12)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a few minutes in all: 1 round, 300 users × 12 runs, 100 resamples, TREC 16 + 4 runs")
     ap.add_argument("--write-only", nargs=3, metavar=("DIR", "SHAPE", "COPY"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.users, args.systems, args.bootstrap, args.trec_systems = 1, 300, 12, 100, "16,4"
     if args.write_only:
         folder, shape, copy = args.write_only
         generate(Path(folder), Shape(**json.loads(shape)), copy == "copy")
@@ -685,6 +697,8 @@ def main() -> None:
     if any(n < 0 for n in rounds.values()):
         ap.error("rounds cannot be negative")
 
+    if args.shape == "trec":
+        return trec(args, rounds, skipped)
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-compare-"))
     try:
         shape = Shape(args.users, args.systems, args.depth, args.judged, args.items, args.seed)
@@ -772,6 +786,29 @@ def main() -> None:
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)  # gigabytes at 10,000 users; --keep DIR keeps them
+    if args.shape == "both":
+        trec(args, rounds, skipped)
+
+
+def trec(args, rounds: dict[str, int], skipped: set[str]) -> None:
+    """The TREC shape (benchmarks/trec_shape.py), timed like the recommender shape; its own tables."""
+    from trec_shape import TrecShape, bench_trec
+
+    try:
+        n100, n1000 = (int(x) for x in args.trec_systems.split(","))
+    except ValueError:
+        raise SystemExit(f"--trec-systems {args.trec_systems!r}: expected two numbers, e.g. 63,12") from None
+    folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-compare-trec-"))
+    try:
+        print(f"\n# bench_compare, TREC shape: {shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])}")
+        print(f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; {versions()}")
+        print(f"load average (1/5/15 min) at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        shapes = [TrecShape(systems=n, depth=d, seed=args.seed) for n, d in ((n100, 100), (n1000, 1000)) if n]
+        bench_trec(folder, shapes, max(rounds["recjudge"], 1), skipped, run_child, missing)
+        print(f"load average (1/5/15 min) at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def ensure_data(folder: Path, shape: Shape, copy: bool = True) -> dict:

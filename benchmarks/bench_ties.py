@@ -22,9 +22,9 @@ import pandas as pd
 
 from recjudge.evaluation import ties
 from recjudge.evaluation.ties import ranked, treatments
-from recjudge.data.trec import Qrels, Run, resolve_ties
+from recjudge.data.trec import Qrels, Run
 from recjudge.evaluation.measures import per_query_matrix
-from recjudge.evaluation.ties.policy import score_order, tie_free, tied_user_share
+from recjudge.evaluation.ties.policy import resolve_ties, score_order, tie_free, tied_user_share
 
 MEASURES = ("Hit@10", "nDCG@10", "nDCG@100")
 

@@ -404,7 +404,8 @@ def test_tie_order_keys_only_tied_rows_like_the_full_sort(policy, seed):
     import numpy as np
     import pandas as pd
 
-    from recjudge.data.trec import hash_keys, order_rows
+    from recjudge.data.trec import hash_keys
+    from recjudge.evaluation.ties.policy import order_rows
 
     rng = np.random.default_rng(seed)
     n = 400

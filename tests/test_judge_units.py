@@ -473,7 +473,8 @@ def test_per_user_sample_is_not_the_hash_tie_winners():
     judged sample would be exactly the items that win every tie in tie-heavy runs (Pop)."""
     import pandas as pd
 
-    from recjudge.data.trec import Run, resolve_ties
+    from recjudge.data.trec import Run
+    from recjudge.evaluation.ties.policy import resolve_ties
     from recjudge.judging import select_pairs
 
     frame = pd.DataFrame({"qid": [f"u{u}" for u in range(20) for _ in range(40)],

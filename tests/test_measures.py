@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge.data.trec import Qrels, Run, read_qrels, read_run, resolve_ties
+from recjudge.data.trec import Qrels, Run, read_qrels, read_run
+from recjudge.evaluation.ties.policy import resolve_ties
 from recjudge.errors import ConfigError
 from recjudge.evaluation.measures import (
     DEFAULT_MEASURES,
@@ -365,7 +366,8 @@ def test_queries_no_run_ranks_score_zero():
     """Judged queries that no run ranks (e.g. cold users dropped by a time split) must score 0 on
     the numpy path, not crash."""
     import recjudge.evaluation.measures as measures_mod
-    from recjudge.data.trec import Qrels, Run, resolve_ties
+    from recjudge.data.trec import Qrels, Run
+    from recjudge.evaluation.ties.policy import resolve_ties
 
     qrels = Qrels.from_frame(pd.DataFrame({"qid": [f"u{i:02d}" for i in range(20) for _ in range(2)],
                                            "docid": ["a", "b"] * 20, "label": [1, 0] * 20}), "q")
@@ -417,7 +419,8 @@ def test_compat_qrels_order_survives_narrow_row_numbers(layout, dtype):
 MIXED_NDCG = r"""
 import json, sys
 from recjudge.evaluation.measures import per_query_matrix
-from recjudge.data.trec import read_qrels, read_run, resolve_ties
+from recjudge.data.trec import read_qrels, read_run
+from recjudge.evaluation.ties.policy import resolve_ties
 qrels = read_qrels("u 0 a 2\nu 0 b 1\nu 0 c 0\nv 0 a 1\nv 0 d 2\n")
 run = resolve_ties(read_run("u Q0 b 1 3 t\nu Q0 a 2 2 t\nu Q0 c 3 1 t\nv Q0 a 1 2 t\nv Q0 d 2 1 t\n"), "docid")
 m = per_query_matrix({"r": run}, qrels, sys.argv[1].split(";"), backend=sys.argv[2])
@@ -602,12 +605,8 @@ def test_compat_hm_depth_is_1000():
 # ------------------------------------------------------------------ one pass over the runs (issue 14)
 
 def test_score_runs_equals_per_query_matrix_and_reads_files_one_at_a_time(tmp_path):
-    from recjudge.data.trec import (
-        ensure_tie_free,
-        run_paths,
-        tied_user_share,
-        write_run,
-    )
+    from recjudge.data.trec import run_paths, write_run
+    from recjudge.evaluation.ties.policy import ensure_tie_free, tied_user_share
     from recjudge.evaluation.measures import score_runs
 
     tied = read_run("q1 Q0 a 1 1 t\nq1 Q0 b 2 1 t\nq1 Q0 d 3 0.5 t\nq2 Q0 a 1 2 t\n")  # q1: a and b tie
@@ -630,9 +629,10 @@ def test_score_runs_equals_per_query_matrix_and_reads_files_one_at_a_time(tmp_pa
 def test_label_sets_sharing_judged_pairs_share_one_join_with_the_same_scores(tmp_path):
     # the candidate labels part of the reference's pool (its rows come from the reference's join),
     # a third label set judges other pairs (joined alone); each equals per_query_matrix on its own
-    from recjudge.data.trec import ensure_tie_free, run_paths, write_run
+    from recjudge.data.trec import run_paths, write_run
     from recjudge.evaluation.measures import judgments, score_runs
     from recjudge.evaluation.measures.shared import SharedJoin as _SharedJoin
+    from recjudge.evaluation.ties.policy import ensure_tie_free
 
     qrels, runs = _random_case(4, n_runs=3)
     f = qrels.frame

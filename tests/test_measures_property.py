@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from recjudge.data.trec import Qrels, Run, ensure_tie_free
+from recjudge.data.trec import Qrels, Run
+from recjudge.evaluation.ties.policy import ensure_tie_free
 from recjudge.evaluation.measures import (
     fast_supported,
     parse_measures,

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from ir_measures import nDCG
 
-from recjudge.data.trec import Qrels, Run, ensure_tie_free
+from recjudge.data.trec import Qrels, Run
+from recjudge.evaluation.ties.policy import ensure_tie_free
 from recjudge.evaluation.measures import CompatHM, SUPPORTED_MEASURES, fast_supported, parse_measures, per_query_matrix
 from recjudge.evaluation.metaeval import system_means
 

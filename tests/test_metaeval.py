@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from recjudge.cli import main
-from recjudge.data.trec import Qrels, Run, read_qrels, resolve_ties, write_qrels, write_run
+from recjudge.data.trec import Qrels, Run, read_qrels, write_qrels, write_run
+from recjudge.evaluation.ties.policy import resolve_ties
 from recjudge.errors import ConfigError
 from recjudge.evaluation.metaeval import (
     compare,

@@ -295,9 +295,8 @@ def test_runs_read_with_one_dictionary_share_codes_and_keep_their_rows(tmp_path)
     a, b = shared[0].codes, shared[1].codes
     assert a.docids[a.dcode[0]] == b.docids[b.dcode[2]] == "a" and a.dcode[0] == b.dcode[2]  # one code for "a"
     assert not dictionary.issued(np.array(["a"], dtype=object))
-    # per string, once: the disclosed hash and the string order
+    # per string, once: the disclosed hash
     np.testing.assert_array_equal(dictionary.hashes()[: len(ids)], trec.string_hashes(ids))
-    assert [ids[i] for i in np.argsort(dictionary.order()[: len(ids)])] == sorted(ids.tolist())
 
 
 def test_compare_from_files_equals_compare_of_runs_in_memory(tmp_path):

@@ -11,7 +11,8 @@ import pytest
 from recjudge.cli import main
 from recjudge.data.collections import Collection
 from recjudge.data.splits import global_time_split, user_ratio_split
-from recjudge.data.trec import Run, read_run, resolve_ties
+from recjudge.data.trec import Run, read_run
+from recjudge.evaluation.ties.policy import resolve_ties
 from recjudge.errors import ConfigError, MissingExtraError
 from recjudge.systems import (
     FAMILIES,

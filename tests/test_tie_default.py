@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recjudge.data.trec import Qrels, Run, read_qrels, read_run, resolve_ties
+from recjudge.data.trec import Qrels, Run, read_qrels, read_run
+from recjudge.evaluation.ties.policy import resolve_ties
 from recjudge.evaluation.metaeval import evaluate
 
 # served by ir-measures' pytrec_eval provider (trec_eval): its values are trec_eval's
@@ -109,17 +110,21 @@ def test_real_trec_dl_run_scores_as_trec_eval(shared_data):
     assert round(table.means("nDCG@10")["NLE_P_v1"], 4) == 0.7448
 
 
-def test_the_shared_dictionarys_string_order_follows_it_as_it_grows():
-    """trec_eval's order reads each docid's place in string order from the runs' shared dictionary,
-    which grows run by run: its order must stay that of a full sort (code points = strcmp on UTF-8)."""
-    from recjudge.data.trec.reading import IdDictionary
-    from recjudge.data.trec.records import sorted_codes
+def test_trec_eval_order_of_runs_sharing_a_growing_dictionary_is_strcmp_order():
+    """Runs read with one shared dictionary, which grows run by run: each run's ties are put in
+    docid-descending string order (code points = strcmp on UTF-8), checked against Python's sort."""
+    from recjudge.data.trec import IdDictionary
+    from recjudge.evaluation.ties.policy import score_order, tie_order
 
     rng = np.random.default_rng(0)
     d = IdDictionary()
     for step in range(40):
-        new = [f"d{x}" for x in rng.integers(0, 3000, int(rng.integers(1, 200)))] + ["é", "Z", "a b", "€", "d"]
-        d.encode(np.array(sorted(set(new)), dtype=object))
-        got = d.order()
-        assert (got == sorted_codes(d.ids())).all(), step
-        assert sorted(d.ids().tolist()) == d.ids()[np.argsort(got)].tolist()
+        docs = sorted({f"d{x}" for x in rng.integers(0, 3000, int(rng.integers(2, 60)))} | {"é", "Z", "€", "d"})
+        scores = rng.integers(0, 3, len(docs))  # three scores: most rows tie
+        text = "".join(f"q{i % 2} Q0 {doc} {i + 1} {s} t\n" for i, (doc, s) in enumerate(zip(docs, scores)))
+        run = read_run(text, dictionary=d)
+        assert run.table.ids is d and d.issued(run.codes.docids)
+        f = run.frame
+        got = f.iloc[tie_order(run, score_order(run), "trec_eval")]
+        rows = sorted(zip(f.qid, f.score, f.docid), key=lambda r: (r[0], -r[1], [-ord(c) for c in r[2]] + [1]))
+        assert list(zip(got.qid, got.score, got.docid)) == rows, step

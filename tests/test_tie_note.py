@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from recjudge.cli import main
-from recjudge.data.trec import Qrels, Run, read_qrels, read_run, resolve_ties, write_run
+from recjudge.data.trec import Qrels, Run, read_qrels, read_run, write_run
+from recjudge.evaluation.ties.policy import resolve_ties
 from recjudge.evaluation.metaeval import compare, evaluate
 from recjudge.evaluation.ties import expected_metrics
 

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from recjudge import cli
-from recjudge.data.trec import Qrels, Run, hash_keys, read_qrels, read_run, resolve_ties
+from recjudge.data.trec import Qrels, Run, hash_keys, read_qrels, read_run
+from recjudge.evaluation.ties.policy import resolve_ties
 from recjudge.errors import ConfigError
 from recjudge.evaluation.ties import (
     audit_ties,

@@ -16,23 +16,19 @@ from recjudge.data.trec import (
     Qrels,
     Run,
     RunRow,
-    ensure_tie_free,
     frame_codes,
     hash_keys,
-    is_tie_free,
     read_qrels,
     read_run,
     read_runs,
-    resolve_ties,
     run_name,
     run_paths,
     seeded_hash_keys,
     string_hashes,
-    tied_user_share,
-    top_k,
     write_qrels,
     write_run,
 )
+from recjudge.evaluation.ties.policy import ensure_tie_free, is_tie_free, resolve_ties, tied_user_share, top_k
 from recjudge.errors import ConfigError, InputError
 
 RUN = (

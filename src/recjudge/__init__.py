@@ -7,8 +7,9 @@ and their settings load on first use from :mod:`recjudge.api`, so ``import recju
 judging machinery itself is the package :mod:`recjudge.judging`.
 """
 
-from .data.trec import Qrel, Qrels, Run, RunRow, read_qrels, read_run, read_runs, resolve_ties, write_qrels, write_run
+from .data.trec import Qrel, Qrels, Run, RunRow, read_qrels, read_run, read_runs, write_qrels, write_run
 from .evaluation import measures as _measures  # noqa: F401 - registers CompatHM and recjudge's provider with ir-measures
+from .evaluation.ties.policy import resolve_ties
 from .errors import ConfigError, InputError, MissingExtraError, RecjudgeError
 
 __version__ = "0.1.0"

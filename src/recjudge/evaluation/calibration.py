@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from .._io import atomic_write
-from ..data.trec import Qrels, Run, ensure_tie_free, top_k, write_qrels
+from ..data.trec import Qrels, Run, write_qrels
+from .ties.policy import ensure_tie_free, top_k
 from ..errors import ConfigError
 
 __all__ = [

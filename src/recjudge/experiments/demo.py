@@ -23,7 +23,8 @@ from pydantic import field_validator, model_validator
 import pandas as pd
 
 from .._io import check_output_dir, check_outputs, write_json
-from ..data.trec import Qrels, ensure_tie_free, read_run, write_qrels
+from ..data.trec import Qrels, read_run, write_qrels
+from ..evaluation.ties.policy import ensure_tie_free
 from ..errors import ConfigError
 from ..judging.config import FieldSet
 from ..settings import Cli, Conflict, Count, PathText, Positive, Seed, Settings, TiePolicy, option

@@ -7,7 +7,8 @@ from typing import Iterable, Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data.trec import Qrels, Run, ensure_tie_free, hash_keys, top_k
+from ..data.trec import Qrels, Run, hash_keys
+from ..evaluation.ties.policy import ensure_tie_free, top_k
 from ..errors import ConfigError
 
 __all__ = ["Pair", "select_pairs"]

@@ -30,7 +30,8 @@ from .._io import write_json
 from ..outputs import output_set
 from ..data.collections import Collection
 from ..data.splits import Split
-from ..data.trec import TIE_POLICIES, Run, resolve_ties, tied_user_share, write_run
+from ..data.trec import TIE_POLICIES, Run, write_run
+from ..evaluation.ties.policy import resolve_ties, tied_user_share
 from ..errors import ConfigError, MissingExtraError
 from ..progress import meter
 from .registry import SystemConfig, resolve_systems

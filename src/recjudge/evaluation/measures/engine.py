@@ -48,7 +48,7 @@ def _tie_free(run: Run) -> Run:
         return run
     warnings.warn(f"run {run.name!r} has equal scores within a query (compared as float32, as trec_eval "
                   "does); ordered them as trec_eval does (score, then docid descending) — call "
-                  "recjudge.data.trec.ensure_tie_free or resolve_ties to choose", stacklevel=3)
+                  "recjudge.evaluation.ties.policy.ensure_tie_free or resolve_ties to choose", stacklevel=3)
     return ensure_tie_free(run, "trec_eval", 0)
 
 def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEASURES,
@@ -64,7 +64,7 @@ def per_query_matrix(runs: Mapping[str, Run], qrels: Qrels, measures=DEFAULT_MEA
 
     - A query the run does not rank scores 0.0 (trec_eval ``-c``); queries the run ranks but the
       qrels lack are ignored.
-    - Runs must be tie-free (:func:`recjudge.data.trec.ensure_tie_free`): trec_eval compares scores
+    - Runs must be tie-free (:func:`recjudge.evaluation.ties.policy.ensure_tie_free`): trec_eval compares scores
       as float32 and breaks ties by docid descending, ir-measures' Python providers by docid
       ascending. A run whose scores tie in float32 (whatever its ``tie_policy`` says) is resolved
       here with the ``trec_eval`` policy (docid descending) and a warning.

@@ -43,9 +43,9 @@ def score_runs(runs: Mapping[str, Run | str | os.PathLike], label_sets: Mapping[
     comes and dropped after (:func:`recjudge.data.trec.run_paths` names the files of a folder), so
     the peak memory does not grow with the number of runs: the next file is read in a second thread
     while the current run is scored (polars parses without the GIL), so at most two
-    runs are in memory. Each run is put in score order once (:func:`~recjudge.data.trec.score_order`,
+    runs are in memory. Each run is put in score order once (:func:`~recjudge.evaluation.ties.policy.score_order`,
     no sort when the file is written that way); its tied-user share at ``k`` is taken from that
-    order before :func:`~recjudge.data.trec.ensure_tie_free` applies ``tie_policy`` / ``seed``, and
+    order before :func:`~recjudge.evaluation.ties.policy.ensure_tie_free` applies ``tie_policy`` / ``seed``, and
     the tie-free order is what every label set scores. ``label_sets`` maps a name to qrels, or to
     ``(qrels, queries)`` with ``queries`` as in :func:`per_query_matrix`, or to :class:`SamePairs`
     (another label set's pairs under other labels; scored over its queries). The matrices equal

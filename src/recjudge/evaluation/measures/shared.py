@@ -74,17 +74,25 @@ class Vocabulary:
         # per label set: its document code of each shared document, with -1 appended for "absent"
         self.to_jd = [np.r_[jd.dlookup(shared), -1].astype(np.int32) for jd in judgments]
         self.dictionary = dictionary
-        self.mapped = [np.zeros(0, dtype=np.int32) for _ in judgments]  # per label set: code of each dictionary id
+        # per label set: the code of each dictionary id mapped so far (the first ``_done``), grown by doubling
+        # so that a run adding a few ids does not copy the whole mapping
+        self.mapped = [np.zeros(0, dtype=np.int32) for _ in judgments]
+        self._done = 0
         self._lock = threading.Lock()  # the reading thread and the scoring one both map runs
 
     def doc_codes(self, docids: np.ndarray) -> list[np.ndarray]:
         """Per label set, the document code (int32) of each of a run's distinct docids (-1: not judged)."""
         if self.dictionary is not None and self.dictionary.issued(docids):
             with self._lock:
-                done = len(self.mapped[0]) if self.mapped else 0
-                if len(docids) > done:
+                done, need = self._done, len(docids)
+                if need > done:
                     shared = self.lookup(docids[done:])
-                    self.mapped = [np.concatenate([m, to_jd[shared]]) for m, to_jd in zip(self.mapped, self.to_jd)]
-                return [m[:len(docids)] for m in self.mapped]
+                    if self.mapped and need > len(self.mapped[0]):
+                        room = max(need, 2 * len(self.mapped[0]))
+                        self.mapped = [np.resize(m, room) for m in self.mapped]
+                    for m, to_jd in zip(self.mapped, self.to_jd):
+                        m[done:need] = to_jd[shared]
+                    self._done = need
+                return [m[:need] for m in self.mapped]
         shared = self.lookup(docids)  # -1 indexes the appended "absent"
         return [to_jd[shared] for to_jd in self.to_jd]

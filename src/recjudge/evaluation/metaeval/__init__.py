@@ -1,7 +1,7 @@
 """Meta-evaluation: do two label sets rank recommender systems the same way?
 
 Pipeline: one pass over the runs, one run in memory at a time (:func:`recjudge.evaluation.measures.score_runs`),
-takes each run's tie share, makes it tie-free (:func:`recjudge.data.trec.ensure_tie_free`) and fills its
+takes each run's tie share, makes it tie-free (:func:`recjudge.evaluation.ties.policy.ensure_tie_free`) and fills its
 column of a per-user × per-system matrix for every measure and label set; everything else — system
 scores, rankings, τ, bootstrap CIs — is aggregated from those matrices.
 

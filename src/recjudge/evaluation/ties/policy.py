@@ -10,9 +10,9 @@ rewrite both see one order.
 Cost per run: one linear pass finds the score order of a run written as recommenders write them
 (grouped by user, best first; the users' segments are put in string order without sorting rows),
 one more finds the tie blocks, and the policy sorts only the tied rows, once, on one 64-bit key.
-Per-string work (the disclosed hash, the place in string order) comes from the run's
-:class:`~recjudge.data.trec.IdDictionary` when it was read with one, so it is done once per string
-for all the runs of an evaluation.
+The disclosed hash of a docid comes from the run's :class:`~recjudge.data.trec.IdDictionary` when
+it was read with one, so it is computed once per string for all the runs of an evaluation; the
+docid order (trec_eval's, and the hash's collision fallback) compares the tied rows' docids alone.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ...data.trec.hashing import seeded_hash_keys, string_hashes
-from ...data.trec.records import TIE_POLICIES, FrameCodes, Run, RunTable, sorted_codes, frame_codes
+from ...data.trec.records import TIE_POLICIES, FrameCodes, Run, RunTable, frame_codes, sorted_codes, string_rank
 from ...errors import ConfigError
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "order_rows",
     "tie_order",
     "tie_blocks",
+    "item_hashes",
 ]
 
 
@@ -64,14 +65,6 @@ class ScoreOrder(NamedTuple):
     def lengths(self) -> np.ndarray:
         """Per query (index into qids): its rows."""
         return np.diff(np.r_[self.starts, len(self.qrank)])
-
-
-def _string_hashes(values: np.ndarray, ids) -> np.ndarray:
-    """``B(v)`` of each of the distinct strings ``values``."""
-    if ids is None:
-        return string_hashes(values)
-    codes = ids.encode(values)
-    return ids.hashes()[codes]
 
 
 def _score_order_of(t: RunTable) -> ScoreOrder:
@@ -157,24 +150,18 @@ def _used(codes: np.ndarray, n: int) -> np.ndarray:
 
 
 def _docid_rank(t: RunTable, dcode: np.ndarray) -> np.ndarray:
-    """Per row (``dcode``), a key whose order is its docid's string order (unique per docid)."""
-    c = t.codes
-    if t.ids is not None and t.ids.issued(c.docids):
-        return t.ids.order()[dcode]
-    used = _used(dcode, len(c.docids))
-    key = np.zeros(len(c.docids), dtype=np.int64)
-    key[used] = sorted_codes(c.docids[used])
-    return key[dcode]
+    """Per row (``dcode``: the tied rows), a key whose order is its docid's string order (unique per
+    docid), from the docids of these rows alone: never a sort of the dictionary the run shares."""
+    return string_rank(t.codes.docids, dcode)
 
 
-def _item_hashes(t: RunTable, dcode: np.ndarray) -> np.ndarray:
-    c = t.codes
-    if t.ids is not None and t.ids.issued(c.docids):
-        return t.ids.hashes()[dcode]  # once per id, for every run read with the dictionary
-    used = _used(dcode, len(c.docids))
-    h = np.zeros(len(c.docids), dtype=np.uint64)
-    h[used] = string_hashes(c.docids[used])
-    return h[dcode]
+def item_hashes(docids: np.ndarray, ids, dcode: np.ndarray) -> np.ndarray:
+    """``B(docid)`` per row (``dcode`` into ``docids``): from the :class:`~recjudge.data.trec.IdDictionary`
+    ``ids`` when the docids are its own (each id hashed once for every run), else of the rows' distinct docids."""
+    if ids is not None and ids.issued(docids):
+        return ids.hashes_of(dcode)
+    used, inverse = np.unique(dcode, return_inverse=True)
+    return string_hashes(docids[used])[inverse.reshape(-1)]
 
 
 def _in_blocks(block: np.ndarray, key: np.ndarray, exact) -> np.ndarray:
@@ -212,8 +199,8 @@ def _policy_order(t: RunTable, so: ScoreOrder, policy: str, seed: int) -> np.nda
         qcode = c.qcode[rows]
         users = _used(qcode, len(c.qids))
         uh = np.zeros(len(c.qids), dtype=np.uint64)
-        uh[users] = _string_hashes(c.qids[users], t.ids)
-        key = seeded_hash_keys(uh, _item_hashes(t, dcode), qcode, seed)
+        uh[users] = string_hashes(c.qids[users])
+        key = seeded_hash_keys(uh, item_hashes(c.docids, t.ids, dcode), qcode, seed)
         o = _in_blocks(block, key, lambda: (_docid_rank(t, dcode), key))  # docid: the collision fallback
     else:
         rank = _docid_rank(t, dcode)

@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...data.trec import FrameCodes, Qrels, Run, RunTable, sorted_codes, seeded_hash_keys, string_hashes
+from ...data.trec.hashing import seeded_hash_keys, string_hashes
+from ...data.trec.records import FrameCodes, Qrels, Run, RunTable, string_rank
 from ...errors import ConfigError
 from ..measures import Context, RankedRun, judgments
-from .policy import ScoreOrder, block_starts, score_order
+from .policy import ScoreOrder, block_starts, item_hashes, score_order
 
 TREATMENTS = ("input", "hash", "random", "trec_eval", "docid")
 
@@ -61,6 +62,7 @@ class Ranked:
         self.max_len = int(self.user_len.max()) if n else 0
         self._bq: np.ndarray | None = None
         self._bd: np.ndarray | None = None
+        self._bd_done: np.ndarray | None = None
         self._docrank: np.ndarray | None = None
         self.qrels = qrels
         if qrels is not None:
@@ -86,9 +88,6 @@ class Ranked:
             doc_codes = jd.dlookup(self.docids).astype(np.int32)
         self.doc_codes = doc_codes  # handed to the measure engine with every order of this run
         at, j, _ = jd.join(self.user_counted, doc_codes, self.u_s, self.dcode_s)
-        hit = np.zeros(self.n_rows, dtype=bool)
-        hit[at] = True
-        self.judged_s = hit
         self.j_s = np.full(self.n_rows, -1, dtype=np.int32 if len(jd.label) < 2**31 else np.int64)
         self.j_s[at] = j
         self.label_s = np.zeros(self.n_rows, dtype=np.int64)
@@ -112,19 +111,27 @@ class Ranked:
 
     # -- tie-break keys for sorted rows
     def hash_key(self, rows: np.ndarray, seed: int) -> np.ndarray:
-        """recjudge.data.trec.hash_keys for these rows, from string hashes computed once per run."""
+        """recjudge.data.trec.hash_keys for these rows, from string hashes computed once per run and
+        row asked for (the tied rows): the docids of rows no treatment moves are never hashed."""
         if self._bq is None:
             self._bq = string_hashes(self.users)
-            # per distinct document
-            self._bd = self.ids.hashes() if self.ids is not None else string_hashes(self.docids)
-        return seeded_hash_keys(self._bq, self._bd[self.dcode_s[rows]], self.u_s[rows], seed)
+            self._bd = np.zeros(self.n_rows, dtype=np.uint64)  # per sorted row where _bd_done
+            self._bd_done = np.zeros(self.n_rows, dtype=bool)
+        need = rows[~self._bd_done[rows]]
+        if len(need):
+            self._bd[need] = item_hashes(self.docids, self.ids, self.dcode_s[need])
+            self._bd_done[need] = True
+        return seeded_hash_keys(self._bq, self._bd[rows], self.u_s[rows], seed)
 
     @property
     def docrank(self) -> np.ndarray:
-        """Rank of each sorted row's item id in string order: the hash policy's collision fallback."""
+        """Per sorted row, a key in its item id's string order among the ids of the tied rows (0 on
+        the other rows, which no treatment moves): the docid policies' key and the hash policy's
+        collision fallback. Only the tied rows' ids are compared, never the run's whole dictionary."""
         if self._docrank is None:
-            rank = self.ids.order() if self.ids is not None else sorted_codes(self.docids)
-            self._docrank = rank[self.dcode_s]
+            key = np.zeros(self.n_rows, dtype=np.int64)
+            key[self.tied_rows] = string_rank(self.docids, self.dcode_s[self.tied_rows])
+            self._docrank = key
         return self._docrank
 
     def positions(self, rows: np.ndarray, order: np.ndarray) -> np.ndarray:
