@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -101,7 +102,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
         root = str(tmpdir)
-        ex_runs, human, llm = REPO / "runs/example", REPO / "qrels/example-human.qrels", REPO / "qrels/example-llm.qrels"
+        # the repository's inputs by relative path: wrapped lines that name them do not depend on where
+        # the checkout is
+        os.chdir(REPO)
+        ex_runs, human, llm = Path("runs/example"), Path("qrels/example-human.qrels"), Path("qrels/example-llm.qrels")
         t_runs, t_qrels = tie_heavy(tmpdir)
         jobs = {
             "compare-example": ["compare", "--runs", str(ex_runs), "--reference", str(human), "--candidate", str(llm),
