@@ -5,17 +5,42 @@ and their settings load on first use from :mod:`recjudge.api`, so ``import recju
 judging machinery itself is the package :mod:`recjudge.judging`.
 """
 
+from typing import TYPE_CHECKING
+
 from .data.trec import Qrel, Qrels, Run, RunRow, read_qrels, read_run, read_runs, resolve_ties, write_qrels, write_run
 from .errors import ConfigError, InputError, MissingExtraError, RecjudgeError
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time __getattr__ serves them
+    from .api import (
+        AblateSettings,
+        AgreementSettings,
+        CompareSettings,
+        EvaluateSettings,
+        FillSettings,
+        SettingsComparisonSettings,
+        TiesSettings,
+        TrainSettings,
+        ablate,
+        agreement,
+        compare,
+        compare_settings,
+        evaluate,
+        fill,
+        judge,
+        load_collection,
+        split,
+        ties,
+        train,
+    )
+
 # the verbs and their settings, served by __getattr__ from recjudge.api on first use
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "audit_ties", "compare_settings",
+    "ties", "compare_settings",
     "CompareSettings", "AgreementSettings", "EvaluateSettings", "FillSettings", "AblateSettings", "TrainSettings",
-    "TiesSettings", "CompareSettingsSettings",
+    "TiesSettings", "SettingsComparisonSettings",
 )
 
 # TREC I/O: the part of recjudge.data.trec a user needs at the top level

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api.settings import (
+from ..api.judge_settings import (
     AuditConsistencySettings,
     AuditInjectionSettings,
     AuditPopularitySettings,
@@ -14,7 +14,7 @@ from ..api.settings import (
     AuditScanSettings,
     audit_judge_settings,
 )
-from ._settings import add_settings, settings_from
+from .options import add_settings, settings_from
 
 _ABOUT = ("LLM errors that correlate with system characteristics (overrating popular items, favouring "
           "the first candidate of a call, obeying instructions in item metadata) can distort system "

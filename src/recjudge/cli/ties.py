@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api.settings import TiesSettings
-from ._settings import add_settings, settings_from
+from .options import add_settings, settings_from
 
 DESCRIPTION = """\
 Audit tie handling in runs. Prints, per run, how many users have exactly equal scores (overall,
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import audit_ties
+    from ..api import ties_with
 
-    print(audit_ties(settings_from(args, TiesSettings)).format())
+    print(ties_with(settings_from(args, TiesSettings)).format())
     return 0
