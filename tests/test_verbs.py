@@ -17,7 +17,7 @@ from recjudge.api import verbs
 from recjudge.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
-VERBS_SOURCE = REPO / "src" / "recjudge" / "api" / "verbs.py"
+VERBS_PACKAGE = REPO / "src" / "recjudge" / "api" / "verbs"
 
 
 def _script():
@@ -34,21 +34,41 @@ SPECS = {v.name: (getattr(rj.api, v.model), v.positional, [e.name for e in v.ext
 
 
 def _functions() -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(VERBS_SOURCE.read_text(encoding="utf-8"))
-    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    out = {}
+    for path in VERBS_PACKAGE.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out.update({node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)})
+    return out
 
 
 def test_the_checked_in_verbs_are_what_the_generator_writes_now():
-    assert VERBS_SOURCE.read_text(encoding="utf-8") == SCRIPT.render(), \
-        "src/recjudge/api/verbs.py is stale: run python scripts/make_verbs.py"
+    modules = SCRIPT.render()
+    assert sorted(modules) == sorted(VERBS_PACKAGE.glob("*.py"))
+    for path, text in modules.items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: run python scripts/make_verbs.py"
+    assert SCRIPT.main(["--check"]) == 0
+
+
+def test_each_verb_only_builds_its_settings_and_calls_the_work():
+    """A verb's length is its signature and docstring: one line per setting; the body is three statements."""
+    for name, fn in _functions().items():
+        body = fn.body[1:]  # after the docstring
+        assert len(body) == 3, name
+        assert ast.unparse(body[0]).startswith(f"settings = {SPECS[name][0].__name__}.from_call(locals(), protocol)")
+        assert ast.unparse(body[2]).startswith(f"return {name}_with(settings")
+    for path in VERBS_PACKAGE.glob("*.py"):
+        assert len(path.read_text(encoding="utf-8").splitlines()) <= 500, path.name
 
 
 def test_every_command_with_a_settings_model_has_a_verb():
     assert set(SPECS) == {"train", "judge", "evaluate", "compare", "agreement", "fill", "ties", "compare_settings",
-                          "ablate"}
-    # the Python name is the command's: `recjudge compare-settings` is compare_settings
+                          "ablate", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
+                          "audit_injection"}
+    # the Python name is the command's: `recjudge compare-settings` is compare_settings, `recjudge audit
+    # injection-scan` audit_injection_scan
     for name, (model, _, _) in SPECS.items():
-        assert model.command.replace("-", "_") == name
+        assert model.command.replace("-", "_").replace(" ", "_") == name
+        assert name in rj.__all__
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -87,11 +107,13 @@ def test_a_stale_module_is_told_apart(monkeypatch):
     """The staleness check fails when a field's default changes and the module is not rewritten."""
     from recjudge.api.settings import CompareSettings
 
-    before = SCRIPT.render()
+    path = VERBS_PACKAGE / "evaluation.py"
+    before = SCRIPT.render()[path]
     info = CompareSettings.model_fields["bootstrap"]
     monkeypatch.setattr(info, "default", 999)
-    assert SCRIPT.render() != before
-    assert "bootstrap: int = 999," in SCRIPT.render()
+    after = SCRIPT.render()[path]
+    assert after != before and "bootstrap: int = 999," in after
+    assert SCRIPT.main(["--check"]) == 1
 
 
 def test_the_python_doc_speaks_python_and_the_help_speaks_the_command_line():
@@ -168,5 +190,5 @@ def test_an_editor_completes_every_verb_at_the_top_level():
 def test_the_verbs_module_is_the_public_one():
     for name in SPECS:
         assert getattr(rj, name) is getattr(verbs, name) is getattr(rj.api, name)
-        assert getattr(rj.api, f"{name}_with").__module__ == "recjudge.api"
+        assert getattr(rj.api, f"{name}_with").__module__ in ("recjudge.api", "recjudge.api.audit")
     assert not hasattr(rj.api, "audit_ties") and "audit_ties" not in rj.__all__

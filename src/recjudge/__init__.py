@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time _
         TrainSettings,
         ablate,
         agreement,
+        audit_consistency,
+        audit_injection,
+        audit_injection_scan,
+        audit_popularity,
+        audit_position,
         compare,
         compare_settings,
         evaluate,
@@ -38,7 +43,8 @@ if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time _
 # the verbs and their settings, served by __getattr__ from recjudge.api on first use
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "ties", "compare_settings",
+    "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
+    "audit_injection",
     "CompareSettings", "AgreementSettings", "EvaluateSettings", "FillSettings", "AblateSettings", "TrainSettings",
     "TiesSettings", "SettingsComparisonSettings",
 )

@@ -27,6 +27,14 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, InputError
 from . import results as _results
+from .audit import (
+    AuditReport,
+    audit_consistency_with,
+    audit_injection_scan_with,
+    audit_injection_with,
+    audit_popularity_with,
+    audit_position_with,
+)
 from .inputs import check_distinct as _distinct
 from .inputs import group_table as _group_table
 from .inputs import is_path as _is_path
@@ -55,6 +63,11 @@ from .settings import (
     AblateSettings,
     JudgeCommandSettings,
     AgreementSettings,
+    AuditConsistencySettings,
+    AuditInjectionScanSettings,
+    AuditInjectionSettings,
+    AuditPopularitySettings,
+    AuditPositionSettings,
     CompareSettings,
     EvaluateSettings,
     FillSettings,
@@ -62,20 +75,38 @@ from .settings import (
     TiesSettings,
     TrainSettings,
 )
-from .verbs import ablate, agreement, compare, compare_settings, evaluate, fill, judge, ties, train
+from .verbs import (
+    ablate,
+    agreement,
+    audit_consistency,
+    audit_injection,
+    audit_injection_scan,
+    audit_popularity,
+    audit_position,
+    compare,
+    compare_settings,
+    evaluate,
+    fill,
+    judge,
+    ties,
+    train,
+)
 
 if TYPE_CHECKING:
     from ..evaluation.settings_comparison import SettingsComparison
 
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "ties", "compare_settings",
+    "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
+    "audit_injection",
     "train_with", "judge_with", "evaluate_with", "compare_with", "agreement_with", "fill_with", "ablate_with",
-    "ties_with", "compare_settings_with",
+    "ties_with", "compare_settings_with", "audit_popularity_with", "audit_consistency_with",
+    "audit_injection_scan_with", "audit_position_with", "audit_injection_with",
     "CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings", "TrainSettings",
-    "AblateSettings", "SettingsComparisonSettings", "JudgeCommandSettings",
+    "AblateSettings", "SettingsComparisonSettings", "JudgeCommandSettings", "AuditPopularitySettings",
+    "AuditConsistencySettings", "AuditInjectionScanSettings", "AuditPositionSettings", "AuditInjectionSettings",
     "Result", "EvaluateReport", "CompareReport", "AgreementReport", "FillReport", "JudgeReport", "TrainReport",
-    "TiesReport", "AblateReport",
+    "TiesReport", "AblateReport", "AuditReport",
 ]
 
 # ------------------------------------------------------------------------------------------ data

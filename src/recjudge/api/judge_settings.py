@@ -13,7 +13,7 @@ from pydantic import field_validator, model_validator
 from ..judging.config import JudgeSettings
 from ..settings import Cli, Conflict, Inputs, PathText, Positive, Settings, TiePolicy, checked, option
 
-__all__ = ["JudgeCommandSettings", "AuditPopularitySettings", "AuditConsistencySettings", "AuditScanSettings",
+__all__ = ["JudgeCommandSettings", "AuditPopularitySettings", "AuditConsistencySettings", "AuditInjectionScanSettings",
            "AuditPositionSettings", "AuditInjectionSettings", "AUDIT_JUDGE_OPTIONS", "audit_judge_settings",
            "parse_params"]
 
@@ -174,7 +174,7 @@ class AuditConsistencySettings(Settings):
                                    cli=Cli(metavar="PATH"))
 
 
-class AuditScanSettings(_AuditData):
+class AuditInjectionScanSettings(_AuditData):
     command: ClassVar[str] = "audit injection-scan"
 
 

@@ -36,12 +36,12 @@ from .judge_settings import (
     AuditInjectionSettings,
     AuditPopularitySettings,
     AuditPositionSettings,
-    AuditScanSettings,
+    AuditInjectionScanSettings,
     JudgeCommandSettings,
 )
 
 __all__ = ["CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings",
-           "JudgeCommandSettings", "AuditPopularitySettings", "AuditConsistencySettings", "AuditScanSettings",
+           "JudgeCommandSettings", "AuditPopularitySettings", "AuditConsistencySettings", "AuditInjectionScanSettings",
            "AuditPositionSettings", "AuditInjectionSettings",
            "TrainSettings", "AblateSettings", "SettingsComparisonSettings", "DEFAULT_MEASURE_STRING",
            "MAX_SEED", "MAX_COUNT", "MAX_THREADS", "MAX_EPOCHS", "Seed", "Count", "Positive"]
