@@ -55,8 +55,8 @@ class Cli(NamedTuple):
 
     flag: str | None = None        # e.g. "--retries" for max_attempts
     metavar: str | None = None
-    nargs: str | None = None       # "+" or "*": several values after one flag
-    action: str | None = None      # "append": the flag repeated
+    nargs: str | None = None       # "+" or "*": several values, after one flag or each after its own
+    action: str | None = None      # an argparse action ("append" is read as nargs="+")
     positional: bool = False
     parse: Callable[[str], Any] | None = None  # command-line text → the value validated
     hidden: bool = False           # not on the command line (Python and files only)
@@ -364,7 +364,10 @@ class Settings(BaseModel, metaclass=_Meta):
                 kwargs["type"] = cli.parse or _parser(info.annotation)
                 if cli.nargs:
                     kwargs["nargs"] = cli.nargs
-                if cli.action:
+                if (cli.nargs or cli.action == "append") and not cli.positional:
+                    # several values, in every command alike: after one flag, or each after its own
+                    kwargs.update(nargs=cli.nargs or "+", action="extend")
+                elif cli.action:
                     kwargs["action"] = cli.action
             if cli.positional:
                 default = argparse.SUPPRESS

@@ -168,8 +168,9 @@ class AuditPopularitySettings(_AuditData):
 
 class AuditConsistencySettings(Settings):
     command: ClassVar[str] = "audit consistency"
-    qrels: Inputs = option(help="two or more label sets of the same judge", cli=Cli(nargs="+", metavar="QRELS",
-                                                                                   positional=True))
+    qrels: Inputs = option(help="two or more label sets of the same judge",
+                           doc="two or more label sets of the same judge: qrels paths, Qrels or DataFrames",
+                           cli=Cli(nargs="+", metavar="QRELS"))
     json: PathText | None = option(None, "also write the result as JSON (default: none, printed only)",
                                    cli=Cli(metavar="PATH"))
 

@@ -117,7 +117,7 @@ _LABELS_DOC = "a qrels path, a Qrels or a DataFrame (qid, docid, label)"
 _CANDIDATES_HELP = "candidate labels (e.g. LLM): one or more qrels files, after one --candidate or each after its own"
 _CANDIDATES_DOC = ("candidate labels (e.g. LLM): a qrels path, Qrels or DataFrame, a list of them, or a "
                    "{name: labels} mapping (each named by its key)")
-_CANDIDATE_CLI = Cli(flag="--candidate", nargs="+", action="extend", metavar="QRELS")
+_CANDIDATE_CLI = Cli(flag="--candidate", nargs="+", metavar="QRELS")
 
 _BASELINES_HELP = ("trivial judges on each candidate's own pairs, shown beside it (constant: its most frequent "
                    "label; random: its labels shuffled, mean of N draws; popularity: its labels by item "

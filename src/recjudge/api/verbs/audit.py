@@ -75,7 +75,7 @@ def audit_consistency(
     """κ and α between repeated experiments of the same judge (``recjudge audit consistency``).
 
     Args:
-        qrels: two or more label sets of the same judge
+        qrels: two or more label sets of the same judge: qrels paths, Qrels or DataFrames
         json: also write the result as JSON (default: none, printed only)
         protocol: a protocol (a shipped name such as 'penha2025', a protocol file, or a Protocol)
             whose settings become the defaults: a parameter left at its default follows the protocol,
