@@ -395,31 +395,23 @@ class Settings(BaseModel, metaclass=_Meta):
 
     @classmethod
     def from_call(cls, values: Mapping[str, Any], protocol: Any = None):
-        """A verb's settings from its parameters (its ``locals()``, generated in :mod:`recjudge.api.verbs`).
-
-        Without a protocol every parameter is a setting. With one, a parameter left at the field's
-        default follows the protocol: a verb's signature shows the defaults, so it cannot tell a default
-        left alone from one typed out; ``from_protocol(protocol, key=default)`` forces one."""
-        fields = cls.model_fields
-        given = {k: v for k, v in values.items() if k in fields}
+        """A verb's settings from its parameters (its ``locals()``, in :mod:`recjudge.api.verbs`). Under a
+        protocol a parameter left at its default follows the protocol: a signature that shows the defaults
+        cannot tell one left alone from one typed out (``from_protocol(protocol, key=default)`` can)."""
+        chosen = {k: v for k, v in values.items() if k in cls.model_fields
+                  and not _left_at_default(cls.model_fields[k], v)}
         if protocol is None:
-            return cls.build({k: v for k, v in given.items() if not _factory_left(fields[k], v)}, spelled=PYTHON)
-        chosen = {k: v for k, v in given.items() if not _left_at_default(fields[k], v)}
+            return cls.build(chosen, spelled=PYTHON)
         return cls.from_protocol(protocol, spelled=PYTHON, **chosen)
 
 
 # ---------------------------------------------------------------------------------- helpers
 
-def _factory_left(info, value: Any) -> bool:
-    """A field whose default is made by a factory (a table): its verb parameter defaults to None."""
-    return value is None and info.default_factory is not None
-
-
 def _left_at_default(info, value: Any) -> bool:
-    """Whether a verb's parameter holds its field's default (compared only within one type: an input
-    may be a DataFrame, whose ``==`` is no truth value)."""
-    if _factory_left(info, value) or info.is_required():
-        return _factory_left(info, value)
+    """Whether a verb's parameter holds its field's default (a table made by a factory: None), compared
+    within one type only (an input may be a DataFrame, whose ``==`` is no truth value)."""
+    if info.default_factory is not None or info.is_required():
+        return value is None and info.default_factory is not None
     default = info.default
     return value is default or (type(value) is type(default) and not isinstance(value, os.PathLike)
                                 and value == default)
