@@ -50,6 +50,7 @@ class Verb(NamedTuple):
     module: str                     # the module of recjudge.api.verbs it is written into
     positional: tuple[str, ...]     # the main inputs, by position
     extras: tuple[Extra, ...] = ()
+    home: str = "recjudge.api.settings"  # the public module its settings model is imported from
 
 
 VERBS = (
@@ -63,6 +64,7 @@ VERBS = (
     Verb("compare_settings", "SettingsComparisonSettings", "compare_settings_with", "evaluation",
          ("runs_a", "qrels_a", "runs_b", "qrels_b")),
     Verb("ablate", "AblateSettings", "ablate_with", "systems", ("experiment",), (PROGRESS,)),
+    Verb("demo", "DemoSettings", "demo_with", "systems", (), (PROGRESS,), home="recjudge.experiments.demo"),
     Verb("audit_popularity", "AuditPopularitySettings", "audit_popularity_with", "audit",
          ("llm", "human", "collection")),
     Verb("audit_consistency", "AuditConsistencySettings", "audit_consistency_with", "audit", ("qrels",)),
@@ -75,7 +77,8 @@ VERBS = (
 )
 
 # recjudge.api.verbs.<module>: what its verbs are (each module under 500 lines)
-MODULES = {"systems": "training systems and ablating the judge", "judge": "judging",
+# (`recjudge reproduce` has none: experiments.reproduce itself calls these verbs; run_reproduce(settings) is its)
+MODULES = {"systems": "training, ablation and the demo", "judge": "judging",
            "evaluation": "evaluating and comparing", "audit": "auditing the judge"}
 
 PROTOCOL_DOC = ("a protocol (a shipped name such as 'penha2025', a protocol file, or a Protocol) whose settings "
@@ -100,7 +103,7 @@ __all__ = [{names}]
 '''
 
 HEADER = '''\
-"""The Python verbs of {what}: plain functions whose parameters are their settings' fields.
+"""The Python verbs of {what}: plain functions of their settings' fields.
 
 {note}
 """
@@ -109,9 +112,7 @@ from __future__ import annotations
 
 {stdlib}
 
-from ..settings import (
 {models}
-)
 
 if TYPE_CHECKING:
 {results}
@@ -189,7 +190,7 @@ def _param_lines(param: str) -> str:
 
 def render_verb(verb: Verb, api) -> tuple[str, str]:
     """The source of one verb, and the name of its result class (for the module's imports)."""
-    model = getattr(api, verb.model)
+    model = getattr(importlib.import_module(verb.home), verb.model)
     work = getattr(api, verb.work)
     fields = model.model_fields
     unknown = set(verb.positional) - set(fields)
@@ -258,7 +259,11 @@ def render() -> dict[Path, str]:
             sources.append(source)
             name, cls = result.split(":")
             results.setdefault(name, set()).add(cls)
-        models = "\n".join(f"    {m}," for m in sorted({v.model for v in verbs}))
+        homes: dict[str, set] = {}
+        for v in verbs:
+            homes.setdefault(v.home, set()).add(v.model)
+        models = "\n".join(_import_line(_relative(h), sorted(n), indent="")
+                           for h, n in sorted(homes.items(), key=_import_order))
         imports = "\n".join(_import_line(_relative(m), sorted(n)) for m, n in sorted(results.items(), key=_import_order))
         head = HEADER.format(what=what, note=NOTE, models=models, results=imports, names=_names(verbs),
                              stdlib=_stdlib("".join(sources)))
@@ -283,11 +288,11 @@ def _names(verbs) -> str:
     return "\n           ".join(textwrap.wrap(text, WIDTH - 11))
 
 
-def _import_line(module: str, names: list[str]) -> str:
-    line = f"    from {module} import {', '.join(names)}"
+def _import_line(module: str, names: list[str], indent: str = "    ") -> str:
+    line = f"{indent}from {module} import {', '.join(names)}"
     if len(line) <= WIDTH:
         return line
-    return f"    from {module} import (\n" + "".join(f"        {n},\n" for n in names) + "    )"
+    return f"{indent}from {module} import (\n" + "".join(f"{indent}    {n},\n" for n in names) + f"{indent})"
 
 
 def _import_order(item) -> tuple:

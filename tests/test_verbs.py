@@ -5,6 +5,7 @@ the same settings the command line does."""
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import inspect
 import sys
@@ -30,7 +31,8 @@ def _script():
 
 SCRIPT = _script()
 # verb name → (its settings model, its main inputs): read from the generator, checked against the source below
-SPECS = {v.name: (getattr(rj.api, v.model), v.positional, [e.name for e in v.extras]) for v in SCRIPT.VERBS}
+SPECS = {v.name: (getattr(importlib.import_module(v.home), v.model), v.positional, [e.name for e in v.extras])
+         for v in SCRIPT.VERBS}
 
 
 def _functions() -> dict[str, ast.FunctionDef]:
@@ -63,7 +65,7 @@ def test_each_verb_only_builds_its_settings_and_calls_the_work():
 def test_every_command_with_a_settings_model_has_a_verb():
     assert set(SPECS) == {"train", "judge", "evaluate", "compare", "agreement", "fill", "ties", "compare_settings",
                           "ablate", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-                          "audit_injection"}
+                          "audit_injection", "demo"}
     # the Python name is the command's: `recjudge compare-settings` is compare_settings, `recjudge audit
     # injection-scan` audit_injection_scan
     for name, (model, _, _) in SPECS.items():
@@ -191,4 +193,5 @@ def test_the_verbs_module_is_the_public_one():
     for name in SPECS:
         assert getattr(rj, name) is getattr(verbs, name) is getattr(rj.api, name)
         assert getattr(rj.api, f"{name}_with").__module__ in ("recjudge.api", "recjudge.api.audit")
+        assert name in rj.api.__all__ and f"{name}_with" in rj.api.__all__
     assert not hasattr(rj.api, "audit_ties") and "audit_ties" not in rj.__all__

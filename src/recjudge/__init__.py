@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time _
         audit_position,
         compare,
         compare_settings,
+        demo,
         evaluate,
         fill,
         judge,
@@ -44,7 +45,7 @@ if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time _
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-    "audit_injection",
+    "audit_injection", "demo",
     "CompareSettings", "AgreementSettings", "EvaluateSettings", "FillSettings", "AblateSettings", "TrainSettings",
     "TiesSettings", "SettingsComparisonSettings",
 )

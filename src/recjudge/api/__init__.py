@@ -87,6 +87,7 @@ from .verbs import (
     audit_position,
     compare,
     compare_settings,
+    demo,
     evaluate,
     fill,
     judge,
@@ -96,14 +97,15 @@ from .verbs import (
 
 if TYPE_CHECKING:
     from ..evaluation.settings_comparison import SettingsComparison
+    from ..experiments.demo import DemoResult, DemoSettings
 
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-    "audit_injection",
+    "audit_injection", "demo",
     "train_with", "judge_with", "evaluate_with", "compare_with", "agreement_with", "fill_with", "ablate_with",
     "ties_with", "compare_settings_with", "audit_popularity_with", "audit_consistency_with",
-    "audit_injection_scan_with", "audit_position_with", "audit_injection_with",
+    "audit_injection_scan_with", "audit_position_with", "audit_injection_with", "demo_with",
     "CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings", "TrainSettings",
     "AblateSettings", "SettingsComparisonSettings", "JudgeCommandSettings", "AuditPopularitySettings",
     "AuditConsistencySettings", "AuditInjectionScanSettings", "AuditPositionSettings", "AuditInjectionSettings",
@@ -478,3 +480,11 @@ def ablate_with(s: AblateSettings, progress=None) -> AblateReport:
     rows = run_experiment(exp, dry_run=s.dry_run, progress=progress, protocol=s.protocol)
     paths = {} if s.dry_run else {name: exp.out / name for name in RESULT_FILES}
     return AblateReport(exp, tuple(rows), s.dry_run, paths, settings=s)
+
+
+def demo_with(s: DemoSettings, progress=None) -> DemoResult:
+    """The whole pipeline on MovieLens-100K, offline unless an LLM is asked for (``recjudge demo``)."""
+    from ..experiments.demo import run_demo
+
+    return run_demo(s, progress=progress)
+
