@@ -195,3 +195,27 @@ def test_the_verbs_module_is_the_public_one():
         assert getattr(rj.api, f"{name}_with").__module__ in ("recjudge.api", "recjudge.api.audit")
         assert name in rj.api.__all__ and f"{name}_with" in rj.api.__all__
     assert not hasattr(rj.api, "audit_ties") and "audit_ties" not in rj.__all__
+
+
+def test_a_type_checker_checks_a_verbs_call(tmp_path):
+    """mypy reads the verbs' source: an unknown keyword, a value outside a Literal and a wrong type are
+    refused before the call runs, and a right call passes."""
+    pytest.importorskip("mypy")
+    import os
+    import subprocess
+
+    probe = tmp_path / "probe.py"
+    probe.write_text('import recjudge as rj\n'
+                     'rj.compare("runs", "h.qrels", "c.qrels", bootstraps=10)\n'
+                     'rj.compare("runs", "h.qrels", "c.qrels", tie_policy="random")\n'
+                     'rj.ties("runs", seeds="5")\n'
+                     'result = rj.evaluate("runs", "h.qrels", measures="nDCG@10", seed=3)\n')
+    env = {**os.environ, "MYPYPATH": str(REPO / "src")}
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports",
+                           "--no-incremental", "--cache-dir", os.devnull, str(probe)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert [e.split(":")[1] for e in errors] == ["2", "3", "4"], proc.stdout
+    assert 'Unexpected keyword argument "bootstraps" for "compare"' in errors[0]
+    assert "Literal['hash', 'trec_eval', 'docid', 'input']" in errors[1]
+    assert 'Argument "seeds" to "ties" has incompatible type "str"; expected "int"' in errors[2]
