@@ -11,14 +11,14 @@ The main inputs come first, by position (runs, labels); every other setting is a
 default of the command's settings model (``recjudge.CompareSettings`` …), which also builds the
 command line: the verbs are plain functions written from the models (:mod:`recjudge.api.verbs`), so
 ``help(recjudge.compare)``, an IDE and a type checker see every parameter. Each verb's work is a
-function of its ready settings here (``compare_with(settings)`` …, the audits' in :mod:`.audit`), which
-the command line calls. A verb is named as its command: ``recjudge compare-settings`` is
-``compare_settings``, ``recjudge audit injection-scan`` is ``audit_injection_scan``. Inputs may be paths (files, folders),
-objects already read (``Run``, ``Qrels``), pandas DataFrames in TREC columns, lists of these or
-``{name: run}`` mappings (:mod:`recjudge.api.inputs`). ``protocol="penha2025"`` starts from a
-protocol's settings; the result names it and every setting that differs. A verb writes files only
-when given an output option (``json``, ``report``, ``out``). Heavy libraries load inside the
-verbs, never on import.
+function of its ready settings here (``compare_with(settings)`` …, the audits' in :mod:`.audit`),
+which the command line calls. A verb is named as its command: ``recjudge compare-settings`` is
+``compare_settings``, ``recjudge audit injection-scan`` is ``audit_injection_scan``. Inputs may be
+paths (files, folders), objects already read (``Run``, ``Qrels``), pandas DataFrames in TREC
+columns, lists of these or ``{name: run}`` mappings (:mod:`recjudge.api.inputs`).
+``protocol="penha2025"`` starts from a protocol's settings; the result names it and every setting
+that differs. A verb writes files only when given an output option (``json``, ``report``, ``out``).
+Heavy libraries load inside the verbs, never on import.
 """
 
 from __future__ import annotations

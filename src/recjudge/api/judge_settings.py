@@ -147,7 +147,8 @@ AUDIT_JUDGE_OPTIONS = ("seed", "model", "base_url", "api_key_env", "endpoint_kin
 
 class _AuditData(Settings):
     collection: Inputs = option(help="collection with item metadata and rated histories (e.g. ml-100k)",
-                                cli=Cli(metavar="NAME_OR_PATH"))
+                                doc="collection with item metadata and rated histories: a registered name (e.g. "
+                                    "ml-100k), a path or a Collection", cli=Cli(metavar="NAME_OR_PATH"))
     collection_config: PathText | None = option(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
                                                       "database-movies.csv (default: none, the loader's own)",
                                                 cli=Cli(metavar="TOML"))
@@ -158,8 +159,11 @@ class _AuditData(Settings):
 
 class AuditPopularitySettings(_AuditData):
     command: ClassVar[str] = "audit popularity"
-    llm: Inputs = option(help="the LLM's qrels", cli=Cli(metavar="QRELS"))
-    human: Inputs = option(help="human qrels of (some of) the same pairs", cli=Cli(metavar="QRELS"))
+    llm: Inputs = option(help="the LLM's qrels", doc="the LLM's labels: a qrels path, Qrels or DataFrame",
+                         cli=Cli(metavar="QRELS"))
+    human: Inputs = option(help="human qrels of (some of) the same pairs",
+                           doc="human labels of (some of) the same pairs: a qrels path, Qrels or DataFrame",
+                           cli=Cli(metavar="QRELS"))
     bins: int = option(10, "popularity bins of equal item counts (10: deciles)", ge=1, le=1000)
     runs: Inputs = option(None, "also rank these systems with and without the bias: which gain or lose rank "
                                 "(default: none)", cli=Cli(nargs="+", metavar="DIR_OR_FILE"))

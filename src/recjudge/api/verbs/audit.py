@@ -44,9 +44,10 @@ def audit_popularity(
     which systems the bias lifts (``recjudge audit popularity``).
 
     Args:
-        llm: the LLM's qrels
-        human: human qrels of (some of) the same pairs
-        collection: collection with item metadata and rated histories (e.g. ml-100k)
+        llm: the LLM's labels: a qrels path, Qrels or DataFrame
+        human: human labels of (some of) the same pairs: a qrels path, Qrels or DataFrame
+        collection: collection with item metadata and rated histories: a registered name (e.g.
+            ml-100k), a path or a Collection
         collection_config: loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv
             (default: none, the loader's own)
         split: popularity and profiles from the split's training part (none: every interaction)
@@ -99,7 +100,8 @@ def audit_injection_scan(
     """Item fields whose text reads like an instruction to the judge (``recjudge audit injection-scan``).
 
     Args:
-        collection: collection with item metadata and rated histories (e.g. ml-100k)
+        collection: collection with item metadata and rated histories: a registered name (e.g.
+            ml-100k), a path or a Collection
         collection_config: loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv
             (default: none, the loader's own)
         split: popularity and profiles from the split's training part (none: every interaction)
@@ -153,7 +155,8 @@ def audit_position(
 
     Args:
         runs: runs whose pairs to judge
-        collection: collection with item metadata and rated histories (e.g. ml-100k)
+        collection: collection with item metadata and rated histories: a registered name (e.g.
+            ml-100k), a path or a Collection
         collection_config: loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv
             (default: none, the loader's own)
         split: popularity and profiles from the split's training part (none: every interaction)
@@ -242,7 +245,8 @@ def audit_injection(
 
     Args:
         runs: runs whose pairs to judge
-        collection: collection with item metadata and rated histories (e.g. ml-100k)
+        collection: collection with item metadata and rated histories: a registered name (e.g.
+            ml-100k), a path or a Collection
         collection_config: loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv
             (default: none, the loader's own)
         split: popularity and profiles from the split's training part (none: every interaction)
