@@ -115,7 +115,7 @@ def main() -> None:
             "agreement-example": ["agreement", "--reference", str(human), "--candidate", str(llm)],
             "evaluate-example": ["evaluate", "--runs", str(ex_runs), "--qrels", str(human)],
             "evaluate-ties": ["evaluate", "--runs", str(t_runs), "--qrels", str(t_qrels)],
-            "ties-ties": ["ties", str(t_runs), "--qrels", str(t_qrels), "--seeds", "5", "--permutations", "3",
+            "ties-ties": ["ties", "--runs", str(t_runs), "--qrels", str(t_qrels), "--seeds", "5", "--permutations", "3",
                           "--mc-samples", "20"],
             "fill-example": ["fill", "--human", str(human), "--llm", str(llm), "--runs", str(ex_runs),
                              "--out", str(tmpdir / "filled.qrels"), "--min-overlap", "5"],

@@ -102,7 +102,7 @@ CASES = [
          ("evaluate", "--runs", R, "--qrels", H, "--json", H), "--json"),
     Case("output is input", "agreement --json = reference",
          ("agreement", "--reference", H, "--candidate", L, "--json", H), "--json"),
-    Case("output is input", "ties --json = run", ("ties", R, "--json", "{w}/runs/b.run"), "--json"),
+    Case("output is input", "ties --json = run", ("ties", "--runs", R, "--json", "{w}/runs/b.run"), "--json"),
     Case("output is input", "judge --out = run file", (*JUDGE, "--out", "{w}/runs/a.run"), "--out"),
     Case("output is input", "judge --out = hard link of a run", (*JUDGE, "--out", "{w}/a-hard.run"), "--out"),
     # 2. file-system errors
@@ -134,7 +134,7 @@ CASES = [
          "out of range"),
     Case("numbers", "compare --seed -1", ("compare", "--runs", R, "--reference", H, "--candidate", L,
                                           "--seed", "-1"), "seed"),
-    Case("numbers", "ties --seed -1", ("ties", R, "--seed", "-1"), "seed"),
+    Case("numbers", "ties --seed -1", ("ties", "--runs", R, "--seed", "-1"), "seed"),
     Case("numbers", "fill --seed -1", ("fill", "--human", H, "--llm", L, "--runs", R, "--out", "{w}/s.qrels",
                                        "--seed", "-1"), "seed"),
     Case("numbers", "judge --seed -1", (*JUDGE, "--out", "{w}/s.qrels", "--seed", "-1"), "seed"),
@@ -149,7 +149,7 @@ CASES = [
                                                "Compat(p=1.5)"), "between 0 and 1"),
     Case("numbers", "evaluate P(rel=0)@10", ("evaluate", "--runs", R, "--qrels", H, "--measures", "P(rel=0)@10"),
          "rel"),
-    Case("numbers", "ties P(rel=0)@10", ("ties", R, "--qrels", H, "--measures", "P(rel=0)@10"), "rel"),
+    Case("numbers", "ties P(rel=0)@10", ("ties", "--runs", R, "--qrels", H, "--measures", "P(rel=0)@10"), "rel"),
     Case("numbers", "compare --bootstrap -5", ("compare", "--runs", R, "--reference", H, "--candidate", L,
                                                "--bootstrap", "-5"), "bootstrap"),
     # 5. ablate experiment files

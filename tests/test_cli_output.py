@@ -41,13 +41,13 @@ def _recjudge(*argv: str, code: str = "import sys; from recjudge.cli import main
 
 def test_ties_prints_no_info_lines():
     """`ties` logged two INFO lines per run (126 for 63 runs): the audit is on stdout, stderr stays empty."""
-    proc = _recjudge("ties", str(RUNS), "--qrels", str(HUMAN), "--seeds", "5", "--permutations", "2",
+    proc = _recjudge("ties", "--runs", str(RUNS), "--qrels", str(HUMAN), "--seeds", "5", "--permutations", "2",
                      "--mc-samples", "5")
     assert proc.returncode == 0, proc.stderr
     assert "Tie prevalence" in proc.stdout
     assert proc.stderr == ""
     # the per-run lines are still there for who asks for them
-    verbose = _recjudge("-v", "ties", str(RUNS), "--qrels", str(HUMAN), "--seeds", "5", "--permutations", "2",
+    verbose = _recjudge("-v", "ties", "--runs", str(RUNS), "--qrels", str(HUMAN), "--seeds", "5", "--permutations", "2",
                         "--mc-samples", "5")
     assert verbose.returncode == 0
     assert verbose.stderr.count("audited in") == len(list(RUNS.glob("*.run"))) == 8
@@ -60,7 +60,7 @@ def test_ties_prints_no_info_lines():
     (("-v",), ["own progress line", "own debug line", "fontManager", "a library warning"], []),
 ])
 def test_other_libraries_log_only_warnings(flags, shown, hidden):
-    proc = _recjudge(*flags, "ties", str(RUNS / "sys1.run"), "--seeds", "2", code=_LOGGING_COMMAND)
+    proc = _recjudge(*flags, "ties", "--runs", str(RUNS / "sys1.run"), "--seeds", "2", code=_LOGGING_COMMAND)
     assert proc.returncode == 0, proc.stderr
     for line in shown:
         assert line in proc.stderr
@@ -84,7 +84,7 @@ def test_quiet_compare_prints_nothing_on_stderr(where):
 def test_quiet_keeps_warnings_and_errors(tmp_path):
     stranger = tmp_path / "stranger.run"
     stranger.write_text("nobody Q0 d1 1 2.0 x\nnobody Q0 d2 2 1.0 x\n")
-    proc = _recjudge("--quiet", "ties", str(stranger), "--qrels", str(HUMAN), "--seeds", "2")
+    proc = _recjudge("--quiet", "ties", "--runs", str(stranger), "--qrels", str(HUMAN), "--seeds", "2")
     assert proc.returncode == 0
     assert "warning: run 'stranger' ranks none of the" in proc.stderr
     missing = tmp_path / "missing.qrels"
@@ -94,10 +94,10 @@ def test_quiet_keeps_warnings_and_errors(tmp_path):
 
 
 def test_verbose_and_quiet_exclude_each_other():
-    proc = _recjudge("-v", "ties", str(RUNS / "sys1.run"), "--quiet")
+    proc = _recjudge("-v", "ties", "--runs", str(RUNS / "sys1.run"), "--quiet")
     assert proc.returncode == 2
     assert "-v/--verbose and -q/--quiet exclude each other" in proc.stderr
-    proc = _recjudge("ties", str(RUNS / "sys1.run"), "-v", "-q")
+    proc = _recjudge("ties", "--runs", str(RUNS / "sys1.run"), "-v", "-q")
     assert proc.returncode == 2 and "not allowed with argument" in proc.stderr
 
 

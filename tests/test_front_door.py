@@ -274,7 +274,7 @@ def test_bad_measure_exits_2_on_every_command_that_takes_measures(tmp_path, caps
     for argv in (["evaluate", "--runs", str(runs), "--qrels", str(qrels), "--measures", "P@0"],
                  ["compare", "--runs", str(runs), "--reference", str(qrels), "--candidate", str(qrels),
                   "--measures", "Compat(p=1.5)"],
-                 ["ties", str(runs), "--qrels", str(qrels), "--measures", "P(rel=0)@10"]):
+                 ["ties", "--runs", str(runs), "--qrels", str(qrels), "--measures", "P(rel=0)@10"]):
         assert main(argv) == 2, argv
         assert "error: --measures: measure" in capsys.readouterr().err
 
@@ -330,11 +330,11 @@ def test_folder_without_runs_says_why(tmp_path):
 # ------------------------------------------------------------------------------ numbers on the CLI
 
 @pytest.mark.parametrize("argv", [
-    ["ties", "runs/example", "--seed", "-1"],
-    ["ties", "runs/example", "--seed", str(2**64)],
-    ["ties", "runs/example", "--seeds", "1"],
-    ["ties", "runs/example", "--k", "0,10"],
-    ["ties", "runs/example", "--k", str(2**40)],
+    ["ties", "--runs", "runs/example", "--seed", "-1"],
+    ["ties", "--runs", "runs/example", "--seed", str(2**64)],
+    ["ties", "--runs", "runs/example", "--seeds", "1"],
+    ["ties", "--runs", "runs/example", "--k", "0,10"],
+    ["ties", "--runs", "runs/example", "--k", str(2**40)],
 ])
 def test_out_of_range_numbers_exit_2(argv, capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)
@@ -351,7 +351,7 @@ def test_cli_turns_a_stray_oserror_into_exit_2(tmp_path, capsys):
     folder.mkdir()
     (folder / "a.run").write_text(RUN)
     # a qrels "file" that is a fifo-less special case: a folder where a file is expected
-    assert main(["ties", str(folder), "--qrels", str(tmp_path)]) == 2
+    assert main(["ties", "--runs", str(folder), "--qrels", str(tmp_path)]) == 2
     assert "expected a qrels, found a folder" in capsys.readouterr().err
 
 
@@ -359,7 +359,7 @@ def test_ties_json_may_not_overwrite_a_run(tmp_path, capsys):
     run = tmp_path / "a.run"
     run.write_text(RUN)
     before = run.read_bytes()
-    assert main(["ties", str(run), "--json", str(run)]) == 2
+    assert main(["ties", "--runs", str(run), "--json", str(run)]) == 2
     assert run.read_bytes() == before
     assert "--json is the input" in capsys.readouterr().err
 

@@ -180,12 +180,12 @@ def ws(tmp_path):
 
 def test_cli_consistency_and_its_json(cli, ws, capsys):
     out = ws / "c.json"
-    assert cli(["audit", "consistency", str(ws / "a.qrels"), str(ws / "b.qrels"), "--json", str(out)]) == 0
+    assert cli(["audit", "consistency", "--qrels", str(ws / "a.qrels"), str(ws / "b.qrels"), "--json", str(out)]) == 0
     assert "kappa (linear)  a vs b: 0.500" in capsys.readouterr().out
     assert json.loads(out.read_text())["kappa_linear"] == [{"a": "a", "b": "b", "kappa": 0.5}]
     # an output that is an input is refused before any work
     before = (ws / "a.qrels").read_text()
-    assert cli(["audit", "consistency", str(ws / "a.qrels"), str(ws / "b.qrels"), "--json", str(ws / "a.qrels")]) == 2
+    assert cli(["audit", "consistency", "--qrels", str(ws / "a.qrels"), str(ws / "b.qrels"), "--json", str(ws / "a.qrels")]) == 2
     assert (ws / "a.qrels").read_text() == before
 
 

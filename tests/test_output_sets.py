@@ -114,7 +114,7 @@ def _one_json_case(command: str):
             if command == "agreement":
                 return ["agreement", "--reference", q[ref], "--candidate", q[cand], "--bootstrap", "20", "--missing", "drop",
                         "--json", str(tmp / "out" / "a.json")]
-            return ["ties", str(REPO / "runs" / "example"), "--qrels", q[ref], "--seeds", "3", "--permutations", "3",
+            return ["ties", "--runs", str(REPO / "runs" / "example"), "--qrels", q[ref], "--seeds", "3", "--permutations", "3",
                     "--json", str(tmp / "out" / "t.json")]
         return argv
     return case

@@ -17,7 +17,7 @@ RUNS, HUMAN, LLM = (str(REPO / p) for p in ("runs/example", "qrels/example-human
 @pytest.mark.parametrize("argv", [
     ["compare", "--runs", RUNS, "--reference", HUMAN, "--candidate", LLM, "--bootstrap", "50"],
     ["agreement", "--reference", HUMAN, "--candidate", LLM, "--bootstrap", "50"],
-    ["ties", RUNS, "--qrels", HUMAN, "--seeds", "5", "--permutations", "5"],
+    ["ties", "--runs", RUNS, "--qrels", HUMAN, "--seeds", "5", "--permutations", "5"],
     ["evaluate", "--runs", RUNS, "--qrels", HUMAN],
     ["fill", "--human", HUMAN, "--llm", LLM, "--runs", RUNS, "--out", "{tmp}/f.qrels", "--allow-weak-calibration"],
 ], ids=lambda a: a[0])

@@ -31,14 +31,14 @@ def test_default_order_is_score_then_docid_descending_as_strings():
 
 
 def test_every_evaluation_default_is_trec_eval():
-    from recjudge.api.settings import (CompareSettings, CompareSettingsSettings, EvaluateSettings, FillSettings,
+    from recjudge.api.settings import (CompareSettings, SettingsComparisonSettings, EvaluateSettings, FillSettings,
                                        JudgeCommandSettings)
     from recjudge.evaluation import calibration, measures, metaeval, settings_comparison
     from recjudge.evaluation.ties import policy
     from recjudge.experiments.ablate import Experiment
     from recjudge.judging import bias, select
 
-    for model in (CompareSettings, EvaluateSettings, FillSettings, CompareSettingsSettings, JudgeCommandSettings,
+    for model in (CompareSettings, EvaluateSettings, FillSettings, SettingsComparisonSettings, JudgeCommandSettings,
                   Experiment):
         assert model.model_fields["tie_policy"].default == "trec_eval", model.__name__
     for fn in (measures.score_runs, metaeval.evaluate, metaeval.compare, calibration.fill_gaps,

@@ -504,7 +504,7 @@ def test_cli_prints_tables_and_writes_the_issue_json(ties_cli, tmp_path, one_in_
     write_run(resolve_ties(run, "hash"), runs / "fixed.run")
     write_qrels(qrels, tmp_path / "q.qrels")
     out = tmp_path / "ties.json"
-    code = ties_cli(["ties", str(runs), "--qrels", str(tmp_path / "q.qrels"), "--seeds", "5",
+    code = ties_cli(["ties", "--runs", str(runs), "--qrels", str(tmp_path / "q.qrels"), "--seeds", "5",
                      "--permutations", "3", "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
@@ -527,17 +527,17 @@ def test_cli_errors_exit_non_zero_and_write_nothing(ties_cli, tmp_path, capsys):
     bad = tmp_path / "bad.run"
     bad.write_text("u Q0 a 1 1.0 t\nu Q0 b 2 high t\n")
     out = tmp_path / "x.json"
-    assert ties_cli(["ties", str(bad), "--json", str(out)]) == 2
+    assert ties_cli(["ties", "--runs", str(bad), "--json", str(out)]) == 2
     assert f"{bad}:2" in capsys.readouterr().err
     assert not out.exists()
     good = tmp_path / "good.run"
     good.write_text("u Q0 a 1 1.0 t\n")
-    assert ties_cli(["ties", str(good), "--measures", "Hit@10"]) == 2
+    assert ties_cli(["ties", "--runs", str(good), "--measures", "Hit@10"]) == 2
     assert "--qrels" in capsys.readouterr().err
     with pytest.raises(SystemExit) as bad_k:  # refused by the option's type, as argparse does
-        ties_cli(["ties", str(good), "--k", "ten"])
+        ties_cli(["ties", "--runs", str(good), "--k", "ten"])
     assert bad_k.value.code == 2 and "--k: expects comma-separated positive integers" in capsys.readouterr().err
-    assert ties_cli(["ties", str(good)]) == 0  # prevalence only
+    assert ties_cli(["ties", "--runs", str(good)]) == 0  # prevalence only
     assert "Tie prevalence" in capsys.readouterr().out
     import gzip
 
@@ -545,7 +545,7 @@ def test_cli_errors_exit_non_zero_and_write_nothing(ties_cli, tmp_path, capsys):
     folder.mkdir()
     (folder / "a.run").write_text("u Q0 a 1 1.0 t\n")
     (folder / "a.run.gz").write_bytes(gzip.compress(b"u Q0 a 1 1.0 t\n"))
-    assert ties_cli(["ties", str(folder)]) == 2
+    assert ties_cli(["ties", "--runs", str(folder)]) == 2
     assert "also used by" in capsys.readouterr().err
 
 
@@ -592,7 +592,7 @@ def test_cli_sampled_candidates_scored_by_a_run_by_hand(ties_cli, tmp_path, caps
     (tmp_path / "sys.run").write_text("u1 Q0 c 1 3 s\nu1 Q0 d 2 2 s\nu2 Q0 b 1 5 s\nu2 Q0 e 2 1 s\n")
     (tmp_path / "held.qrels").write_text("u1 0 a 1\nu2 0 b 1\n")
     out = tmp_path / "s.json"
-    code = ties_cli(["ties", str(tmp_path / "sys.run"), "--qrels", str(tmp_path / "held.qrels"),
+    code = ties_cli(["ties", "--runs", str(tmp_path / "sys.run"), "--qrels", str(tmp_path / "held.qrels"),
                      "--sampled-candidates", "4", "--seed", "3", "--measures", "RR,P@3", "--seeds", "3",
                      "--permutations", "2", "--json", str(out)])
     assert code == 0

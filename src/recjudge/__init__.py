@@ -7,6 +7,8 @@ and their settings load on first use from :mod:`recjudge.api`, so ``import recju
 judging machinery itself is the package :mod:`recjudge.judging`.
 """
 
+from typing import TYPE_CHECKING
+
 from .data.trec import Qrel, Qrels, Run, RunRow, read_qrels, read_run, read_runs, write_qrels, write_run
 from .evaluation import measures as _measures  # noqa: F401 - registers CompatHM and recjudge's provider with ir-measures
 from .evaluation.ties.policy import resolve_ties
@@ -14,12 +16,42 @@ from .errors import ConfigError, InputError, MissingExtraError, RecjudgeError
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time __getattr__ serves them
+    from .api import (
+        AblateSettings,
+        AgreementSettings,
+        CompareSettings,
+        EvaluateSettings,
+        FillSettings,
+        SettingsComparisonSettings,
+        TiesSettings,
+        TrainSettings,
+        ablate,
+        agreement,
+        audit_consistency,
+        audit_injection,
+        audit_injection_scan,
+        audit_popularity,
+        audit_position,
+        compare,
+        compare_settings,
+        demo,
+        evaluate,
+        fill,
+        judge,
+        load_collection,
+        split,
+        ties,
+        train,
+    )
+
 # the verbs and their settings, served by __getattr__ from recjudge.api on first use
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "audit_ties", "compare_settings",
+    "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
+    "audit_injection", "demo",
     "CompareSettings", "AgreementSettings", "EvaluateSettings", "FillSettings", "AblateSettings", "TrainSettings",
-    "TiesSettings", "CompareSettingsSettings",
+    "TiesSettings", "SettingsComparisonSettings",
 )
 
 # TREC I/O: the part of recjudge.data.trec a user needs at the top level

@@ -3,8 +3,8 @@
 A command's settings are a :class:`Settings` subclass whose fields each declare, in one place, their
 type, range, default and help (:func:`option`); the command line (:meth:`Settings.add_arguments`,
 :meth:`Settings.from_args`), files (:meth:`Settings.from_file`), protocols
-(:meth:`Settings.from_protocol`) and the Python verbs (:meth:`Settings.signature`) are all built
-from it. Unknown keys are refused, values are checked strictly (``"50"`` is not a number, ``true``
+(:meth:`Settings.from_protocol`) and the Python verbs (:mod:`recjudge.api.verbs`, generated from the
+fields; :meth:`Settings.from_call`) are all built from it. Unknown keys are refused, values are checked strictly (``"50"`` is not a number, ``true``
 is not 1), and every error names the field as the caller wrote it: ``--tie-policy`` on the command
 line, ``key 'tie_policy'`` in a file, ``tie_policy=`` in Python.
 
@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import argparse
 import contextvars
-import functools
-import inspect
 import os
 import typing
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -57,21 +55,26 @@ class Cli(NamedTuple):
 
     flag: str | None = None        # e.g. "--retries" for max_attempts
     metavar: str | None = None
-    nargs: str | None = None       # "+" or "*": several values after one flag
-    action: str | None = None      # "append": the flag repeated
+    nargs: str | None = None       # "+" or "*": several values, after one flag or each after its own
+    action: str | None = None      # an argparse action ("append" is read as nargs="+")
     positional: bool = False
     parse: Callable[[str], Any] | None = None  # command-line text → the value validated
     hidden: bool = False           # not on the command line (Python and files only)
     required: bool = False         # required on the command line although Python may leave it out
+    help: str | None = None        # the --help text (set by option())
 
 
-def option(default: Any = PydanticUndefined, help: str = "", *, cli: Cli = Cli(), **constraints: Any) -> Any:
+def option(default: Any = PydanticUndefined, help: str = "", *, doc: str | None = None, cli: Cli = Cli(),
+           **constraints: Any) -> Any:
     """A settings field: its default, its help (one line, shown by --help with the default), its
-    command-line spelling and pydantic constraints (``ge``, ``le``, ``gt``, ``min_length`` …)."""
+    command-line spelling and pydantic constraints (``ge``, ``le``, ``gt``, ``min_length`` …).
+
+    ``help`` is written for the command line (flags, files); ``doc``, where it differs, for Python
+    (the verb's docstring and the field's description: parameters, objects, ``None``)."""
     if isinstance(default, (list, dict, set)):
         raise TypeError("give sequence defaults as tuples: settings are frozen")
-    info = Field(default, description=help, **constraints)
-    info.metadata.append(cli)
+    info = Field(default, description=doc or help, **constraints)
+    info.metadata.append(cli._replace(help=help))
     return info
 
 
@@ -361,7 +364,10 @@ class Settings(BaseModel, metaclass=_Meta):
                 kwargs["type"] = cli.parse or _parser(info.annotation)
                 if cli.nargs:
                     kwargs["nargs"] = cli.nargs
-                if cli.action:
+                if (cli.nargs or cli.action == "append") and not cli.positional:
+                    # several values, in every command alike: after one flag, or each after its own
+                    kwargs.update(nargs=cli.nargs or "+", action="extend")
+                elif cli.action:
                     kwargs["action"] = cli.action
             if cli.positional:
                 default = argparse.SUPPRESS
@@ -388,55 +394,27 @@ class Settings(BaseModel, metaclass=_Meta):
     # ----------------------------------------------------------------------------- Python verbs
 
     @classmethod
-    def signature(cls, positional: Sequence[str] = (), extra: Sequence[inspect.Parameter] = ()) -> inspect.Signature:
-        """The verb's signature: ``positional`` fields first (positional or keyword), every other field
-        keyword-only with its default, then ``extra`` parameters (e.g. ``progress``) and ``protocol``."""
-        params = []
-        for i, name in enumerate(positional):
-            info = cls.model_fields[name]
-            # a positional parameter before a required one is given by position too (None when unused)
-            later_required = any(cls.model_fields[n].is_required() for n in positional[i + 1:])
-            default = inspect.Parameter.empty if info.is_required() or later_required else info.default
-            params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
-                                            annotation=_readable(info.annotation)))
-        for name, info in cls.model_fields.items():
-            if name in positional:
-                continue
-            default = inspect.Parameter.empty if info.is_required() else info.default
-            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                            annotation=_readable(info.annotation)))
-        params += list(extra)
-        params.append(inspect.Parameter("protocol", inspect.Parameter.KEYWORD_ONLY, default=None))
-        return inspect.Signature(params)
-
-    @classmethod
-    def parameters_doc(cls) -> str:
-        """One line per field for a verb's docstring: name, default and help."""
-        lines = []
-        for name, info in cls.model_fields.items():
-            default = "required" if info.is_required() else f"default {info.default!r}"
-            lines.append(f"    {name} ({default}): {info.description or ''}")
-        lines.append("    protocol (default None): a protocol (e.g. 'penha2025' or a file) whose settings become "
-                     "the defaults; the result names it and every setting that differs")
-        return "\n".join(lines)
+    def from_call(cls, values: Mapping[str, Any], protocol: Any = None):
+        """A verb's settings from its parameters (its ``locals()``, in :mod:`recjudge.api.verbs`). Under a
+        protocol a parameter left at its default follows the protocol: a signature that shows the defaults
+        cannot tell one left alone from one typed out (``from_protocol(protocol, key=default)`` can)."""
+        chosen = {k: v for k, v in values.items() if k in cls.model_fields
+                  and not _left_at_default(cls.model_fields[k], v)}
+        if protocol is None:
+            return cls.build(chosen, spelled=PYTHON)
+        return cls.from_protocol(protocol, spelled=PYTHON, **chosen)
 
 
 # ---------------------------------------------------------------------------------- helpers
 
-def _readable(annotation: Any) -> Any:
-    """A field's type as a reader wants it in a signature: constraints (Annotated) left out."""
-    import types
-
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _readable(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        args = tuple(_readable(a) for a in typing.get_args(annotation))
-        return functools.reduce(lambda a, b: a | b, args)
-    if origin is tuple:
-        args = typing.get_args(annotation)
-        return tuple[tuple(_readable(a) if a is not Ellipsis else a for a in args)] if args else tuple
-    return annotation
+def _left_at_default(info, value: Any) -> bool:
+    """Whether a verb's parameter holds its field's default (a table made by a factory: None), compared
+    within one type only (an input may be a DataFrame, whose ``==`` is no truth value)."""
+    if info.default_factory is not None or info.is_required():
+        return value is None and info.default_factory is not None
+    default = info.default
+    return value is default or (type(value) is type(default) and not isinstance(value, os.PathLike)
+                                and value == default)
 
 
 def _plain(value: Any) -> Any:
@@ -456,7 +434,8 @@ def _choices(annotation: Any) -> tuple | None:
 
 
 def _help(info) -> str:
-    text = (info.description or "").replace("%", "%%")
+    cli = _cli(info)
+    text = (cli.help if cli.help is not None else info.description or "").replace("%", "%%")
     default = info.default
     if info.is_required() or _cli(info).required or "default" in text.lower() or default is None or default == ():
         return text

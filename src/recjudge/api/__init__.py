@@ -9,43 +9,82 @@
 
 The main inputs come first, by position (runs, labels); every other setting is a keyword with the
 default of the command's settings model (``recjudge.CompareSettings`` …), which also builds the
-command line, so ``help(recjudge.compare)`` lists them all. Inputs may be paths (files, folders),
-objects already read (``Run``, ``Qrels``), pandas DataFrames in TREC columns, lists of these or
-``{name: run}`` mappings (:mod:`recjudge.api.inputs`). ``protocol="penha2025"`` starts from a
-protocol's settings; the result names it and every setting that differs. A verb writes files only
-when given an output option (``json``, ``report``, ``out``). Heavy libraries load inside the
-verbs, never on import.
+command line: the verbs are plain functions written from the models (:mod:`recjudge.api.verbs`), so
+``help(recjudge.compare)``, an IDE and a type checker see every parameter. Each verb's work is a
+function of its ready settings here (``compare_with(settings)`` …, the audits' in :mod:`.audit`),
+which the command line calls. A verb is named as its command: ``recjudge compare-settings`` is
+``compare_settings``, ``recjudge audit injection-scan`` is ``audit_injection_scan``. Inputs may be
+paths (files, folders), objects already read (``Run``, ``Qrels``), pandas DataFrames in TREC
+columns, lists of these or ``{name: run}`` mappings (:mod:`recjudge.api.inputs`).
+``protocol="penha2025"`` starts from a protocol's settings; the result names it and every setting
+that differs. A verb writes files only when given an output option (``json``, ``report``, ``out``).
+Heavy libraries load inside the verbs, never on import.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, InputError
 from . import results as _results
+from .audit import (
+    AuditReport,
+    audit_consistency_with,
+    audit_injection_scan_with,
+    audit_injection_with,
+    audit_popularity_with,
+    audit_position_with,
+)
+from .inputs import check_distinct as _distinct
+from .inputs import group_table as _group_table
 from .inputs import is_path as _is_path
 from .inputs import label_sets as _label_sets
+from .inputs import lazy_runs as _lazy_runs
+from .inputs import named_label_sets as _named
 from .inputs import path_inputs as _path_inputs
 from .inputs import qrels_input as _qrels
+from .inputs import read_runs_input as _runs
 from .inputs import run_files as _run_files
-from .inputs import runs_input as _runs_input
+from .inputs import runs_label as _label
+from .inputs import some_ids as _some
+from .inputs import systems_input as _systems
 from .results import AblateReport, JudgeReport, Result, TrainReport
 from .settings import (
     AblateSettings,
     JudgeCommandSettings,
     AgreementSettings,
+    AuditConsistencySettings,
+    AuditInjectionScanSettings,
+    AuditInjectionSettings,
+    AuditPopularitySettings,
+    AuditPositionSettings,
     CompareSettings,
-    CompareSettingsSettings,
     EvaluateSettings,
     FillSettings,
+    SettingsComparisonSettings,
     TiesSettings,
     TrainSettings,
 )
-from .verbs import verb
+from .verbs import (
+    ablate,
+    agreement,
+    audit_consistency,
+    audit_injection,
+    audit_injection_scan,
+    audit_popularity,
+    audit_position,
+    compare,
+    compare_settings,
+    demo,
+    evaluate,
+    fill,
+    judge,
+    ties,
+    train,
+)
 
 if TYPE_CHECKING:
     from ..evaluation.agreement_report import AgreementReport
@@ -53,85 +92,20 @@ if TYPE_CHECKING:
     from ..evaluation.metaeval import CompareResult, EvaluationResult
     from ..evaluation.settings_comparison import SettingsComparison
     from ..evaluation.ties import TieAudit
+    from ..experiments.demo import DemoResult, DemoSettings
 
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "audit_ties", "compare_settings",
+    "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
+    "audit_injection", "demo",
+    "train_with", "judge_with", "evaluate_with", "compare_with", "agreement_with", "fill_with", "ablate_with",
+    "ties_with", "compare_settings_with", "audit_popularity_with", "audit_consistency_with",
+    "audit_injection_scan_with", "audit_position_with", "audit_injection_with", "demo_with",
     "CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings", "TrainSettings",
-    "AblateSettings", "CompareSettingsSettings", "JudgeCommandSettings",
-    "Result", "JudgeReport", "TrainReport", "AblateReport",
+    "AblateSettings", "SettingsComparisonSettings", "JudgeCommandSettings", "AuditPopularitySettings",
+    "AuditConsistencySettings", "AuditInjectionScanSettings", "AuditPositionSettings", "AuditInjectionSettings",
+    "Result", "JudgeReport", "TrainReport", "AblateReport", "AuditReport",
 ]
-
-_PROGRESS = inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None,
-                              annotation="a function of one message, called as the work goes on")
-
-
-def _runs(value, param: str = "runs"):
-    """Runs in memory by name, whatever form they were given in (files are read here)."""
-    memory, files = _runs_input(value, param)
-    if memory is not None:
-        return memory
-    from ..data.trec import read_runs
-
-    return read_runs(files)
-
-
-def _groups(value, files: list | None) -> dict[str, str] | None:
-    """System → group from a file or mapping, else from the sidecars `recjudge train` wrote."""
-    from ..data.groups import groups_from_sidecars, read_groups
-
-    if isinstance(value, Mapping):
-        return dict(value)
-    if value is not None:
-        return read_groups(value)
-    if files is None:
-        return None
-    return groups_from_sidecars(files) or None
-
-
-def _systems(runs, groups):
-    """The runs, their groups and the tie records written beside run files. Runs given as paths come
-    back as run name → file (a folder expanded once, names checked unique), to be read one at a time
-    while scoring; runs given in memory are used as they are."""
-    from ..data.trec import run_paths
-    from ..evaluation.metaeval import export_tie_info
-
-    memory, _ = _runs_input(runs)
-    files = None if memory is not None else _run_files(runs)
-    by_system = _groups(groups, files)
-    if files is None:
-        return memory, by_system, {}
-    return run_paths(files), by_system, export_tie_info(files)
-
-
-def _group_table(scores, groups, source):
-    from ..data.groups import group_means
-
-    if not groups:
-        return None
-    return group_means(scores, groups, os.fspath(source) if _is_path(source) else "groups recorded by train")
-
-
-def _named(reference, candidates) -> tuple[Any, list, dict[str, str]]:
-    """Read reference and candidates; name each by the one naming rule of outputs (paths when given)."""
-
-    from .._io import read_concurrently
-    from ..evaluation.metaeval import label_set_names
-
-    items = [reference, *candidates]
-    params = ["reference", *(f"candidates[{i}]" for i in range(len(candidates)))]
-    qrels = read_concurrently(lambda pair: _qrels(pair[0], pair[1]), list(zip(items, params)))
-    paths = [os.fspath(v) if _is_path(v) else q.name for v, q in zip(items, qrels)]
-    names = label_set_names([q.name for q in qrels], paths)
-    named = [q.renamed(n) for q, n in zip(qrels, names)]
-    return named[0], named[1:], dict(zip(names, paths))
-
-
-def _distinct(candidates: list, option: str = "candidates") -> None:
-    keys = [os.fspath(c) if _is_path(c) else id(c) for c in candidates]
-    if len(set(keys)) != len(keys):
-        raise ConfigError(f"the same {option} path is given twice; give each label set once")
-
 
 # ------------------------------------------------------------------------------------------ data
 
@@ -154,12 +128,7 @@ def split(collection, method: str = "global_time", **options):
 
 # --------------------------------------------------------------------------------------- systems
 
-_VERBOSE = inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False,
-                             annotation="RecBole's own log on the console")
-
-
-@verb(TrainSettings, ("collection",), extra=(_PROGRESS, _VERBOSE))
-def train(s: TrainSettings, progress=None, verbose: bool = False) -> TrainReport:
+def train_with(s: TrainSettings, progress=None, verbose: bool = False) -> TrainReport:
     """Train a grid of systems and write tie-free top-k runs (``recjudge train``); ``collection`` may be a
     name, a path, a Collection or a Split."""
     from .._io import check_output_dir
@@ -227,85 +196,30 @@ def _pairs_given(value) -> bool:
                                                        and all(isinstance(x, str) for x in p)) for p in items)
 
 
-@verb(JudgeCommandSettings, ("runs", "collection"), extra=(_PROGRESS,))
-def judge(s: JudgeCommandSettings, progress=None) -> JudgeReport:
+def judge_with(s: JudgeCommandSettings, progress=None) -> JudgeReport:
     """Judge the pairs of runs (their top-``depth``, or ``per_user`` items each), the items of a
     ``reference`` qrels, or (user, item) pairs given as ``runs`` (``recjudge judge``). The judge's own
     settings (``model``, ``fields``, ``profile_size`` …) are :class:`~recjudge.judging.JudgeSettings`'.
     Writes the qrels, a judgments log and a summary when ``out`` is given."""
     from pathlib import Path
 
-    from .._io import check_outputs
-    from ..data.collections import Collection, read_collection_config
-    from ..judging import judge_pairs, output_paths, read_topics, select_pairs
+    from ..judging import judge_pairs, read_topics
     from ..judging.client import quiet_http_loggers
 
     quiet_http_loggers()
     config = s.judge_settings()
-    given_pairs = _pairs_given(s.runs)
     out = Path(s.out) if s.out is not None else None
     cache = s.cache if config.judge == "openai" else None
     if out is not None and not config.dry_run:  # a dry run writes nothing
-        # every output is checked before any work: no LLM call is paid for and then lost to an
-        # unwritable path, and no input (a run, the template, the prices) is overwritten
-        judgments, summary = output_paths(out)
-        inputs = [*([] if given_pairs else _path_inputs(s.runs)), s.collection_config, s.topics, config.prices,
-                  *_path_inputs(s.only_unjudged), *(() if s.reference == "collection" else _path_inputs(s.reference))]
-        inputs += [p for p in (s.collection, config.prompt) if _is_path(p) and Path(p).exists()]
-        check_outputs({"--out": out, "--judgments": s.judgments or judgments, "summary": summary, "--cache": cache},
-                      inputs=[i for i in inputs if i])
-    if isinstance(s.collection, Collection):
-        collection = s.collection
-    else:
-        options = read_collection_config(s.collection_config) if s.collection_config else {}
-        collection = load_collection(s.collection, **options)
+        _check_judge_outputs(s, out, cache, config)
+    collection = _judge_collection(s)
     history = s.history
     if history is None and s.topics is None and s.split != "none":
         from ..data.splits import make_split
 
         history = make_split(collection, s.split).history()
     say = progress or (lambda m: None)
-    if given_pairs:
-        pairs = tuple(sorted({(str(q), str(d)) for q, d in s.runs}))
-        source = "the pairs given"
-    else:
-        reference = None
-        if s.reference == "collection":
-            if collection.qrels is None:
-                raise ConfigError(f"collection {collection.name!r} has no human qrels for reference 'collection'")
-            reference = collection.qrels
-        elif s.reference is not None:
-            reference = _qrels(s.reference, "reference")
-        runs = _runs(s.runs) if s.runs is not None else {}
-        only = _qrels(s.only_unjudged, "only_unjudged") if s.only_unjudged is not None else None
-        users = None
-        if reference is not None:
-            judged_users = set(reference.qids)
-            if runs:
-                # the runs say whose rankings are evaluated: users of the reference no run ranks are not judged
-                users = {q for run in runs.values() for q in run.qids}
-                say(f"reference: {len(judged_users & users):,} of its {len(judged_users):,} users are ranked by "
-                    "the runs; only they are judged")
-            else:
-                say(f"reference: judging every one of its {len(judged_users):,} users (no runs restrict them to "
-                    "the users the runs rank)")
-        pairs = select_pairs(runs if reference is None else (), depth=s.depth, per_user=s.per_user,
-                             reference=reference, only_unjudged=only, seed=s.seed, tie_policy=s.tie_policy,
-                             users=users)
-        source = (f"the runs {_label(s.runs)}" if reference is None else
-                  f"the qrels {s.reference if _is_path(s.reference) else reference.name}")
-        if reference is not None and s.depth is not None:
-            # the demo's design: the runs' depth-D pool, plus K reference items per user beside it
-            pool = select_pairs(runs, depth=s.depth, only_unjudged=only, seed=s.seed, tie_policy=s.tie_policy)
-            say(f"pool: {len(pool):,} pairs of the runs' top-{s.depth}, beside {len(pairs):,} sampled from the "
-                "reference")
-            pairs = tuple(sorted(set(pairs) | set(pool)))
-            source = f"the runs {_label(s.runs)} and {source}"
-        if not pairs:
-            judged = os.fspath(s.only_unjudged) if _is_path(s.only_unjudged) else "the qrels given"
-            raise ConfigError(f"{source} select no (query, item) pair to judge"
-                              + (f" once the pairs judged in {judged} are left out" if only is not None else "")
-                              + f"; check {s.name_of('depth')}/{s.name_of('per_user')} and the inputs")
+    pairs, source = _judge_pairs(s, collection, say)
     topics = read_topics(s.topics) if s.topics else None
     if topics is not None and not {p[0] for p in pairs} & set(topics):
         raise ConfigError(f"no query of the topics file {s.topics} is a query of {source} (topics {_some(topics)}; "
@@ -321,10 +235,63 @@ def judge(s: JudgeCommandSettings, progress=None) -> JudgeReport:
     return JudgeReport(result, paths, settings=s)
 
 
+def _check_judge_outputs(s: JudgeCommandSettings, out, cache, config) -> None:
+    """Every output checked before any work: no LLM call is paid for and then lost to an unwritable
+    path, and no input (a run, the template, the prices) is overwritten."""
+    from pathlib import Path
+
+    from .._io import check_outputs
+    from ..judging import output_paths
+
+    judgments, summary = output_paths(out)
+    inputs = [*([] if _pairs_given(s.runs) else _path_inputs(s.runs)), s.collection_config, s.topics, config.prices,
+              *_path_inputs(s.only_unjudged), *(() if s.reference == "collection" else _path_inputs(s.reference))]
+    inputs += [p for p in (s.collection, config.prompt) if _is_path(p) and Path(p).exists()]
+    check_outputs({"--out": out, "--judgments": s.judgments or judgments, "summary": summary, "--cache": cache},
+                  inputs=[i for i in inputs if i])
+
+
+def _judge_collection(s: JudgeCommandSettings):
+    from ..data.collections import Collection, read_collection_config
+
+    if isinstance(s.collection, Collection):
+        return s.collection
+    options = read_collection_config(s.collection_config) if s.collection_config else {}
+    return load_collection(s.collection, **options)
+
+
+def _judge_pairs(s: JudgeCommandSettings, collection, say) -> tuple[tuple, str]:
+    """The pairs to judge and how to name where they came from (in errors)."""
+    from ..judging.select import judge_selection
+
+    if _pairs_given(s.runs):
+        return tuple(sorted({(str(q), str(d)) for q, d in s.runs})), "the pairs given"
+    reference = None
+    if s.reference == "collection":
+        if collection.qrels is None:
+            raise ConfigError(f"collection {collection.name!r} has no human qrels for reference 'collection'")
+        reference = collection.qrels
+    elif s.reference is not None:
+        reference = _qrels(s.reference, "reference")
+    runs = _runs(s.runs) if s.runs is not None else {}
+    only = _qrels(s.only_unjudged, "only_unjudged") if s.only_unjudged is not None else None
+    pairs = judge_selection(runs, reference, depth=s.depth, per_user=s.per_user, only_unjudged=only, seed=s.seed,
+                            tie_policy=s.tie_policy, say=say)
+    source = (f"the runs {_label(s.runs)}" if reference is None else
+              f"the qrels {s.reference if _is_path(s.reference) else reference.name}")
+    if reference is not None and s.depth is not None:
+        source = f"the runs {_label(s.runs)} and {source}"
+    if not pairs:
+        judged = os.fspath(s.only_unjudged) if _is_path(s.only_unjudged) else "the qrels given"
+        raise ConfigError(f"{source} select no (query, item) pair to judge"
+                          + (f" once the pairs judged in {judged} are left out" if only is not None else "")
+                          + f"; check {s.name_of('depth')}/{s.name_of('per_user')} and the inputs")
+    return pairs, source
+
+
 # ------------------------------------------------------------------------------------ evaluation
 
-@verb(EvaluateSettings, ("runs", "qrels"))
-def evaluate(s: EvaluateSettings) -> EvaluationResult:
+def evaluate_with(s: EvaluateSettings) -> EvaluationResult:
     """Score and rank systems under one label set (``recjudge evaluate``)."""
     from .._io import check_output_dir, check_outputs, write_json
     from ..evaluation.metaeval import evaluate as score
@@ -353,8 +320,7 @@ def evaluate(s: EvaluateSettings) -> EvaluationResult:
     return report
 
 
-@verb(CompareSettings, ("runs", "reference", "candidates"))
-def compare(s: CompareSettings) -> CompareResult:
+def compare_with(s: CompareSettings) -> CompareResult:
     """Compare system rankings under a reference and candidate label sets (``recjudge compare``)."""
     from .._io import check_output_dir, check_outputs, write_json
     from ..evaluation.metaeval import compare as rank_agreement
@@ -387,8 +353,7 @@ def compare(s: CompareSettings) -> CompareResult:
     return report
 
 
-@verb(AgreementSettings, ("reference", "candidates"))
-def agreement(s: AgreementSettings) -> AgreementReport:
+def agreement_with(s: AgreementSettings) -> AgreementReport:
     """Item-level agreement of each candidate with the reference (``recjudge agreement``)."""
     from .._io import check_outputs, write_json
     from ..evaluation.agreement import agreement as item_agreement
@@ -416,8 +381,7 @@ def agreement(s: AgreementSettings) -> AgreementReport:
     return report
 
 
-@verb(FillSettings, ("human", "llm", "runs"))
-def fill(s: FillSettings) -> FillReport:
+def fill_with(s: FillSettings) -> FillReport:
     """Calibrate LLM labels, fill the unjudged top-k of human qrels, compare scenarios (``recjudge fill``)."""
     from .._io import check_outputs, write_json
     from ..evaluation.calibration import calibrate, fill_gaps, scenarios, sources_path, validate_fill, write_filled
@@ -451,8 +415,7 @@ def fill(s: FillSettings) -> FillReport:
     return report
 
 
-@verb(TiesSettings, ("runs", "qrels"))
-def audit_ties(s: TiesSettings) -> TieAudit:
+def ties_with(s: TiesSettings) -> TieAudit:
     """Tie prevalence, every tie treatment and the permutation test (``recjudge ties``)."""
     from .._io import check_outputs, read_text, write_json
     from ..evaluation.ties import audit_ties as audit
@@ -488,25 +451,7 @@ def audit_ties(s: TiesSettings) -> TieAudit:
     return report
 
 
-def _lazy_runs(files: list):
-    """Runs read one at a time, so a folder of large runs is audited in bounded memory."""
-    import logging
-
-    from ..data.trec import read_run, run_paths
-
-    by_name = run_paths(files)  # names checked unique before the first run is read
-    log = logging.getLogger("recjudge.evaluation.ties")
-
-    def lazily():
-        for i, (name, f) in enumerate(by_name.items(), start=1):
-            log.debug("auditing %s (%d/%d)", f, i, len(by_name))  # -v: one line per run is noise at 63 runs
-            yield read_run(f, name=name)
-
-    return lazily()
-
-
-@verb(CompareSettingsSettings, ("runs_a", "qrels_a", "runs_b", "qrels_b"))
-def compare_settings(s: CompareSettingsSettings) -> SettingsComparison:
+def compare_settings_with(s: SettingsComparisonSettings) -> SettingsComparison:
     """The same systems ranked in two settings, e.g. historical vs Cranfield (``recjudge compare-settings``)."""
     from .._io import check_outputs, write_json
     from ..evaluation.settings_comparison import compare_settings as correlate
@@ -521,22 +466,9 @@ def compare_settings(s: CompareSettingsSettings) -> SettingsComparison:
     return result
 
 
-def _some(ids, n: int = 3) -> str:
-    """A few ids, sorted, for an error message."""
-    ids = sorted(ids)
-    return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
-
-
-def _label(runs) -> str:
-    """How a setting's runs are named in the output: their paths, or how many were given in memory."""
-    memory, files = _runs_input(runs)
-    return f"{len(memory)} runs in memory" if memory is not None else ", ".join(map(str, files))
-
-
 # ----------------------------------------------------------------------------------- experiments
 
-@verb(AblateSettings, ("experiment",), extra=(_PROGRESS,))
-def ablate(s: AblateSettings, progress=None) -> AblateReport:
+def ablate_with(s: AblateSettings, progress=None) -> AblateReport:
     """Run an experiment file's judge variants against the reference (``recjudge ablate``)."""
     from ..experiments.ablate import RESULT_FILES, load_experiment, run_experiment, with_settings
 
@@ -545,3 +477,11 @@ def ablate(s: AblateSettings, progress=None) -> AblateReport:
     rows = run_experiment(exp, dry_run=s.dry_run, progress=progress, protocol=s.protocol)
     paths = {} if s.dry_run else {name: exp.out / name for name in RESULT_FILES}
     return AblateReport(exp, tuple(rows), s.dry_run, paths, settings=s)
+
+
+def demo_with(s: DemoSettings, progress=None) -> DemoResult:
+    """The whole pipeline on MovieLens-100K, offline unless an LLM is asked for (``recjudge demo``)."""
+    from ..experiments.demo import run_demo
+
+    return run_demo(s, progress=progress)
+

@@ -17,7 +17,9 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["is_path", "path_list", "runs_input", "run_files", "qrels_input", "label_sets", "path_inputs"]
+__all__ = ["is_path", "path_list", "runs_input", "run_files", "qrels_input", "label_sets", "path_inputs",
+           "read_runs_input", "system_groups", "systems_input", "group_table", "named_label_sets", "check_distinct",
+           "lazy_runs", "some_ids", "runs_label"]
 
 
 
@@ -187,3 +189,99 @@ def path_inputs(*values: Any) -> list:
             continue
         out += [p for p in ([v] if is_path(v) else v if isinstance(v, (list, tuple)) else []) if is_path(p)]
     return out
+
+
+def read_runs_input(value, param: str = "runs"):
+    """Runs in memory by name, whatever form they were given in (files are read here)."""
+    memory, files = runs_input(value, param)
+    if memory is not None:
+        return memory
+    from ..data.trec import read_runs
+
+    return read_runs(files)
+
+
+def system_groups(value, files: list | None) -> dict[str, str] | None:
+    """System → group from a file or mapping, else from the sidecars `recjudge train` wrote."""
+    from ..data.groups import groups_from_sidecars, read_groups
+
+    if isinstance(value, Mapping):
+        return dict(value)
+    if value is not None:
+        return read_groups(value)
+    if files is None:
+        return None
+    return groups_from_sidecars(files) or None
+
+
+def systems_input(runs, groups):
+    """The runs, their groups and the tie records written beside run files. Runs given as paths come
+    back as run name → file (a folder expanded once, names checked unique), to be read one at a time
+    while scoring; runs given in memory are used as they are."""
+    from ..data.trec import run_paths
+    from ..evaluation.metaeval import export_tie_info
+
+    memory, _ = runs_input(runs)
+    files = None if memory is not None else run_files(runs)
+    by_system = system_groups(groups, files)
+    if files is None:
+        return memory, by_system, {}
+    return run_paths(files), by_system, export_tie_info(files)
+
+
+def group_table(scores, groups, source):
+    from ..data.groups import group_means
+
+    if not groups:
+        return None
+    return group_means(scores, groups, os.fspath(source) if is_path(source) else "groups recorded by train")
+
+
+def named_label_sets(reference, candidates) -> tuple[Any, list, dict[str, str]]:
+    """Read reference and candidates; name each by the one naming rule of outputs (paths when given)."""
+
+    from .._io import read_concurrently
+    from ..evaluation.metaeval import label_set_names
+
+    items = [reference, *candidates]
+    params = ["reference", *(f"candidates[{i}]" for i in range(len(candidates)))]
+    qrels = read_concurrently(lambda pair: qrels_input(pair[0], pair[1]), list(zip(items, params)))
+    paths = [os.fspath(v) if is_path(v) else q.name for v, q in zip(items, qrels)]
+    names = label_set_names([q.name for q in qrels], paths)
+    named = [q.renamed(n) for q, n in zip(qrels, names)]
+    return named[0], named[1:], dict(zip(names, paths))
+
+
+def check_distinct(candidates: list, option: str = "candidates") -> None:
+    keys = [os.fspath(c) if is_path(c) else id(c) for c in candidates]
+    if len(set(keys)) != len(keys):
+        raise ConfigError(f"the same {option} path is given twice; give each label set once")
+
+
+def lazy_runs(files: list):
+    """Runs read one at a time, so a folder of large runs is audited in bounded memory."""
+    import logging
+
+    from ..data.trec import read_run, run_paths
+
+    by_name = run_paths(files)  # names checked unique before the first run is read
+    log = logging.getLogger("recjudge.evaluation.ties")
+
+    def lazily():
+        for i, (name, f) in enumerate(by_name.items(), start=1):
+            log.debug("auditing %s (%d/%d)", f, i, len(by_name))  # -v: one line per run is noise at 63 runs
+            yield read_run(f, name=name)
+
+    return lazily()
+
+
+def some_ids(ids, n: int = 3) -> str:
+    """A few ids, sorted, for an error message."""
+    ids = sorted(ids)
+    return ", ".join(ids[:n]) + (", ..." if len(ids) > n else "")
+
+
+def runs_label(runs) -> str:
+    """How a setting's runs are named in the output: their paths, or how many were given in memory."""
+    memory, files = runs_input(runs)
+    return f"{len(memory)} runs in memory" if memory is not None else ", ".join(map(str, files))

@@ -1,13 +1,13 @@
-"""Every evaluation command's settings: one frozen model each, the single declaration of its options.
+"""Every command's settings: one frozen model each, the single declaration of its options.
 
 The command line (``recjudge compare --help``), protocol files (``[compare]`` in a protocol) and the
 Python verbs (``recjudge.compare(runs, reference, candidates, measures=…)``) are built from these
-models; see :mod:`recjudge.settings` for how.
+models; see :mod:`recjudge.settings` for how. The judge and audit commands' models live in
+:mod:`recjudge.api.judge_settings` and are listed here too.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator, model_validator
@@ -31,11 +31,19 @@ from ..settings import (
     checked,
     option,
 )
+from .judge_settings import (
+    AuditConsistencySettings,
+    AuditInjectionSettings,
+    AuditPopularitySettings,
+    AuditPositionSettings,
+    AuditInjectionScanSettings,
+    JudgeCommandSettings,
+)
 
 __all__ = ["CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings",
-           "JudgeCommandSettings", "AuditPopularitySettings", "AuditConsistencySettings", "AuditScanSettings",
+           "JudgeCommandSettings", "AuditPopularitySettings", "AuditConsistencySettings", "AuditInjectionScanSettings",
            "AuditPositionSettings", "AuditInjectionSettings",
-           "TrainSettings", "AblateSettings", "CompareSettingsSettings", "DEFAULT_MEASURE_STRING",
+           "TrainSettings", "AblateSettings", "SettingsComparisonSettings", "DEFAULT_MEASURE_STRING",
            "MAX_SEED", "MAX_COUNT", "MAX_THREADS", "MAX_EPOCHS", "Seed", "Count", "Positive"]
 
 DEFAULT_MEASURE_STRING = ",".join(DEFAULT_MEASURES)
@@ -51,6 +59,8 @@ _TIE_NOTE_HELP = ("print one line on how far ties could move the result (the oth
                   "0: whenever one does; 1: off, nothing computed)")
 _GROUPS_HELP = ("'system group' per line (e.g. pooled / non-pooled): every measure averaged per group "
                 "(default: the groups `recjudge train` recorded beside the runs, if any)")
+_GROUPS_DOC = ("a file of 'system group' lines or a {system: group} mapping (e.g. pooled / non-pooled): every "
+               "measure averaged per group (default: the groups `recjudge train` recorded beside run files, if any)")
 _JSON_HELP = "write the result as JSON (default: none)"
 _REPORT_HELP = "write report.md, report.html and the figures into DIR (default: none)"
 
@@ -99,6 +109,16 @@ class _Measured(Settings):
         return self
 
 
+# the main inputs: files on the command line; in Python also objects already read (recjudge.api.inputs)
+_RUNS_HELP = "run files (TREC, a table with a header, or ranx JSON; .gz too) or folders of them"
+_RUNS_DOC = ("run files or folders, Runs, DataFrames (qid, docid, score), a list of these or a {name: run} "
+             "mapping")
+_LABELS_DOC = "a qrels path, a Qrels or a DataFrame (qid, docid, label)"
+_CANDIDATES_HELP = "candidate labels (e.g. LLM): one or more qrels files, after one --candidate or each after its own"
+_CANDIDATES_DOC = ("candidate labels (e.g. LLM): a qrels path, Qrels or DataFrame, a list of them, or a "
+                   "{name: labels} mapping (each named by its key)")
+_CANDIDATE_CLI = Cli(flag="--candidate", nargs="+", metavar="QRELS")
+
 _BASELINES_HELP = ("trivial judges on each candidate's own pairs, shown beside it (constant: its most frequent "
                    "label; random: its labels shuffled, mean of N draws; popularity: its labels by item "
                    "popularity); N = the random draws (0: no trivial judges)")
@@ -106,12 +126,10 @@ _BASELINES_HELP = ("trivial judges on each candidate's own pairs, shown beside i
 
 class CompareSettings(_Measured):
     command: ClassVar[str] = "compare"
-    runs: Inputs = option(help="run files or folders, Runs, a {name: run} mapping or DataFrames",
-                          cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
-    reference: Inputs = option(help="reference labels (e.g. human): a qrels path, Qrels or DataFrame",
-                               cli=Cli(metavar="QRELS"))
-    candidates: Inputs = option(help="candidate labels (e.g. LLM); repeat for several",
-                                cli=Cli(flag="--candidate", action="append", metavar="QRELS"))
+    runs: Inputs = option(help=_RUNS_HELP, doc=_RUNS_DOC, cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    reference: Inputs = option(help="reference labels (e.g. human): a qrels file",
+                               doc=f"reference labels (e.g. human): {_LABELS_DOC}", cli=Cli(metavar="QRELS"))
+    candidates: Inputs = option(help=_CANDIDATES_HELP, doc=_CANDIDATES_DOC, cli=_CANDIDATE_CLI)
     measures: str = option(DEFAULT_MEASURE_STRING, _MEASURES_HELP)
     queries: Literal["own", "shared"] | None = option(
         None, "own: each label set over the users it judges; shared: only users judged by both (default: own, "
@@ -125,9 +143,10 @@ class CompareSettings(_Measured):
                                                "never the rankings")
     ci_method: Literal[tuple(TAU_METHODS)] = option(
         DEFAULT_TAU_METHOD, f"τ confidence interval ({DEFAULT_TAU_METHOD}: "
-        f"{TAU_METHODS[DEFAULT_TAU_METHOD].description}; the closest to 95% coverage of the population τ in "
-        "benchmarks/bench_tau_ci.py; the others are there for comparison)")
-    groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
+        f"{TAU_METHODS[DEFAULT_TAU_METHOD].description}; of these, the closest to 95% coverage of the population "
+        "τ in recjudge's coverage benchmark, see the Statistics page of the docs; the others are there for "
+        "comparison)")
+    groups: Inputs = option(None, _GROUPS_HELP, doc=_GROUPS_DOC, cli=Cli(metavar="FILE"))
     baselines: Count = option(DEFAULT_DRAWS, _BASELINES_HELP, cli=Cli(metavar="N"))
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
     report: PathText | None = option(None, _REPORT_HELP, cli=Cli(metavar="DIR"))
@@ -136,17 +155,16 @@ class CompareSettings(_Measured):
 
 class EvaluateSettings(_Measured):
     command: ClassVar[str] = "evaluate"
-    runs: Inputs = option(help="run files or folders, Runs, a {name: run} mapping or DataFrames",
-                          cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
-    qrels: Inputs = option(help="the labels to score the runs with: a qrels path, Qrels or DataFrame",
-                           cli=Cli(metavar="QRELS"))
+    runs: Inputs = option(help=_RUNS_HELP, doc=_RUNS_DOC, cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    qrels: Inputs = option(help="the labels to score the runs with: a qrels file",
+                           doc=f"the labels to score the runs with: {_LABELS_DOC}", cli=Cli(metavar="QRELS"))
     measures: str = option(DEFAULT_MEASURE_STRING, _MEASURES_HELP + "; systems are ranked by the first "
                                                    "that is not a coverage measure (Judged)")
     rel: Positive | None = option(None, _REL_HELP, cli=Cli(metavar="N"))
     tie_policy: TiePolicy = option("trec_eval", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy")
     tie_note: float = option(0.01, _TIE_NOTE_HELP, ge=0, le=1, cli=Cli(metavar="SHARE"))
-    groups: Inputs = option(None, _GROUPS_HELP, cli=Cli(metavar="FILE"))
+    groups: Inputs = option(None, _GROUPS_HELP, doc=_GROUPS_DOC, cli=Cli(metavar="FILE"))
     per_query: PathText | None = option(
         None, "write every user's score per run and measure as TSV rows run, query, measure, value (trec_eval -q) "
               "to PATH, or - for stdout (the table then goes to stderr); with --json the rows are in the JSON too; a "
@@ -160,10 +178,9 @@ class EvaluateSettings(_Measured):
 
 class AgreementSettings(Settings):
     command: ClassVar[str] = "agreement"
-    reference: Inputs = option(help="reference labels (e.g. human): a qrels path, Qrels or DataFrame",
-                               cli=Cli(metavar="QRELS"))
-    candidates: Inputs = option(help="candidate labels (e.g. LLM), one or more",
-                                cli=Cli(flag="--candidate", nargs="+", metavar="QRELS"))
+    reference: Inputs = option(help="reference labels (e.g. human): a qrels file",
+                               doc=f"reference labels (e.g. human): {_LABELS_DOC}", cli=Cli(metavar="QRELS"))
+    candidates: Inputs = option(help=_CANDIDATES_HELP, doc=_CANDIDATES_DOC, cli=_CANDIDATE_CLI)
     missing: Literal["zero", "drop"] | None = option(
         None, "a reference pair the candidate lacks: zero counts it as label 0 (the LLMJudge convention), drop "
               "leaves it out (default: zero while at most 1% of the pairs are missing, else refused until you "
@@ -185,12 +202,15 @@ class AgreementSettings(Settings):
 
 class FillSettings(Settings):
     command: ClassVar[str] = "fill"
-    human: Inputs = option(help="human (reference) qrels", cli=Cli(metavar="QRELS"))
-    llm: Inputs = option(help="LLM qrels covering the pool", cli=Cli(metavar="QRELS"))
-    runs: Inputs = option(help="run files or folders: their top-k is the pool to fill",
-                          cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
-    out: PathText | None = option(None, "mixed qrels to write (+ .sources.tsv); in Python, leave it out to write "
-                                   "nothing", cli=Cli(metavar="QRELS", required=True))
+    human: Inputs = option(help="human (reference) qrels", doc=f"human (reference) labels: {_LABELS_DOC}",
+                           cli=Cli(metavar="QRELS"))
+    llm: Inputs = option(help="LLM qrels covering the pool", doc=f"LLM labels covering the pool: {_LABELS_DOC}",
+                         cli=Cli(metavar="QRELS"))
+    runs: Inputs = option(help=_RUNS_HELP + ": their top-k is the pool to fill",
+                          doc=_RUNS_DOC + ": their top-k is the pool to fill", cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    out: PathText | None = option(None, "mixed qrels to write (+ .sources.tsv)",
+                                  doc="mixed qrels to write (+ .sources.tsv) (default: None, nothing written)",
+                                  cli=Cli(metavar="QRELS", required=True))
     k: Positive = option(100, "fill the top-k of every run")
     min_overlap: Count = option(30, "an LLM grade with fewer shared pairs cannot be calibrated")
     allow_weak_calibration: bool = option(False, "fill even when the calibration cannot calibrate (too few "
@@ -237,9 +257,13 @@ def _cutoffs(text: str) -> tuple[int, ...]:
 
 class TiesSettings(_Measured):
     command: ClassVar[str] = "ties"
-    runs: Inputs = option((), "run files (.run/.txt/.trec, optionally .gz) or folders",
-                          cli=Cli(nargs="*", metavar="RUN", positional=True))
+    runs: Inputs = option((), _RUNS_HELP + " (default: none, allowed with --sampled-candidates only: every "
+                                           "candidate then scores 0)",
+                          doc=_RUNS_DOC + " (default: none, allowed with sampled_candidates only: every candidate "
+                                          "then scores 0)",
+                          cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
     qrels: Inputs = option(None, "relevance labels (default: none, and only prevalence is shown)",
+                           doc=f"relevance labels, {_LABELS_DOC} (default: none, and only prevalence is shown)",
                            cli=Cli(metavar="QRELS"))
     measures: str | None = option(None, 'comma-separated ir-measures names, Hit@k = Success@k (default with '
                                         '--qrels: "Hit@10,nDCG@10,nDCG@100")', cli=Cli(metavar="LIST"))
@@ -289,7 +313,8 @@ class TiesSettings(_Measured):
 
 class TrainSettings(Settings):
     command: ClassVar[str] = "train"
-    collection: Inputs = option("ml-100k", "registered name or path (or a Collection or Split in Python)")
+    collection: Inputs = option("ml-100k", "registered name or path",
+                                doc="a registered name, a path, a Collection or a Split")
     collection_config: PathText | None = option(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
                                                  "database-movies.csv (default: none)", cli=Cli(metavar="TOML"))
     grid: str = option("quick", "system grid: quick, all18, paper52, penha2025-defaults or a grid file (TOML with "
@@ -382,7 +407,7 @@ class TrainSettings(Settings):
 
 class AblateSettings(Settings):
     command: ClassVar[str] = "ablate"
-    experiment: Inputs = option(help="the experiment file (TOML), or an Experiment in Python",
+    experiment: Inputs = option(help="the experiment file (TOML)", doc="the experiment file (TOML) or an Experiment",
                                 cli=Cli(metavar="EXPERIMENT.toml", positional=True))
     dry_run: bool = option(False, "count calls and estimated input tokens per variant; call nothing")
     experiments: Positive | None = option(
@@ -397,7 +422,7 @@ class AblateSettings(Settings):
                                        cli=Cli(metavar="K"))
 
 
-class CompareSettingsSettings(_Measured):
+class SettingsComparisonSettings(_Measured):
     command: ClassVar[str] = "compare-settings"
     runs_a: Inputs = option(help="runs of setting A (e.g. trained on a historical split)",
                             cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
@@ -409,208 +434,3 @@ class CompareSettingsSettings(_Measured):
     tie_policy: TiePolicy = option("trec_eval", _TIE_HELP)
     seed: Seed = option(0, "seed for the hash tie policy")
     json: PathText | None = option(None, _JSON_HELP, cli=Cli(metavar="PATH"))
-
-
-
-def is_path(value: Any) -> bool:
-    return isinstance(value, (str, os.PathLike))
-
-
-# ----------------------------------------------------------------------------------------- judge
-
-def _judge_settings():
-    from ..judging.config import JudgeSettings
-
-    return JudgeSettings
-
-
-def _param(text: str) -> str:
-    """``KEY=VALUE`` as the command line gives it; the value is read as JSON when it parses."""
-    import argparse
-
-    key, sep, _ = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return text
-
-
-def parse_params(items) -> dict[str, Any]:
-    """``("top_p=0.9", ...)`` → ``{"top_p": 0.9, ...}`` (values read as JSON when they parse)."""
-    import json
-
-    out = {}
-    for text in items:
-        key, _, value = str(text).partition("=")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
-from ..judging.config import JudgeSettings  # noqa: E402  (the judge command extends the judge's settings)
-
-
-class JudgeCommandSettings(JudgeSettings):
-    """``recjudge judge``: what to judge, where the answers go, and every judge setting."""
-
-    command: ClassVar[str] = "judge"
-    runs: Inputs = option(None, "run files or folders (or Runs, DataFrames) whose pairs to judge; in Python also "
-                                "(user, item) pairs (default: none; then --reference with --per-user selects the "
-                                "pairs)", cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
-    collection: Inputs = option(help="collection with item metadata and rated histories (e.g. ml-100k), or a "
-                                     "Collection", cli=Cli(metavar="NAME_OR_PATH"))
-    collection_config: PathText | None = option(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
-                                                      "database-movies.csv (default: none, the loader's own)",
-                                                cli=Cli(metavar="TOML"))
-    split: str = option("global_time", "profiles come from the split's training (+validation) part; 'none' uses "
-                                       "every interaction (as recjudge train)")
-    history: Any = option(None, "the interactions shown as profiles, in Python (default: from --split)",
-                          cli=Cli(hidden=True))
-    topics: PathText | None = option(None, "queries as profiles: 'qid<TAB>text' lines or JSONL (use --prompt "
-                                           "relevance; default: none, users' rated histories are the profiles)",
-                                     cli=Cli(metavar="FILE"))
-    depth: Positive | None = option(None, "union of every run's top-D; with --reference, judged beside the sampled "
-                                          "items (default: all ranked, or none with --reference)",
-                                    cli=Cli(metavar="D"))
-    per_user: Positive | None = option(None, "K items per user, sampled with --seed (default: every selected item)",
-                                       cli=Cli(metavar="K"))
-    reference: Inputs = option(None, "with --per-user: sample from the items these qrels judge ('collection': its "
-                                     "human qrels); with --runs, only the users the runs rank (default: none)",
-                               cli=Cli(metavar="QRELS"))
-    only_unjudged: Inputs = option(None, "skip pairs these qrels already judge (default: none, every selected pair)",
-                                   cli=Cli(metavar="QRELS"))
-    tie_policy: TiePolicy = option("trec_eval", "orders tied scores before the depth cut (default trec_eval: docid descending)")
-    temperature: float | None = option(None, "sampling temperature, 0-2 (default: not sent, so the server's own "
-                                             "applies: 1 on OpenAI, 0.8 on llama-cpp-python; the summary says which)",
-                                       ge=0, le=2, cli=Cli(metavar="T"))
-    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = option(
-        None, "a reasoning model's effort (default: not sent, the model's own); kinds that ignore it are reported")
-    max_tokens: Positive | None = option(None, "the answer's token cap, sent under the name the endpoint's kind "
-                                               "honours: max_completion_tokens to OpenAI, max_tokens to local "
-                                               "servers (default: none)", cli=Cli(metavar="N"))
-    param: tuple[str, ...] = option((), "another generation parameter (JSON value), e.g. top_p=0.9; repeat it "
-                                        "(default: none)", cli=Cli(action="append", metavar="KEY=VALUE", parse=_param))
-    out: PathText | None = option(None, "qrels to write, e.g. qrels/NAME.qrels (beside it NAME.judgments.jsonl and "
-                                        "NAME.summary.json); in Python, leave it out to write nothing",
-                                  cli=Cli(metavar="QRELS", required=True))
-    judgments: PathText | None = option(None, "judgment log (default: NAME.judgments.jsonl beside --out)",
-                                        cli=Cli(metavar="JSONL"))
-    cache: PathText | None = option(".recjudge-cache/judge.sqlite", "answer cache of LLM judges; re-runs resume "
-                                                                    "from it (None in Python: answers kept in "
-                                                                    "memory only)", cli=Cli(metavar="SQLITE"))
-    name: str | None = option(None, "the qrels' name (default: --out's file name, else 'judge')", cli=Cli(hidden=True))
-
-    @field_validator("split")
-    @classmethod
-    def _check_split(cls, value: str) -> str:
-        from ..data.splits import check_split
-
-        return value if value == "none" else checked(check_split, value)
-
-    @model_validator(mode="after")
-    def _what_to_judge(self):
-        if self.depth is not None and self.runs is None:
-            raise Conflict("{depth} cuts the runs' rankings: give {runs} too", "depth", "runs")
-        if self.runs is None and self.reference is None:
-            raise Conflict("give {runs}, or {reference} QRELS with {per_user} K", "runs", "reference", "per_user")
-        return self
-
-    def judge_settings(self) -> JudgeSettings:
-        """The judge's own settings: every field JudgeSettings has, the generation options folded into
-        its params (temperature, reasoning effort, the token cap and every --param)."""
-        params = {**self.params, **parse_params(self.param)}
-        for key, value in (("temperature", self.temperature), ("reasoning_effort", self.reasoning_effort),
-                           ("max_completion_tokens", self.max_tokens)):
-            if value is not None:
-                params[key] = value
-        values = {k: getattr(self, k) for k in JudgeSettings.model_fields}
-        settings = JudgeSettings.build({**values, "params": params}, spelled=self._spelled)
-        settings._protocol = self._protocol
-        return settings
-
-
-def _judge_fields(names, **defaults) -> dict:
-    """Fields of JudgeSettings by name (one declaration, reused), with other defaults where given."""
-    from pydantic.fields import FieldInfo
-
-    out = {}
-    for name in names:
-        info = JudgeSettings.model_fields[name]
-        if name in defaults:
-            info = FieldInfo.merge_field_infos(info, default=defaults[name])
-        out[name] = (info.annotation, info)
-    return out
-
-
-AUDIT_JUDGE_OPTIONS = ("seed", "model", "base_url", "api_key_env", "endpoint_kind", "prompt", "fields", "profile_size",
-                       "items_per_call", "concurrency", "timeout", "max_attempts", "parse_retries", "yes",
-                       "confirm_above_usd", "confirm_above_calls", "max_cost", "prices")
-
-
-class _AuditData(Settings):
-    collection: Inputs = option(help="collection with item metadata and rated histories (e.g. ml-100k)",
-                                cli=Cli(metavar="NAME_OR_PATH"))
-    collection_config: PathText | None = option(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
-                                                      "database-movies.csv (default: none, the loader's own)",
-                                                cli=Cli(metavar="TOML"))
-    split: str = option("none", "popularity and profiles from the split's training part (none: every interaction)")
-    json: PathText | None = option(None, "also write the result as JSON (default: none, printed only)",
-                                   cli=Cli(metavar="PATH"))
-
-
-class AuditPopularitySettings(_AuditData):
-    command: ClassVar[str] = "audit popularity"
-    llm: Inputs = option(help="the LLM's qrels", cli=Cli(metavar="QRELS"))
-    human: Inputs = option(help="human qrels of (some of) the same pairs", cli=Cli(metavar="QRELS"))
-    bins: int = option(10, "popularity bins of equal item counts (10: deciles)", ge=1, le=1000)
-    runs: Inputs = option(None, "also rank these systems with and without the bias: which gain or lose rank "
-                                "(default: none)", cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
-    measure: str = option("nDCG@100", "measure of that ranking")
-
-
-class AuditConsistencySettings(Settings):
-    command: ClassVar[str] = "audit consistency"
-    qrels: Inputs = option(help="two or more label sets of the same judge", cli=Cli(nargs="+", metavar="QRELS",
-                                                                                   positional=True))
-    json: PathText | None = option(None, "also write the result as JSON (default: none, printed only)",
-                                   cli=Cli(metavar="PATH"))
-
-
-class AuditScanSettings(_AuditData):
-    command: ClassVar[str] = "audit injection-scan"
-
-
-def _audit_llm(name: str, doc: str, items_per_call: int, extra: dict):
-    from pydantic import create_model
-
-    fields = {
-        "runs": (Inputs, option(help="runs whose pairs to judge", cli=Cli(nargs="+", metavar="DIR_OR_FILE"))),
-        "depth": (Positive, option(10, "top-D of every run", cli=Cli(metavar="D"))),
-        "per_user": (Positive | None, option(None, "K pairs per user, sampled with --seed (default: every pair of "
-                                                   "the top-D pool)", cli=Cli(metavar="K"))),
-        **_judge_fields(AUDIT_JUDGE_OPTIONS, items_per_call=items_per_call),
-        "cache": (PathText, option(".recjudge-cache/judge.sqlite", "answer cache shared with recjudge judge; "
-                                                                   "re-runs resume from it",
-                                   cli=Cli(metavar="SQLITE"))),
-        **extra,
-    }
-    model = create_model(name, __base__=_AuditData, __doc__=doc, **fields)
-    model.command = f"audit {name.removeprefix('Audit').removesuffix('Settings').lower()}"
-    return model
-
-
-AuditPositionSettings = _audit_llm(
-    "AuditPositionSettings", "The same multi-item calls in a seeded shuffled order, and one item per call.", 10, {})
-AuditInjectionSettings = _audit_llm(
-    "AuditInjectionSettings", "Label inflation on a copy of the collection whose items carry an instruction.", 1,
-    {"fraction": (float, option(0.2, "share of the candidate items injected", gt=0, le=1)),
-     "field": (str, option("title", "item field the instruction is appended to"))})
-
-
-def audit_judge_settings(settings) -> JudgeSettings:
-    """The judge settings of a position or injection audit."""
-    values = {k: getattr(settings, k) for k in AUDIT_JUDGE_OPTIONS}
-    judge = JudgeSettings.build(values, spelled=settings._spelled)
-    judge._protocol = settings._protocol
-    return judge

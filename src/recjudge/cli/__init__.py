@@ -27,7 +27,7 @@ COMMAND_MODULES = (
     "recjudge.cli.ties",
     "recjudge.cli.train",
     "recjudge.cli.audit",
-    "recjudge.cli.settings",
+    "recjudge.cli.compare_settings",
     "recjudge.cli.reproduce",
 )
 

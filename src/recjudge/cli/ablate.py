@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api.settings import AblateSettings
-from ._settings import add_settings, progress, settings_from
+from .options import add_settings, progress, settings_from
 
 
 def register(sub) -> None:
@@ -23,10 +23,10 @@ def register(sub) -> None:
 
 
 def run_ablate(args: argparse.Namespace) -> int:
-    from ..api import ablate
+    from ..api import ablate_with
     from ..experiments.ablate import notes
 
-    result = ablate(settings_from(args, AblateSettings), progress=progress(args))
+    result = ablate_with(settings_from(args, AblateSettings), progress=progress(args))
     print(result.format())
     if not result.dry_run:
         print("\n" + "\n".join(notes(result.experiment)))

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..experiments.demo import DemoSettings
-from ._settings import add_settings, progress, settings_from
+from .options import add_settings, progress, settings_from
 
 
 def register(sub) -> None:

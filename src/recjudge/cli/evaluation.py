@@ -6,7 +6,7 @@ import contextlib
 import sys
 
 from ..api.settings import AgreementSettings, CompareSettings, EvaluateSettings
-from ._settings import add_settings, settings_from
+from .options import add_settings, settings_from
 
 
 def register(sub) -> None:
@@ -35,26 +35,26 @@ def _print(result, settings) -> None:
 
 
 def run_compare(args) -> int:
-    from ..api import compare
+    from ..api import compare_with
 
     s = settings_from(args, CompareSettings)
-    _print(compare(s), s)
+    _print(compare_with(s), s)
     return 0
 
 
 def run_agreement(args) -> int:
-    from ..api import agreement
+    from ..api import agreement_with
 
     s = settings_from(args, AgreementSettings)
-    _print(agreement(s), s)
+    _print(agreement_with(s), s)
     return 0
 
 
 def run_evaluate(args) -> int:
-    from ..api import evaluate
+    from ..api import evaluate_with
 
     s = settings_from(args, EvaluateSettings)
-    result = evaluate(s)
+    result = evaluate_with(s)
     if s.per_query is not None and str(s.per_query) == "-":  # stdout holds the rows alone: pipe it
         result.to_frame(per_query=True).to_csv(sys.stdout, sep="\t", index=False, lineterminator="\n")
         with contextlib.redirect_stdout(sys.stderr):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api.settings import FillSettings
-from ._settings import add_settings, settings_from
+from .options import add_settings, settings_from
 
 
 def register(sub) -> None:
@@ -19,10 +19,10 @@ def register(sub) -> None:
 
 
 def run_fill(args: argparse.Namespace) -> int:
-    from ..api import fill
+    from ..api import fill_with
 
     s = settings_from(args, FillSettings)
-    print(fill(s).format())
+    print(fill_with(s).format())
     if s.json:
         print(f"\nJSON: {s.json}")
     return 0

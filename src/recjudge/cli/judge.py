@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api.settings import JudgeCommandSettings
-from ._settings import add_settings, progress, settings_from
+from ..api.judge_settings import JudgeCommandSettings
+from .options import add_settings, progress, settings_from
 
 INCOMPLETE_EXIT = 4  # outputs written, but some selected pairs have no label (failures or budget)
 
@@ -24,10 +24,10 @@ def register(sub) -> None:
 
 
 def run_judge(args: argparse.Namespace) -> int:
-    from ..api import judge
+    from ..api import judge_with
 
     s = settings_from(args, JudgeCommandSettings)
-    report = judge(s, progress=progress(args))
+    report = judge_with(s, progress=progress(args))
     result = report.result
     prof = result.provenance.get("profiles", {})
     if prof.get("history_order") == "chronological" and prof.get("users_without_chronology"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._settings import add_settings, progress, settings_from
+from .options import add_settings, progress, settings_from
 
 
 def register(sub) -> None:

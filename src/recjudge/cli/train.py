@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..api.settings import TrainSettings
-from ._settings import add_settings, progress, settings_from
+from .options import add_settings, progress, settings_from
 
 
 def register(subparsers) -> None:
@@ -31,10 +31,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..api import train
+    from ..api import train_with
 
     s = settings_from(args, TrainSettings)
-    result = train(s, verbose=getattr(args, "verbose", False),
+    result = train_with(s, verbose=getattr(args, "verbose", False),
                    progress=progress(args))
     print(json.dumps(result.to_json(), indent=2) if s.json else result.format())
     failed = [r.system for r in result.results if not r.ok]

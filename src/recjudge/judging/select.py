@@ -1,8 +1,12 @@
-"""Which (user, item) pairs to judge: a depth pool, K sampled per user, or only the unjudged ones."""
+"""Which (user, item) pairs to judge: a depth pool, K sampled per user, or only the unjudged ones.
+
+:func:`select_pairs` is one selection; :func:`judge_selection` is the one `recjudge judge` makes of its
+runs and reference (the reference's items of the users the runs rank, with the runs' pool beside them).
+"""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -11,7 +15,7 @@ from ..data.trec import Qrels, Run, hash_keys
 from ..evaluation.ties.policy import ensure_tie_free, top_k
 from ..errors import ConfigError
 
-__all__ = ["Pair", "select_pairs"]
+__all__ = ["Pair", "select_pairs", "judge_selection"]
 
 
 class Pair(NamedTuple):
@@ -71,3 +75,32 @@ def select_pairs(runs: Mapping[str, Run] | Iterable[Run] = (), depth: int | None
         pool = pool[pool.groupby("qid", sort=False).cumcount().to_numpy() < per_user]
     pool = pool.sort_values(["qid", "docid"], kind="stable")
     return tuple(Pair(q, d) for q, d in zip(pool.qid.tolist(), pool.docid.tolist()))
+
+
+def judge_selection(runs: Mapping[str, Run], reference: Qrels | None = None, *, depth: int | None = None,
+                    per_user: int | None = None, only_unjudged: Qrels | None = None, seed: int = 0,
+                    tie_policy: str = "trec_eval", say: Callable[[str], None] = lambda m: None) -> tuple[Pair, ...]:
+    """The pairs `recjudge judge` asks about, sorted by (qid, docid).
+
+    Without a reference: the runs' pool (:func:`select_pairs`). With one: ``per_user`` items each of
+    the items the reference judges, for the users the runs rank (every reference user when no run is
+    given), and with ``depth`` the runs' top-``depth`` pool beside them (the demo's design). ``say``
+    hears which users are judged and how large the pool is."""
+    users = None
+    if reference is not None:
+        judged_users = set(reference.qids)
+        if runs:
+            # the runs say whose rankings are evaluated: users of the reference no run ranks are not judged
+            users = {q for run in runs.values() for q in run.qids}
+            say(f"reference: {len(judged_users & users):,} of its {len(judged_users):,} users are ranked by "
+                "the runs; only they are judged")
+        else:
+            say(f"reference: judging every one of its {len(judged_users):,} users (no runs restrict them to "
+                "the users the runs rank)")
+    pairs = select_pairs(runs if reference is None else (), depth=depth, per_user=per_user, reference=reference,
+                         only_unjudged=only_unjudged, seed=seed, tie_policy=tie_policy, users=users)
+    if reference is not None and depth is not None:
+        pool = select_pairs(runs, depth=depth, only_unjudged=only_unjudged, seed=seed, tie_policy=tie_policy)
+        say(f"pool: {len(pool):,} pairs of the runs' top-{depth}, beside {len(pairs):,} sampled from the reference")
+        pairs = tuple(sorted(set(pairs) | set(pool)))
+    return pairs

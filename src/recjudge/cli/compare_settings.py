@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..api.settings import CompareSettingsSettings
-from ._settings import add_settings, settings_from
+from ..api.settings import SettingsComparisonSettings
+from .options import add_settings, settings_from
 
 
 def register(sub) -> None:
@@ -14,14 +14,14 @@ def register(sub) -> None:
                     "runs trained on a historical split under historical qrels, and Cranfield runs under "
                     "human qrels), match systems by run name and report Kendall's τ-b with its p-value, "
                     "weighted τ, τ_AP and each system's rank shift (Penha et al. 2025, Figure 2).")
-    add_settings(p, CompareSettingsSettings, run)
+    add_settings(p, SettingsComparisonSettings, run)
 
 
 def run(args) -> int:
-    from ..api import compare_settings
+    from ..api import compare_settings_with
 
-    s = settings_from(args, CompareSettingsSettings)
-    print(compare_settings(s).format())
+    s = settings_from(args, SettingsComparisonSettings)
+    print(compare_settings_with(s).format())
     if s.json:
         print(f"\nJSON: {s.json}")
     return 0
