@@ -52,7 +52,7 @@ def test_evaluate_and_compare_return_the_metaeval_results(tmp_path):
 def test_agreement_fill_ties_and_compare_settings_return_their_library_classes(tmp_path):
     _checked(rj.agreement(HUMAN, LLM, bootstrap=0), AgreementReport)
     _checked(rj.fill(HUMAN, LLM, RUNS, k=10, allow_weak_calibration=True), FillReport)
-    _checked(rj.audit_ties(RUNS, HUMAN, measures="nDCG@10", cutoffs=(10,), seeds=2, permutations=1), TieAudit)
+    _checked(rj.ties(RUNS, HUMAN, measures="nDCG@10", cutoffs=(10,), seeds=2, permutations=1), TieAudit)
     _checked(rj.compare_settings(RUNS, HUMAN, RUNS, LLM, measures="nDCG@10"), SettingsComparison)
 
 
