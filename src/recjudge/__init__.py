@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 # the verbs and their settings, served by __getattr__ from recjudge.api on first use
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "audit_ties", "compare_settings",
+    "audit_ties", "compare_settings", "estimate", "EstimateSettings",
     "CompareSettings", "AgreementSettings", "EvaluateSettings", "FillSettings", "AblateSettings", "TrainSettings",
     "TiesSettings", "CompareSettingsSettings",
 )

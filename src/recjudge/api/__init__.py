@@ -55,10 +55,11 @@ from .settings import (
     TrainSettings,
 )
 from .verbs import verb
+from ..estimate.settings import EstimateSettings
 
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
-    "audit_ties", "compare_settings",
+    "audit_ties", "compare_settings", "estimate", "EstimateSettings",
     "CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings", "TrainSettings",
     "AblateSettings", "CompareSettingsSettings", "JudgeCommandSettings",
     "Result", "EvaluateReport", "CompareReport", "AgreementReport", "FillReport", "JudgeReport", "TrainReport",
@@ -531,6 +532,15 @@ def _label(runs) -> str:
     """How a setting's runs are named in the output: their paths, or how many were given in memory."""
     memory, files = _runs_input(runs)
     return f"{len(memory)} runs in memory" if memory is not None else ", ".join(map(str, files))
+
+
+@verb(EstimateSettings, ("runs", "human", "llm"))
+def estimate(s: EstimateSettings):
+    """Prediction-powered estimates of each system's mean under human labels from a few human-judged
+    users and LLM labels on all N, with intervals, rank sets and a plan (``recjudge estimate``)."""
+    from ..estimate.command import run_estimate
+
+    return run_estimate(s)
 
 
 # ----------------------------------------------------------------------------------- experiments
