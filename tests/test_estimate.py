@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from recjudge.estimate.engine import estimate_sample
-from recjudge.estimate.ppi import finite_mean, ppi_mean
-from recjudge.estimate.ranks import rank_sets
-from recjudge.estimate.sample import Sample
+from recjudge.estimation.engine import estimate_sample
+from recjudge.estimation.ppi import finite_mean, ppi_mean
+from recjudge.estimation.ranks import rank_sets
+from recjudge.estimation.sample import Sample
 
 ppi_py = pytest.importorskip("ppi_py")
 

@@ -55,7 +55,7 @@ from .settings import (
     TrainSettings,
 )
 from .verbs import verb
-from ..estimate.settings import EstimateSettings
+from ..estimation.settings import EstimateSettings
 
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
@@ -538,7 +538,7 @@ def _label(runs) -> str:
 def estimate(s: EstimateSettings):
     """Prediction-powered estimates of each system's mean under human labels from a few human-judged
     users and LLM labels on all N, with intervals, rank sets and a plan (``recjudge estimate``)."""
-    from ..estimate.command import run_estimate
+    from ..estimation.command import run_estimate
 
     return run_estimate(s)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..estimate.settings import EstimateSettings
+from ..estimation.settings import EstimateSettings
 from ._settings import add_settings, settings_from
 
 

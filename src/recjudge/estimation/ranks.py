@@ -1,9 +1,9 @@
 """Simultaneous intervals for every pairwise difference of systems, rank confidence sets and the
 systems that can be the best (the projection method of Mogstad, Romano, Shaikh & Wilhelm).
 
-The pairwise differences are estimated as the means are (:mod:`recjudge.estimate.ppi`, on the
+The pairwise differences are estimated as the means are (:mod:`recjudge.estimation.ppi`, on the
 per-user differences, each pair with its own λ). Their simultaneous critical value is the (1 − α)
-quantile of max_p |Σ_i g_i A_ip| / se_p over Gaussian multipliers g (max-t): all the intervals
+quantile of max_p |Z_p| with Z normal, correlated as the pair estimates are (max-t): all the intervals
 cover together with probability 1 − α (asymptotically), so every statement drawn from them below
 holds together too. A system j is surely behind k when the interval of θ_k − θ_j lies above 0;
 its rank set runs from 1 + (systems surely ahead) to K − (systems surely behind).
@@ -33,22 +33,25 @@ def pair_matrix(x: np.ndarray, pairs: list[tuple[int, int]]) -> np.ndarray:
     return x[:, a] - x[:, b]
 
 
-def max_t_critical(means: Means, alpha: float, draws: int = 2000, seed: int = 0, chunk: int = 250) -> float:
-    """The simultaneous critical value of ``means``' columns (max-t, Gaussian multipliers); at least
-    the marginal one (one column, or columns that move together, need no more)."""
+def max_t_critical(means: Means, alpha: float, draws: int = 2000, seed: int = 0, chunk: int = 500) -> float:
+    """The simultaneous critical value of ``means``' columns (max-t: the (1 − alpha) quantile of
+    max |Z| over Z ~ N(0, R), R the estimates' correlation), widened by the t quantile's small-n
+    factor; at least the marginal value."""
     se = means.se
     keep = se > 0
     marginal = critical(alpha, means.df)
     if not keep.any():
         return marginal
     a = means.influence[:, keep] / se[keep]
+    if a.shape[0] <= a.shape[1]:  # fewer users than columns: Z = aᵀg, g ~ N(0, I) per user, has R
+        root = a.T
+    else:  # a square root of R = aᵀa, the estimates' correlation
+        vals, vecs = np.linalg.eigh(a.T @ a)
+        root = vecs * np.sqrt(np.clip(vals, 0.0, None))
     rng = np.random.default_rng(seed)
-    maxima = []
-    for start in range(0, draws, chunk):
-        g = rng.standard_normal((min(chunk, draws - start), a.shape[0]))
-        maxima.append(np.abs(g @ a).max(1))
+    maxima = [np.abs(rng.standard_normal((min(chunk, draws - start), root.shape[1])) @ root.T).max(1)
+              for start in range(0, draws, chunk)]
     gauss = float(np.quantile(np.concatenate(maxima), 1 - alpha))
-    # the multipliers are Gaussian; with a t quantile per interval, widen by the same small-n factor
     return max(marginal, gauss * marginal / critical(alpha, None))
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..report.terminal import prose, table
 from .engine import MeasureEstimate
+from .validity import warnings_for
 
 __all__ = ["format_report", "assumptions", "LLM_ONLY_NOTE", "WORTH_NOTE"]
 
@@ -77,7 +78,7 @@ def _plan_text(plan: dict) -> list[str]:
 def format_report(report) -> str:
     head = (f"{report.n_human} of {report.n_llm} users judged by hand (the LLM judged all {report.n_llm}); "
             f"{len(report.systems)} systems; prediction-powered (PPI++) estimates of the mean under human labels")
-    out = [prose(head)]
+    out = [prose(head)] + [prose(f"warning: {w}") for w in warnings_for(report.n_human)]
     for name, m in report.measures.items():
         out += ["", f"{name}", _systems_table(report, m), *_pairs_text(report, m)]
     out += ["", prose(f"* LLM only: {LLM_ONLY_NOTE}."), prose(f"worth: {WORTH_NOTE}."), "", "Assumptions:"]

@@ -11,12 +11,13 @@ import pandas as pd
 
 from .engine import MeasureEstimate
 from .text import LLM_ONLY_NOTE, WORTH_NOTE, assumptions, format_report
+from .validity import warnings_for
 
 __all__ = ["EstimateReport"]
 
 @dataclass(frozen=True, eq=False)
 class EstimateReport:
-    """Per measure, a :class:`~recjudge.estimate.engine.MeasureEstimate`; the sample's sizes."""
+    """Per measure, a :class:`~recjudge.estimation.engine.MeasureEstimate`; the sample's sizes."""
 
     systems: list[str]
     measures: dict[str, MeasureEstimate]
@@ -66,7 +67,7 @@ class EstimateReport:
                 "measures": per, "assumptions": assumptions(self.population, self.weighted),
                 "notes": {"llm_only": LLM_ONLY_NOTE, "effective_human_users": WORTH_NOTE
                           + " (median over the systems per measure)"},
-                "inputs": dict(self.inputs)}
+                "warnings": warnings_for(self.n_human), "inputs": dict(self.inputs)}
         if self.plan:
             data["plan"] = self.plan
         return data

@@ -1,5 +1,5 @@
 """The plan ``recjudge estimate`` prints: per measure, the human users (labels, cost) for the target
-half-width, and for separating the pair asked for (formulas in :mod:`recjudge.estimate.planner`)."""
+half-width, and for separating the pair asked for (formulas in :mod:`recjudge.estimation.planner`)."""
 
 from __future__ import annotations
 

@@ -107,6 +107,6 @@ def _check(sample: Sample, alpha: float, population: str) -> None:
 
 def estimate_sample(sample: Sample, alpha: float = 0.05, population: str = "judged", draws: int = 2000,
                     seed: int = 0) -> dict[str, MeasureEstimate]:
-    """Every measure of ``sample`` estimated (see :mod:`recjudge.estimate.ppi` for the formulas)."""
+    """Every measure of ``sample`` estimated (see :mod:`recjudge.estimation.ppi` for the formulas)."""
     _check(sample, alpha, population)
     return {name: estimate_measure(name, sample, alpha, population, draws, seed) for name in sample.y}
