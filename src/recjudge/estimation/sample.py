@@ -70,7 +70,7 @@ def check_users(human, llm, minimum: int = MIN_HUMAN_USERS) -> tuple[list[str], 
     if len(human_users) < minimum:
         raise ConfigError(
             f"{len(human_users)} human user(s) is too few for an interval: at least {minimum} are needed (at "
-            f"{minimum} the benchmark measured 82-94% coverage at 95% for the per-system intervals and less for "
+            f"{minimum} the benchmark measured 84-94% coverage at 95% for the per-system intervals and less for "
             "the pairs, since a mean of so few skewed per-user metrics is far from normal; below it no method "
             "here is valid); judge more users by hand")
     return human_users, llm_users
