@@ -136,3 +136,21 @@ def test_rank_sets_from_simultaneous_intervals():
     sets = rank_sets(3, pairs, np.array([-0.1, 0.05, -0.2]), np.array([0.3, 0.4, 0.1]))
     assert sets.lo.tolist() == [1, 1, 2] and sets.hi.tolist() == [2, 3, 3]
     assert sets.can_be_best.tolist() == [True, True, False]
+
+
+def test_a_zero_width_interval_is_marked_as_no_interval():
+    from recjudge.estimation.report import EstimateReport
+
+    s = _five_users()
+    y = s.y["m"].copy()
+    y[:, 1] = 0.5  # every human user scores B alike, and the LLM agrees: residuals all equal
+    f = s.f_human["m"].copy()
+    f[:, 1] = 0.5
+    s = dataclasses.replace(s, y={"m": y}, f_human={"m": f})
+    results = estimate_sample(s)
+    assert results["m"].ppi.se[1] == 0
+    report = EstimateReport(s.systems, results, 5, 10, "judged", False)
+    data = report.to_json()
+    assert data["measures"]["m"]["systems"]["B"]["degenerate"] is True
+    assert data["measures"]["m"]["systems"]["A"]["degenerate"] is False
+    assert "[0.500, 0.500]!" in report.format() and "it is no interval" in report.format()

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .engine import MeasureEstimate
-from .text import LLM_ONLY_NOTE, WORTH_NOTE, assumptions, format_report
+from .text import FLAT_NOTE, LLM_ONLY_NOTE, WORTH_NOTE, assumptions, format_report
 from .validity import warnings_for
 
 __all__ = ["EstimateReport"]
@@ -39,6 +39,7 @@ class EstimateReport:
                 "human_only": {"estimate": m.human.estimate[j], "ci": [hlo[j], hhi[j]], "se": m.human.se[j]},
                 "llm_only": {"estimate": m.llm_only[j], "note": LLM_ONLY_NOTE},
                 "effective_human_users": m.effective[j],
+                "degenerate": bool(m.ppi.se[j] == 0 and self.n_human < self.n_llm),
                 "rank_set": [int(m.ranks.lo[j]), int(m.ranks.hi[j])], "can_be_best": bool(m.ranks.can_be_best[j])}
 
     def _pairs_json(self, m: MeasureEstimate) -> list[dict]:
@@ -65,7 +66,7 @@ class EstimateReport:
                 "effective_human_users": {k: v["effective_human_users"] for k, v in per.items()},
                 "rank_sets": {k: v["rank_sets"] for k, v in per.items()},
                 "measures": per, "assumptions": assumptions(self.population, self.weighted),
-                "notes": {"llm_only": LLM_ONLY_NOTE, "effective_human_users": WORTH_NOTE
+                "notes": {"llm_only": LLM_ONLY_NOTE, "degenerate": FLAT_NOTE, "effective_human_users": WORTH_NOTE
                           + " (median over the systems per measure)"},
                 "warnings": warnings_for(self.n_human), "inputs": dict(self.inputs)}
         if self.plan:

@@ -8,7 +8,7 @@ from ..report.terminal import prose, table
 from .engine import MeasureEstimate
 from .validity import warnings_for
 
-__all__ = ["format_report", "assumptions", "LLM_ONLY_NOTE", "WORTH_NOTE"]
+__all__ = ["format_report", "assumptions", "LLM_ONLY_NOTE", "WORTH_NOTE", "FLAT_NOTE"]
 
 LLM_ONLY_NOTE = "the mean under the LLM labels alone: biased by the judge's errors, no interval"
 WORTH_NOTE = "the human users a human-only interval would need for the same width"
@@ -41,11 +41,22 @@ def _worth(value: float) -> str:
     return "-" if not np.isfinite(value) else f"{value:.0f}"
 
 
+FLAT_NOTE = ("every human user gave the same residual, so the interval has no width: it is no interval "
+             "(judge more users by hand)")
+
+
+def _flat(report, m: MeasureEstimate) -> np.ndarray:
+    """Systems whose interval has zero width though not every user was judged by hand."""
+    return (m.ppi.se == 0) & (report.n_human < report.n_llm)
+
+
 def _systems_table(report, m: MeasureEstimate) -> str:
     (lo, hi), (hlo, hhi) = m.ci(), m.human_ci()
     pct = f"{round(100 * (1 - m.alpha), 1):g}%"
     order = np.argsort(-m.ppi.estimate, kind="stable")
-    rows = [[report.systems[j], f"{m.ppi.estimate[j]:.3f}", _ci(lo[j], hi[j]), f"{m.human.estimate[j]:.3f}",
+    flat = _flat(report, m)
+    rows = [[report.systems[j], f"{m.ppi.estimate[j]:.3f}", _ci(lo[j], hi[j]) + ("!" if flat[j] else ""),
+             f"{m.human.estimate[j]:.3f}",
              _ci(hlo[j], hhi[j]), f"{m.llm_only[j]:.3f}", _worth(m.effective[j]),
              _rank(int(m.ranks.lo[j]), int(m.ranks.hi[j]))] for j in order]
     header = ["system", "estimate", f"{pct} CI", "human only", f"its {pct} CI", "LLM only*", "worth", "rank set"]
@@ -81,7 +92,10 @@ def format_report(report) -> str:
     out = [prose(head)] + [prose(f"warning: {w}") for w in warnings_for(report.n_human)]
     for name, m in report.measures.items():
         out += ["", f"{name}", _systems_table(report, m), *_pairs_text(report, m)]
-    out += ["", prose(f"* LLM only: {LLM_ONLY_NOTE}."), prose(f"worth: {WORTH_NOTE}."), "", "Assumptions:"]
+    out += ["", prose(f"* LLM only: {LLM_ONLY_NOTE}."), prose(f"worth: {WORTH_NOTE}.")]
+    if any(_flat(report, m).any() for m in report.measures.values()):
+        out.append(prose(f"! {FLAT_NOTE}."))
+    out += ["", "Assumptions:"]
     out += [prose(f"- {a}") for a in assumptions(report.population, report.weighted)]
     if report.plan:
         out += _plan_text(report.plan)
