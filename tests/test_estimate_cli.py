@@ -109,6 +109,11 @@ def test_verb_text_fits_the_terminal_and_states_assumptions(tmp_path):
     plan = report.to_json()["plan"]["items"]
     assert {i["measure"] for i in plan} == {"P@3", "nDCG@5"}
     assert all(i["human_users"] is None or i["human_users"] >= 2 for i in plan)
+    # priced per label: the 6-pair pools of the users still to judge, at 0.25 each; per user: 0.25 each
+    assert all(i["cost"] == pytest.approx(i["more_human_users"] * 6 * 0.25) for i in plan if i["human_users"])
+    per_user = rj.estimate([str(runs)], str(human), str(llm), measures="P@3", target_width=0.05, cost_human=2.0,
+                           cost_per="user").to_json()["plan"]["items"]
+    assert all(i["cost"] == pytest.approx(i["more_human_users"] * 2.0) for i in per_user if i["human_users"])
 
 
 def test_planner_gives_the_least_n_reaching_the_width():

@@ -30,13 +30,13 @@ def pilots(sample: Sample, name: str, lams, population: str, pairs=None) -> list
     return out
 
 
-def _priced(n: int | None, have: int, pool: float, cost: float | None) -> dict:
+def _priced(n: int | None, have: int, pool: float, s) -> dict:
     if n is None:
         return {"human_users": None}
     more = max(0, n - have)
     item = {"human_users": n, "more_human_users": more, "more_human_labels": round(more * pool)}
-    if cost is not None:
-        item["cost"] = round(more * pool) * cost
+    if s.cost_human is not None:
+        item["cost"] = (more if s.cost_per == "user" else round(more * pool)) * s.cost_human
     return item
 
 
@@ -56,7 +56,7 @@ def _width_items(sample, results, s, pool) -> list[dict]:
         ns = [users_for_width(p, s.target_width, m.alpha) for p in pilots(sample, name, m.ppi.lam, s.population)]
         n = None if any(v is None for v in ns) else max(ns)
         item = {"measure": name, "goal": f"every system's half-width <= {s.target_width:g}",
-                **_priced(n, len(sample.human_users), pool, s.cost_human)}
+                **_priced(n, len(sample.human_users), pool, s)}
         item["text"] = _words(item, f"{name}, half-width <= {s.target_width:g} for every system",
                               len(sample.llm_users), s.population)
         out.append(item)
@@ -82,7 +82,7 @@ def _pair_items(sample, results: dict[str, MeasureEstimate], s, pool) -> list[di
         pil = pilots(sample, name, m.pair_means.lam[[p]], s.population, pair)[0]
         n = users_to_separate(pil, delta, m.alpha, s.power)
         item = {"measure": name, "goal": f"tell {a} and {b} apart with power {s.power:g}", "difference": delta,
-                **_priced(n, len(sample.human_users), pool, s.cost_human)}
+                **_priced(n, len(sample.human_users), pool, s)}
         item["text"] = _words(item, f"{name}, {a} vs {b} (difference {delta:+.3f}) apart with power {s.power:g}",
                               len(sample.llm_users), s.population)
         out.append(item)
@@ -100,4 +100,5 @@ def make_plan(sample: Sample, results: dict[str, MeasureEstimate], s, pairs_per_
         return {}
     note = ("from the pilot's λ and variances; separating a pair is planned for one marginal test at the "
             "command's level (the simultaneous intervals over every pair need more users)")
-    return {"items": items, "pairs_per_user": pairs_per_user, "cost_per_human_label": s.cost_human, "note": note}
+    return {"items": items, "pairs_per_user": pairs_per_user, "cost_human": s.cost_human, "cost_per": s.cost_per,
+            "note": note}

@@ -43,8 +43,10 @@ class EstimateSettings(Settings):
     separate: str | None = option(None, "plan: the human users needed to tell systems A and B apart "
                                         "(default: none)", cli=Cli(metavar="A,B"))
     power: float = option(0.8, "plan: the power to separate --separate's pair with", gt=0, lt=1)
-    cost_human: float | None = option(None, "plan: the cost of one human label (per pair judged), to price "
-                                            "the plan (default: not priced)", ge=0, cli=Cli(metavar="COST"))
+    cost_human: float | None = option(None, "plan: the cost of one human label (or of one user's labels, "
+                                            "with --cost-per user), to price the plan (default: not priced)",
+                                      ge=0, cli=Cli(metavar="COST"))
+    cost_per: Literal["label", "user"] = option("label", "plan: what --cost-human is the price of")
     json: PathText | None = option(None, "write the result as JSON (default: none)", cli=Cli(metavar="PATH"))
 
     @field_validator("measures")
