@@ -74,12 +74,15 @@ VERBS = (
          (PROGRESS,)),
     Verb("audit_injection", "AuditInjectionSettings", "audit_injection_with", "audit", ("runs", "collection"),
          (PROGRESS,)),
+    Verb("estimate", "EstimateSettings", "estimate_with", "estimation", ("runs", "human", "llm"),
+         home="recjudge.estimation.settings"),
 )
 
 # recjudge.api.verbs.<module>: what its verbs are (each module under 500 lines)
 # (`recjudge reproduce` has none: experiments.reproduce itself calls these verbs; run_reproduce(settings) is its)
 MODULES = {"systems": "training, ablation and the demo", "judge": "judging",
-           "evaluation": "evaluating and comparing", "audit": "auditing the judge"}
+           "evaluation": "evaluating and comparing", "audit": "auditing the judge",
+           "estimation": "prediction-powered estimates from a few human labels"}
 
 PROTOCOL_DOC = ("a protocol (a shipped name such as 'penha2025', a protocol file, or a Protocol) whose settings "
                 "become the defaults: a parameter left at its default follows the protocol, one given otherwise "

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time _
         AblateSettings,
         AgreementSettings,
         CompareSettings,
+        EstimateSettings,
         EvaluateSettings,
         FillSettings,
         SettingsComparisonSettings,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time _
         compare,
         compare_settings,
         demo,
+        estimate,
         evaluate,
         fill,
         judge,
@@ -49,7 +51,7 @@ if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time _
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-    "audit_injection", "demo",
+    "audit_injection", "demo", "estimate", "EstimateSettings",
     "CompareSettings", "AgreementSettings", "EvaluateSettings", "FillSettings", "AblateSettings", "TrainSettings",
     "TiesSettings", "SettingsComparisonSettings",
 )

@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, InputError
+from ..estimation.settings import EstimateSettings
 from . import results as _results
 from .audit import (
     AuditReport,
@@ -79,6 +80,7 @@ from .verbs import (
     compare,
     compare_settings,
     demo,
+    estimate,
     evaluate,
     fill,
     judge,
@@ -87,6 +89,7 @@ from .verbs import (
 )
 
 if TYPE_CHECKING:
+    from ..estimation.report import EstimateReport
     from ..evaluation.agreement_report import AgreementReport
     from ..evaluation.calibration import FillReport
     from ..evaluation.metaeval import CompareResult, EvaluationResult
@@ -97,10 +100,10 @@ if TYPE_CHECKING:
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-    "audit_injection", "demo",
+    "audit_injection", "demo", "estimate", "EstimateSettings",
     "train_with", "judge_with", "evaluate_with", "compare_with", "agreement_with", "fill_with", "ablate_with",
     "ties_with", "compare_settings_with", "audit_popularity_with", "audit_consistency_with",
-    "audit_injection_scan_with", "audit_position_with", "audit_injection_with", "demo_with",
+    "audit_injection_scan_with", "audit_position_with", "audit_injection_with", "demo_with", "estimate_with",
     "CompareSettings", "EvaluateSettings", "AgreementSettings", "FillSettings", "TiesSettings", "TrainSettings",
     "AblateSettings", "SettingsComparisonSettings", "JudgeCommandSettings", "AuditPopularitySettings",
     "AuditConsistencySettings", "AuditInjectionScanSettings", "AuditPositionSettings", "AuditInjectionSettings",
@@ -464,6 +467,14 @@ def compare_settings_with(s: SettingsComparisonSettings) -> SettingsComparison:
     if s.json:
         write_json(s.json, result.to_json())
     return result
+
+
+def estimate_with(s: EstimateSettings) -> EstimateReport:
+    """Prediction-powered estimates of each system's mean under human labels from a few human-judged
+    users and LLM labels on all N, with intervals, rank sets and a plan (``recjudge estimate``)."""
+    from ..estimation.command import run_estimate
+
+    return run_estimate(s)
 
 
 # ----------------------------------------------------------------------------------- experiments

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "recjudge.cli.audit",
     "recjudge.cli.compare_settings",
     "recjudge.cli.reproduce",
+    "recjudge.cli.estimate",
 )
 
 
@@ -87,7 +88,8 @@ def _logging(verbose: bool, quiet: bool):
 # Commands whose outputs are one set, committed when the command returns (recjudge.outputs). train
 # commits each system's run with its sidecar (a killed training keeps the systems done), reproduce
 # and demo their report; each reads files it wrote earlier in the run.
-_ONE_SET = ("evaluate", "compare", "compare-settings", "agreement", "fill", "ties", "judge", "audit", "ablate")
+_ONE_SET = ("evaluate", "compare", "compare-settings", "agreement", "fill", "ties", "judge", "audit", "ablate",
+            "estimate")
 
 
 def _outputs(command: str):

@@ -7,10 +7,11 @@ function of :mod:`recjudge.api` (``compare_with(settings)`` …), which takes a 
 """
 
 from .audit import audit_consistency, audit_injection, audit_injection_scan, audit_popularity, audit_position
+from .estimation import estimate
 from .evaluation import agreement, compare, compare_settings, evaluate, fill, ties
 from .judge import judge
 from .systems import ablate, demo, train
 
 __all__ = ["train", "judge", "evaluate", "compare", "agreement", "fill", "ties", "compare_settings", "ablate",
            "demo", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-           "audit_injection"]
+           "audit_injection", "estimate"]

@@ -1,0 +1,55 @@
+"""``recjudge estimate`` end to end: read the inputs, refuse what has no valid interval, estimate,
+plan, and write the JSON through the command's output set."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import ConfigError
+from .engine import estimate_sample
+from .planning import check_pair, make_plan
+from .report import EstimateReport
+from .sample import check_pools, check_users, inclusion_probabilities, measure_map, user_matrices
+from .settings import EstimateSettings
+
+__all__ = ["run_estimate"]
+
+
+def _source(value, fallback: str) -> str:
+    return os.fspath(value) if isinstance(value, (str, os.PathLike)) else fallback
+
+
+def _read(s: EstimateSettings):
+    from ..api.inputs import qrels_input, runs_input, run_files
+    from ..data.trec import run_paths
+
+    human, llm = qrels_input(s.human, "human"), qrels_input(s.llm, "llm")
+    memory, _ = runs_input(s.runs)
+    runs = memory if memory is not None else run_paths(run_files(s.runs))
+    if not runs:
+        raise ConfigError("no runs given; pass run files or a folder of runs")
+    return runs, human, llm
+
+
+def run_estimate(s: EstimateSettings) -> EstimateReport:
+    """The estimate the settings ask for (``recjudge estimate`` / ``recjudge.estimate``)."""
+    from .._io import check_outputs, write_json
+    from ..api.inputs import path_inputs
+
+    check_outputs({"--json": s.json}, inputs=path_inputs(s.runs, s.human, s.llm, s.inclusion))
+    measures = measure_map(s.measures)
+    runs, human, llm = _read(s)
+    check_pair(s, list(runs))
+    users, llm_users = check_users(human, llm)
+    check_pools(human, llm, users)
+    pi = None if s.inclusion is None else inclusion_probabilities(s.inclusion, users)
+    sample = user_matrices(runs, human, llm, measures, s.tie_policy, s.seed, pi)
+    results = estimate_sample(sample, 1 - s.level, s.population, s.draws, s.seed)
+    pool = len(llm.frame[llm.frame["qid"].isin(users)]) / len(users)
+    plan = make_plan(sample, results, s, pairs_per_user=pool)
+    report = EstimateReport(sample.systems, results, len(users), len(llm_users), s.population, pi is not None,
+                            plan, settings=s,
+                            inputs={"human": _source(s.human, human.name), "llm": _source(s.llm, llm.name)})
+    if s.json:
+        write_json(s.json, report.to_json())
+    return report
