@@ -65,7 +65,7 @@ def test_each_verb_only_builds_its_settings_and_calls_the_work():
 def test_every_command_with_a_settings_model_has_a_verb():
     assert set(SPECS) == {"train", "judge", "evaluate", "compare", "agreement", "fill", "ties", "compare_settings",
                           "ablate", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-                          "audit_injection", "demo"}
+                          "audit_injection", "demo", "estimate"}
     # the Python name is the command's: `recjudge compare-settings` is compare_settings, `recjudge audit
     # injection-scan` audit_injection_scan
     for name, (model, _, _) in SPECS.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..estimation.settings import EstimateSettings
-from ._settings import add_settings, settings_from
+from .options import add_settings, settings_from
 
 
 def register(sub) -> None:
@@ -20,10 +20,10 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import estimate
+    from ..api import estimate_with
 
     s = settings_from(args, EstimateSettings)
-    print(estimate(s).format())
+    print(estimate_with(s).format())
     if s.json:
         print(f"\nJSON: {s.json}")
     return 0
