@@ -135,7 +135,7 @@ def _audit_case(tmp: Path):
 
     def argv(version: int) -> list[str]:
         pair = ("a", "b") if version == 0 else ("b", "a")
-        return ["audit", "consistency", *(str(tmp / f"{x}.qrels") for x in pair), "--json", str(tmp / "out" / "c.json")]
+        return ["audit", "consistency", "--qrels", *(str(tmp / f"{x}.qrels") for x in pair), "--json", str(tmp / "out" / "c.json")]
     return argv
 
 

@@ -26,7 +26,7 @@ def test_relevant_tie_share_is_over_the_judged_users_and_says_so(tmp_path, capsy
 
     runs, qrels = _files(tmp_path)
     out = tmp_path / "t.json"
-    assert main(["ties", runs, "--qrels", qrels, "--k", "1", "--seeds", "2", "--permutations", "1",
+    assert main(["ties", "--runs", runs, "--qrels", qrels, "--k", "1", "--seeds", "2", "--permutations", "1",
                  "--json", str(out)]) == 0
     text = capsys.readouterr().out
     row = next(line for line in text.splitlines() if line.startswith("r "))
@@ -43,9 +43,9 @@ def test_ties_logs_nothing_per_run_at_info(tmp_path, caplog, capsys):
     for i in range(3):
         (tmp_path / "runs" / f"s{i}.run").write_text(RUN.replace(" t\n", f" s{i}\n"))
     with caplog.at_level(logging.INFO, logger="recjudge"):
-        assert main(["ties", runs, "--qrels", qrels, "--seeds", "2", "--permutations", "1"]) == 0
+        assert main(["ties", "--runs", runs, "--qrels", qrels, "--seeds", "2", "--permutations", "1"]) == 0
     info = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert info == []  # was two lines per run ("auditing …", "… audited in …")
     with caplog.at_level(logging.DEBUG, logger="recjudge"):
-        assert main(["-v", "ties", runs, "--qrels", qrels, "--seeds", "2", "--permutations", "1"]) == 0
+        assert main(["-v", "ties", "--runs", runs, "--qrels", qrels, "--seeds", "2", "--permutations", "1"]) == 0
     assert sum("audited in" in r.getMessage() for r in caplog.records) == 4  # --verbose still shows them
