@@ -115,7 +115,7 @@ def _run_selections(tests: tuple[str, ...], env: dict, timeout: float) -> tuple[
 def _run(args: list[str], env: dict, timeout: float) -> tuple[str, float, str]:
     """('pass' | 'fail' | 'timeout', seconds, output tail) of pytest ``args`` in a fresh process group."""
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider",
                              "-o", "addopts=", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
