@@ -17,35 +17,7 @@ from .errors import ConfigError, InputError, MissingExtraError, RecjudgeError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time __getattr__ serves them
-    from .api import (
-        AblateSettings,
-        AgreementSettings,
-        CompareSettings,
-        EstimateSettings,
-        EvaluateSettings,
-        FillSettings,
-        SettingsComparisonSettings,
-        TiesSettings,
-        TrainSettings,
-        ablate,
-        agreement,
-        audit_consistency,
-        audit_injection,
-        audit_injection_scan,
-        audit_popularity,
-        audit_position,
-        compare,
-        compare_settings,
-        demo,
-        estimate,
-        evaluate,
-        fill,
-        judge,
-        load_collection,
-        split,
-        ties,
-        train,
-    )
+    from .api import *  # noqa: F403 - its __all__: the verbs and their settings
 
 # the verbs and their settings, served by __getattr__ from recjudge.api on first use
 _API = (

@@ -42,6 +42,19 @@ def parse_params(items) -> dict[str, Any]:
     return out
 
 
+
+def _collection():
+    """The collection field the judge and the audits share (a new FieldInfo each: pydantic owns it)."""
+    return option(help="collection with item metadata and rated histories (e.g. ml-100k)",
+                  doc="collection with item metadata and rated histories: a registered name (e.g. ml-100k), a path "
+                      "or a Collection", cli=Cli(metavar="NAME_OR_PATH"))
+
+
+def _collection_config():
+    return option(None, "loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv (default: none, "
+                        "the loader's own)", cli=Cli(metavar="TOML"))
+
+
 class JudgeCommandSettings(JudgeSettings):
     """``recjudge judge``: what to judge, where the answers go, and every judge setting."""
 
@@ -51,12 +64,8 @@ class JudgeCommandSettings(JudgeSettings):
                           doc="run files or folders, Runs or DataFrames whose pairs to judge, or (user, item) pairs "
                               "(None: reference with per_user selects the pairs)",
                           cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
-    collection: Inputs = option(help="collection with item metadata and rated histories (e.g. ml-100k)",
-                                doc="collection with item metadata and rated histories: a registered name (e.g. "
-                                    "ml-100k), a path or a Collection", cli=Cli(metavar="NAME_OR_PATH"))
-    collection_config: PathText | None = option(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
-                                                      "database-movies.csv (default: none, the loader's own)",
-                                                cli=Cli(metavar="TOML"))
+    collection: Inputs = _collection()
+    collection_config: PathText | None = _collection_config()
     split: str = option("global_time", "profiles come from the split's training (+validation) part; 'none' uses "
                                        "every interaction (as recjudge train)")
     history: Any = option(None, "the interactions shown as profiles (default: from split)",
@@ -146,12 +155,8 @@ AUDIT_JUDGE_OPTIONS = ("seed", "model", "base_url", "api_key_env", "endpoint_kin
 
 
 class _AuditData(Settings):
-    collection: Inputs = option(help="collection with item metadata and rated histories (e.g. ml-100k)",
-                                doc="collection with item metadata and rated histories: a registered name (e.g. "
-                                    "ml-100k), a path or a Collection", cli=Cli(metavar="NAME_OR_PATH"))
-    collection_config: PathText | None = option(None, "loader options, e.g. [movie_columns] for ML-32M-ext's "
-                                                      "database-movies.csv (default: none, the loader's own)",
-                                                cli=Cli(metavar="TOML"))
+    collection: Inputs = _collection()
+    collection_config: PathText | None = _collection_config()
     split: str = option("none", "popularity and profiles from the split's training part (none: every interaction)")
     json: PathText | None = option(None, "also write the result as JSON (default: none, printed only)",
                                    cli=Cli(metavar="PATH"))
