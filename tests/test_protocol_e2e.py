@@ -192,14 +192,14 @@ def _run_as_written(command: list[str], values: dict[str, str]) -> int:
 @pytest.fixture
 def researcher(tmp_path, monkeypatch, fake_openai):
     """What the docs say a researcher supplies: the release, appendix-a.toml (native systems, the
-    pooled ones marked), figure1.txt (a template) and an endpoint."""
+    pooled ones marked), figure1.toml (a template) and an endpoint."""
     folder, facts = release(tmp_path, seed=5, after_make=True, participants=tuple(range(1, 9)),
                             ml_users=tuple(str(u) for u in range(1, 41)), movies=range(1, 41),
                             in_database=range(1, 41), profile_items=25, judged_items=10, ml_items=30,
                             ratings=POSITIVE)
     (tmp_path / "appendix-a.toml").write_text(GRID)
     template = (Path(__file__).resolve().parents[1] / "prompts" / "baseline.toml").read_text()
-    (tmp_path / "figure1.txt").write_text(template.replace('name = "baseline"', 'name = "figure1"'))
+    (tmp_path / "figure1.toml").write_text(template.replace('name = "baseline"', 'name = "figure1"'))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-readme-test")
     fake_openai.labeler = lambda text: int(m.group(1)) % 8 if (m := re.search(r"Film (\d+)", text)) else 0
