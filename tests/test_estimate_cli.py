@@ -149,9 +149,54 @@ def test_refuses_human_users_the_llm_did_not_judge(tmp_path):
     assert "stranger" in msg and "the LLM labels do not" in msg and "N = 40" in msg
 
 
-def test_refuses_human_users_judged_on_part_of_the_pool(tmp_path):
-    msg = _refused(tmp_path, drop_pair=True)
-    assert "miss 12 pair(s)" in msg and "5 of its 6" in msg and "not implemented" in msg
+def test_refuses_partly_judged_users_for_measures_not_linear_in_the_labels(tmp_path):
+    msg = _refused(tmp_path, [("measures", "nDCG@3,Bpref")], drop_pair=True)
+    assert "12 of the 12 human users are judged by hand on part of the pool" in msg and "5 of its 6" in msg
+    assert "nDCG@3, Bpref are not a sum of per-pair gains" in msg and "P@10,Judged@100" in msg
+
+
+def test_partly_judged_users_estimate_p_and_refuse_the_rest(tmp_path):
+    runs, human, llm = _write(tmp_path, drop_pair=True)
+    report = rj.estimate([str(runs)], str(human), str(llm), measures="P@3,nDCG@3")
+    data = report.to_json()
+    assert list(data["measures"]) == ["P@3"] and "not a sum of per-pair gains" in data["refused"]["nDCG@3"]
+    assert data["partly_judged_users"] == 12 and "Horvitz-Thompson" in data["methods"]["P@3"]
+    assert any("uniform random sample of the pairs the LLM judged" in a for a in data["assumptions"])
+    assert "not estimated: nDCG@3" in report.format()
+
+
+def _mixed(human, llm):
+    """The LLM labels with the human label in place on every pair judged by hand."""
+    out = {}
+    for path in (llm, human):
+        for line in open(path).read().splitlines():
+            q, _, d, g = line.split()
+            out.setdefault(q, {})[d] = int(g)
+    return out
+
+
+def test_example_data_partly_judged_gives_p_at_10_by_ht(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs, human, llm = root / "runs" / "example", root / "qrels" / "example-human.qrels", root / "qrels" / "example-llm.qrels"
+    report = rj.estimate([str(runs)], str(human), str(llm), measures="P@10,Judged@100,nDCG@100", seed=0)
+    data = report.to_json()
+    assert data["partly_judged_users"] == 40 and set(data["refused"]) == {"nDCG@100"}
+    # reference: ir-measures per user; n = N = 40, so the estimate is the mean of Ŷ = f + (120/30)(P_mixed − f)
+    run = {}
+    for f in sorted(runs.iterdir()):
+        for line in f.read_text().splitlines():
+            q, _, d, _, sc, tag = line.split()
+            run.setdefault(tag, {}).setdefault(q, {})[d] = float(sc)
+    m = ir_measures.parse_measure("P@10")
+    llm_q, mixed = _mixed(llm, "/dev/null"), _mixed(human, llm)
+    for name, sys in data["measures"]["P@10"]["systems"].items():
+        f = {r.query_id: r.value for r in ir_measures.iter_calc([m], llm_q, run[name])}
+        g = {r.query_id: r.value for r in ir_measures.iter_calc([m], mixed, run[name])}
+        want = np.mean([f[q] + 4 * (g[q] - f[q]) for q in f])
+        assert sys["estimate"] == pytest.approx(want, abs=1e-9)
+    assert all(s["estimate"] == 1.0 for s in data["measures"]["Judged@100"]["systems"].values())
 
 
 def test_refuses_bad_inclusion_probabilities(tmp_path):

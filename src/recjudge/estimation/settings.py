@@ -24,7 +24,8 @@ class EstimateSettings(Settings):
     runs: Inputs = option(help="run files or folders, Runs, a {name: run} mapping or DataFrames",
                           cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
     human: Inputs = option(help="human qrels of the n users judged by hand (each on the whole pool the LLM "
-                                "judged for that user)", cli=Cli(metavar="QRELS"))
+                                "judged for that user, or on a random part of it for P@k and Judged@k)",
+                           cli=Cli(metavar="QRELS"))
     llm: Inputs = option(help="LLM qrels of the N users to generalise over (the human users among them)",
                          cli=Cli(metavar="QRELS"))
     measures: str = option(",".join(DEFAULT_MEASURES), "ir-measures strings, comma-separated")

@@ -45,7 +45,7 @@ def estimate(
     Args:
         runs: run files or folders, Runs, a {name: run} mapping or DataFrames
         human: human qrels of the n users judged by hand (each on the whole pool the LLM judged for
-            that user)
+            that user, or on a random part of it for P@k and Judged@k)
         llm: LLM qrels of the N users to generalise over (the human users among them)
         measures: ir-measures strings, comma-separated
         level: confidence level of every interval
