@@ -412,6 +412,8 @@ class FillReport:
     paths: Mapping[str, Path] = field(default_factory=dict)
     validate: float | None = None
     protocol: Any = None
+    # (human qrels, its users, LLM qrels, its users) when the LLM's users include the human's and more
+    users: tuple[str, int, str, int] | None = None
 
     @property
     def qrels(self) -> Qrels:
@@ -454,6 +456,10 @@ class FillReport:
         note = (rep.tie_sensitivity or {}).get("note")
         if note:
             lines.append("\n" + wrapped(f"{note} (under the human labels)"))
+        if self.users is not None:
+            from .metaeval.text import estimate_hint
+
+            lines.append("\n" + estimate_hint(*self.users))
         return "\n".join(lines + self._validation_lines())
 
     def _validation_lines(self) -> list[str]:
