@@ -157,8 +157,10 @@ def test_refuses_partly_judged_users_for_measures_not_linear_in_the_labels(tmp_p
 
 def test_partly_judged_users_estimate_p_and_refuse_the_rest(tmp_path):
     runs, human, llm = _write(tmp_path, drop_pair=True)
-    report = rj.estimate([str(runs)], str(human), str(llm), measures="P@3,nDCG@3")
+    report = rj.estimate([str(runs)], str(human), str(llm), measures="P@3,nDCG@3", target_width=0.05)
     data = report.to_json()
+    assert data["plan"]["pairs_per_user"] == 5  # a further human user costs the 5 pairs these had, not 6
+    assert any(w.startswith("partly judged users: in the benchmark") for w in data["warnings"])
     assert list(data["measures"]) == ["P@3"] and "not a sum of per-pair gains" in data["refused"]["nDCG@3"]
     assert data["partly_judged_users"] == 12 and "Horvitz-Thompson" in data["methods"]["P@3"]
     assert any("uniform random sample of the pairs the LLM judged" in a for a in data["assumptions"])

@@ -66,7 +66,8 @@ def run_estimate(s: EstimateSettings) -> EstimateReport:
     pi = None if s.inclusion is None else inclusion_probabilities(s.inclusion, users)
     sample = user_matrices(runs, human, llm, measures, s.tie_policy, s.seed, pi, pools)
     results = estimate_sample(sample, 1 - s.level, s.population, s.draws, s.seed)
-    pool = len(llm.frame[llm.frame["qid"].isin(users)]) / len(users)
+    # labels a further human user costs: its pool, or as many pairs as the partly judged users had
+    pool = float(pools.judged.mean()) if pools.partial else float(pools.size.mean())
     plan = make_plan(sample, results, s, pairs_per_user=pool)
     report = EstimateReport(sample.systems, results, len(users), len(llm_users), s.population, pi is not None,
                             plan, settings=s, partial=pools.partial, refused=refused,

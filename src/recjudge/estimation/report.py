@@ -71,7 +71,7 @@ class EstimateReport:
                 "partly_judged_users": self.partial, "methods": methods(self), "refused": dict(self.refused),
                 "notes": {"llm_only": LLM_ONLY_NOTE, "degenerate": FLAT_NOTE, "effective_human_users": WORTH_NOTE
                           + " (median over the systems per measure)"},
-                "warnings": warnings_for(self.n_human), "inputs": dict(self.inputs)}
+                "warnings": warnings_for(self.n_human, self.partial), "inputs": dict(self.inputs)}
         if self.plan:
             data["plan"] = self.plan
         return data

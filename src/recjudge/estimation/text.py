@@ -102,7 +102,7 @@ def format_report(report) -> str:
     if report.partial:
         head += (f"; {report.partial} of the {report.n_human} human users judged on part of their pool: "
                  f"{methods(report)[next(iter(report.measures))]}")
-    out = [prose(head)] + [prose(f"warning: {w}") for w in warnings_for(report.n_human)]
+    out = [prose(head)] + [prose(f"warning: {w}") for w in warnings_for(report.n_human, report.partial)]
     for reason in dict.fromkeys(report.refused.values()):
         names = ", ".join(n for n, r in report.refused.items() if r == reason)
         out.append(prose(f"not estimated: {names}: {reason}"))
