@@ -244,3 +244,31 @@ def test_inclusion_weights_change_the_estimate_end_to_end(tmp_path):
     vals = np.array([y.get(u, 0.0) for u in USERS[:12]])
     assert a == pytest.approx(vals.mean()) and b == pytest.approx((w * vals).sum() / w.sum())
     assert "inclusion probabilities given" in " ".join(weighted["assumptions"])
+
+
+def _summary(tmp_path, cost=0.6, calls=30):
+    from recjudge.judging.cache import Usage
+    from recjudge.judging.results import Summary
+
+    s = Summary(judge="fake", kind="llm", pairs=240, judged=240, failures={}, planned_calls=40, calls=calls,
+                attempts=calls, cache_hits=40 - calls, skipped_calls=0, stopped=None, usage=Usage(1000, 0, 100, 0),
+                cost=cost, estimated_input_tokens=0, estimated_cost=None, dry_run=False, elapsed=1.0)
+    path = tmp_path / "llm.summary.json"
+    path.write_text(json.dumps({"summary": s.as_dict()}))
+    return str(path)
+
+
+def test_plan_prices_the_llm_labels_from_the_judge_summary(tmp_path):
+    runs, human, llm = _write(tmp_path)
+    data = rj.estimate([str(runs)], str(human), str(llm), measures="P@3", judge_summary=_summary(tmp_path),
+                       cost_human=0.5).to_json()
+    price, worth = data["plan"]["items"][0], data["plan"]["items"][1]
+    # 0.6 paid for the 30 calls not from the cache: 0.02 a call, 40 calls for the labels = 0.8
+    assert price["cost_per_call"] == pytest.approx(0.02) and price["cost"] == pytest.approx(0.8)
+    # worth: the median effective human users, each 6 labels at 0.5
+    assert worth["worth_cost"] == pytest.approx(data["effective_human_users"]["P@3"] * 6 * 0.5)
+
+
+def test_refuses_a_judge_summary_without_a_price(tmp_path):
+    msg = _refused(tmp_path, [("judge_summary", _summary(tmp_path, cost=None))])
+    assert "llm.summary.json: no price per call" in msg and "no price in prices.json" in msg

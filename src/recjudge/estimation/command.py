@@ -7,7 +7,7 @@ import os
 
 from ..errors import ConfigError
 from .engine import estimate_sample
-from .planning import check_pair, make_plan
+from .planning import check_pair, llm_price, make_plan
 from .report import EstimateReport
 from .pools import nonlinear_reason, read_pools
 from .sample import check_users, inclusion_probabilities, measure_map, user_matrices
@@ -56,7 +56,8 @@ def run_estimate(s: EstimateSettings) -> EstimateReport:
     from .._io import check_outputs, write_json
     from ..api.inputs import path_inputs
 
-    check_outputs({"--json": s.json}, inputs=path_inputs(s.runs, s.human, s.llm, s.inclusion))
+    check_outputs({"--json": s.json}, inputs=path_inputs(s.runs, s.human, s.llm, s.inclusion, s.judge_summary))
+    price = None if s.judge_summary is None else llm_price(s.judge_summary)
     measures = measure_map(s.measures)
     runs, human, llm = _read(s)
     check_pair(s, list(runs))
@@ -68,7 +69,7 @@ def run_estimate(s: EstimateSettings) -> EstimateReport:
     results = estimate_sample(sample, 1 - s.level, s.population, s.draws, s.seed)
     # labels a further human user costs: its pool, or as many pairs as the partly judged users had
     pool = float(pools.judged.mean()) if pools.partial else float(pools.size.mean())
-    plan = make_plan(sample, results, s, pairs_per_user=pool)
+    plan = make_plan(sample, results, s, pairs_per_user=pool, price=price)
     report = EstimateReport(sample.systems, results, len(users), len(llm_users), s.population, pi is not None,
                             plan, settings=s, partial=pools.partial, refused=refused,
                             inputs={"human": _source(s.human, human.name), "llm": _source(s.llm, llm.name)})

@@ -48,6 +48,10 @@ class EstimateSettings(Settings):
                                             "with --cost-per user), to price the plan (default: not priced)",
                                       ge=0, cli=Cli(metavar="COST"))
     cost_per: Literal["label", "user"] = option("label", "plan: what --cost-human is the price of")
+    judge_summary: PathText | None = option(
+        None, "plan: the NAME.summary.json recjudge judge wrote for the LLM labels, to price them (from the judge's "
+              "prices and token counts) beside the human users they were worth (default: not priced)",
+        cli=Cli(metavar="PATH"))
     json: PathText | None = option(None, "write the result as JSON (default: none)", cli=Cli(metavar="PATH"))
 
     @field_validator("measures")
