@@ -408,23 +408,14 @@ def fill_with(s: FillSettings) -> FillReport:
     paths = {}
     if s.out is not None:
         paths["qrels"], paths["sources"] = write_filled(result, s.out)
-    from ..evaluation.calibration import FillReport
+    from ..evaluation.calibration import FillReport, fewer_human_users
 
     report = FillReport(cal, result, rep, val, {"k": s.k, "tie_policy": s.tie_policy, "seed": s.seed,
                                                 "allow_weak_calibration": s.allow_weak_calibration},
-                        paths, s.validate, protocol=s.protocol, users=_fewer_human_users(s, human, llm))
+                        paths, s.validate, protocol=s.protocol, users=fewer_human_users(human, llm, s.human, s.llm))
     if s.json:
         write_json(s.json, report.to_json())
     return report
-
-
-def _fewer_human_users(s: FillSettings, human, llm) -> tuple[str, int, str, int] | None:
-    """Names and user counts of the human and LLM qrels when the LLM's users include the human's and more."""
-    hu, lu = set(human.qids), set(llm.qids)
-    if not hu or not hu < lu:
-        return None
-    name = lambda v, q: os.fspath(v) if isinstance(v, (str, os.PathLike)) else q.name  # noqa: E731
-    return name(s.human, human), len(hu), name(s.llm, llm), len(lu)
 
 
 def ties_with(s: TiesSettings) -> TieAudit:

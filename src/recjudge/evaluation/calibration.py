@@ -398,6 +398,18 @@ def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: f
     return ValidationReport(fraction, len(hidden), len(hidden_llm), agree or {}, without, with_fill)
 
 
+def fewer_human_users(human: Qrels, llm: Qrels, human_as=None, llm_as=None) -> tuple[str, int, str, int] | None:
+    """:attr:`FillReport.users` when the LLM qrels judge every user of the human qrels and more, else None;
+    each named by the path it was given as (``human_as`` / ``llm_as``), else by its name."""
+    import os
+
+    def name(given, q: Qrels) -> str:
+        return os.fspath(given) if isinstance(given, (str, os.PathLike)) else q.name
+
+    hu, lu = set(human.qids), set(llm.qids)
+    return (name(human_as, human), len(hu), name(llm_as, llm), len(lu)) if hu and hu < lu else None
+
+
 @dataclass(frozen=True, eq=False)
 class FillReport:
     """What ``recjudge fill`` returns: the calibration, the filled qrels, the scenario rankings and the
