@@ -16,6 +16,12 @@ Printed per cell: coverage of the per-system intervals (all systems, and the wor
 pairwise intervals together (simultaneous), of all rank sets together, the human-only coverage,
 and the mean PPI width relative to the human-only width; coverage in 93-97% is marked ok.
 
+Partly judged pools (``--partial K``): each human user is judged by hand on K of its 30 items,
+drawn at random; P@10 is estimated from the per-user Horvitz-Thompson values (the LLM value plus
+30/K times the judged items' residuals) with the two-stage variance of
+:mod:`recjudge.estimation.pools`; nDCG@10 is not linear in the labels and is not estimated (recjudge
+refuses it). The truth is still the mean under the human labels of every item.
+
 Real data (``--real``): the 27 queries of trec-dl-2021-half are the finite population; n of them
 are drawn without replacement as the human sample, the truth being each system's mean over the 27
 under the NIST labels (population ``judged``, with its finite-population correction).
@@ -24,6 +30,7 @@ under the NIST labels (population ``judged``, with its finite-population correct
     python benchmarks/bench_estimate.py              # 500 replications, every cell
     python benchmarks/bench_estimate.py --real       # TREC DL 2021, n = 10, 15, 20
     python benchmarks/bench_estimate.py --plan       # the planner against simulation
+    python benchmarks/bench_estimate.py --partial 5  # 5 of a user's 30 items judged by hand
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from recjudge.estimation.engine import estimate_measure  # noqa: E402
 from recjudge.estimation.planner import users_for_width  # noqa: E402
 from recjudge.estimation.planning import pilots  # noqa: E402
+from recjudge.estimation.pools import PairTerms  # noqa: E402
 from recjudge.estimation.sample import Sample  # noqa: E402
 
 ITEMS, DEPTH, SYSTEMS = 30, 10, 8
@@ -65,12 +73,18 @@ def _ndcg_p(order: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1), 0.0), (top >= 2).mean(1)
 
 
-def population(seed: int, users: int = 200_000, agree: float = 0.7):
-    """Per-user metrics under human (Y) and LLM labels (F), users × systems, per measure; and κ."""
+def population(seed: int, users: int = 200_000, agree: float = 0.7, pairs: dict | None = None):
+    """Per-user metrics under human (Y) and LLM labels (F), users × systems, per measure; and κ. With
+    ``pairs`` (a dict), P@10's per-item terms go in it: t = [in the top 10]/10 (users × systems ×
+    items), h(H) and h(L) = grade ≥ 2 (h(L) per system: the judge favours some)."""
     rng = np.random.default_rng(seed)
     human, llm = _labels(rng, users, agree)
     y = {"nDCG@10": np.empty((users, SYSTEMS)), "P@10": np.empty((users, SYSTEMS))}
     f = {k: np.empty_like(v) for k, v in y.items()}
+    if pairs is not None:
+        pairs["top"] = np.zeros((users, SYSTEMS, ITEMS), dtype=bool)
+        pairs["hl"] = np.zeros((users, SYSTEMS, ITEMS), dtype=bool)
+        pairs["hh"] = human >= 2
     for k in range(SYSTEMS):
         order = np.argsort(-(human * QUALITY[k] + rng.normal(0, 1.2, size=human.shape)), 1, kind="stable")
         judged = llm.copy()
@@ -79,6 +93,9 @@ def population(seed: int, users: int = 200_000, agree: float = 0.7):
                               np.minimum(np.take_along_axis(judged, order[:, :DEPTH], 1) + 1, 3), 1)
         y["nDCG@10"][:, k], y["P@10"][:, k] = _ndcg_p(order, human)
         f["nDCG@10"][:, k], f["P@10"][:, k] = _ndcg_p(order, judged)
+        if pairs is not None:
+            np.put_along_axis(pairs["top"][:, k], order[:, :DEPTH], True, 1)
+            pairs["hl"][:, k] = judged >= 2
     return y, f, (_kappa(human[:2000].ravel(), llm[:2000].ravel()), float((llm - human).mean()))
 
 
@@ -92,18 +109,35 @@ def _ranks(means: np.ndarray) -> np.ndarray:
     return (-means).argsort(kind="stable").argsort() + 1
 
 
-def _replicate(rng, y, f, n, big_n, pop, level):
-    """One draw: N users of the pool, n of them by hand; the coverage flags of every interval."""
+def _partial_terms(rng, pairs: dict, who: np.ndarray, f: np.ndarray, k: int) -> PairTerms:
+    """P@10's HT values for users ``who`` (pool rows), each judged by hand on k random items of 30."""
+    n = len(who)
+    pick = np.argsort(rng.random((n, ITEMS)), 1)[:, :k]  # k items per user, without replacement
+    t = np.take_along_axis(pairs["top"][who], pick[:, None, :], 2) / DEPTH  # n × systems × k
+    hh = np.take_along_axis(pairs["hh"][who], pick, 1)[:, None, :]
+    hl = np.take_along_axis(pairs["hl"][who], pick[:, None, :], 2)
+    e, gh = (t * (hh.astype(float) - hl)).transpose(0, 2, 1), (t * hh).transpose(0, 2, 1)
+    judged, size = np.full(n, k), np.full(n, ITEMS)
+    return PairTerms(f + ITEMS / k * e.sum(1), ITEMS / k * gh.sum(1), e, gh, judged, size)
+
+
+def _replicate(rng, y, f, n, big_n, pop, level, pairs=None, k=None):
+    """One draw: N users of the pool, n of them by hand (on k of their items when given); the
+    coverage flags of every interval."""
     pool = len(next(iter(y.values())))
     chosen = rng.choice(pool, big_n, replace=False)
     rows = np.sort(rng.choice(big_n, n, replace=False))
     users = [str(i) for i in range(big_n)]
     out = {}
     for name in y:
+        if k is not None and name != "P@10":
+            continue  # not linear in the labels: recjudge refuses it for partly judged users
         ya, fa = y[name][chosen], f[name][chosen]
         truth = ya.mean(0) if pop == "judged" else y[name].mean(0)
-        sample = Sample([str(k) for k in range(SYSTEMS)], [users[r] for r in rows], users,
-                        {name: ya[rows]}, {name: fa[rows]}, {name: fa})
+        terms = None if k is None else {name: _partial_terms(rng, pairs, chosen[rows], fa[rows], k)}
+        sample = Sample([str(s) for s in range(SYSTEMS)], [users[r] for r in rows], users,
+                        {name: ya[rows] if k is None else terms[name].y}, {name: fa[rows]}, {name: fa},
+                        partial=terms)
         m = estimate_measure(name, sample, 1 - level, pop, 1000, int(rng.integers(1 << 30)))
         out[name] = _flags(m, truth)
     return out
@@ -125,18 +159,22 @@ def _ok(c: float) -> str:
     return "ok" if 0.93 <= c <= 0.97 else "LOW" if c < 0.93 else "high"
 
 
-def simulate(reps: int, cells, pops, level: float, seed: int) -> None:
-    y, f, (kappa, bias) = population(seed)
+def simulate(reps: int, cells, pops, level: float, seed: int, k: int | None = None) -> None:
+    pairs = None if k is None else {}
+    y, f, (kappa, bias) = population(seed, pairs=pairs)
     print(f"simulation: pool of {len(y['P@10']):,} users, {SYSTEMS} systems, item-level kappa(human, LLM) = "
           f"{kappa:.2f}, LLM grade - human grade = {bias:+.2f} on average (systems {FAVOURED} favoured: +1 more "
           f"in their top {DEPTH}); {reps} replications per cell, level {level:g}")
+    if k is not None:
+        print(f"partly judged: each human user judged by hand on {k} of its {ITEMS} items, drawn at random "
+              "(P@10 by Horvitz-Thompson within users, two-stage variance; nDCG@10 refused)")
     print(f"{'measure':8} {'pop':8} {'N':>6} {'n':>4} {'system':>7} {'worst':>6} {'pairs':>6} {'ranks':>6} "
           f"{'human':>6} {'width':>6} {'worth':>6}")
     rng = np.random.default_rng(seed + 1)
     for pop in pops:
         for big_n, n in cells:
-            flags = [_replicate(rng, y, f, n, big_n, pop, level) for _ in range(reps)]
-            for name in y:
+            flags = [_replicate(rng, y, f, n, big_n, pop, level, pairs, k) for _ in range(reps)]
+            for name in flags[0]:
                 _row(name, pop, big_n, n, [r[name] for r in flags])
 
 
@@ -234,6 +272,7 @@ def main(argv=None) -> int:
     p.add_argument("--population", choices=("judged", "sampled", "both"), default="both")
     p.add_argument("--n", type=int, nargs="+", help=f"human users per cell (default {NS})")
     p.add_argument("--big-n", type=int, nargs="+", help="LLM-judged users per cell (default 1000 10000)")
+    p.add_argument("--partial", type=int, metavar="K", help=f"each human user judged on K of its {ITEMS} items")
     a = p.parse_args(argv)
     reps = a.reps or (200 if a.quick else 500)
     if a.real:
@@ -245,7 +284,9 @@ def main(argv=None) -> int:
         big = [1000] if a.quick else [1000, 10_000] if a.big_n is None else a.big_n
         cells = [(big_n, n) for big_n in big for n in ns]
         pops = ("judged", "sampled") if a.population == "both" else (a.population,)
-        simulate(reps, cells, pops, a.level, a.seed)
+        if a.partial is not None and not 2 <= a.partial <= ITEMS:
+            p.error(f"--partial: K must be between 2 and {ITEMS}, not {a.partial}")
+        simulate(reps, cells, pops, a.level, a.seed, a.partial)
     return 0
 
 

@@ -149,9 +149,56 @@ def test_refuses_human_users_the_llm_did_not_judge(tmp_path):
     assert "stranger" in msg and "the LLM labels do not" in msg and "N = 40" in msg
 
 
-def test_refuses_human_users_judged_on_part_of_the_pool(tmp_path):
-    msg = _refused(tmp_path, drop_pair=True)
-    assert "miss 12 pair(s)" in msg and "5 of its 6" in msg and "not implemented" in msg
+def test_refuses_partly_judged_users_for_measures_not_linear_in_the_labels(tmp_path):
+    msg = _refused(tmp_path, [("measures", "nDCG@3,Bpref")], drop_pair=True)
+    assert "12 of the 12 human users are judged by hand on part of the pool" in msg and "5 of its 6" in msg
+    assert "nDCG@3, Bpref are not a sum of per-pair gains" in msg and "P@10,Judged@100" in msg
+
+
+def test_partly_judged_users_estimate_p_and_refuse_the_rest(tmp_path):
+    runs, human, llm = _write(tmp_path, drop_pair=True)
+    report = rj.estimate([str(runs)], str(human), str(llm), measures="P@3,nDCG@3", target_width=0.05)
+    data = report.to_json()
+    assert data["plan"]["pairs_per_user"] == 5  # a further human user costs the 5 pairs these had, not 6
+    assert any(w.startswith("partly judged users: in the benchmark") for w in data["warnings"])
+    assert list(data["measures"]) == ["P@3"] and "not a sum of per-pair gains" in data["refused"]["nDCG@3"]
+    assert data["partly_judged_users"] == 12 and "Horvitz-Thompson" in data["methods"]["P@3"]
+    assert any("uniform random sample of the pairs the LLM judged" in a for a in data["assumptions"])
+    assert "not estimated: nDCG@3" in report.format()
+
+
+def _mixed(human, llm):
+    """The LLM labels with the human label in place on every pair judged by hand."""
+    out = {}
+    for path in (llm, human):
+        for line in open(path).read().splitlines():
+            q, _, d, g = line.split()
+            out.setdefault(q, {})[d] = int(g)
+    return out
+
+
+def test_example_data_partly_judged_gives_p_at_10_by_ht(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs, human, llm = root / "runs" / "example", root / "qrels" / "example-human.qrels", root / "qrels" / "example-llm.qrels"
+    report = rj.estimate([str(runs)], str(human), str(llm), measures="P@10,Judged@100,nDCG@100", seed=0)
+    data = report.to_json()
+    assert data["partly_judged_users"] == 40 and set(data["refused"]) == {"nDCG@100"}
+    # reference: ir-measures per user; n = N = 40, so the estimate is the mean of Ŷ = f + (120/30)(P_mixed − f)
+    run = {}
+    for f in sorted(runs.iterdir()):
+        for line in f.read_text().splitlines():
+            q, _, d, _, sc, tag = line.split()
+            run.setdefault(tag, {}).setdefault(q, {})[d] = float(sc)
+    m = ir_measures.parse_measure("P@10")
+    llm_q, mixed = _mixed(llm, "/dev/null"), _mixed(human, llm)
+    for name, sys in data["measures"]["P@10"]["systems"].items():
+        f = {r.query_id: r.value for r in ir_measures.iter_calc([m], llm_q, run[name])}
+        g = {r.query_id: r.value for r in ir_measures.iter_calc([m], mixed, run[name])}
+        want = np.mean([f[q] + 4 * (g[q] - f[q]) for q in f])
+        assert sys["estimate"] == pytest.approx(want, abs=1e-9)
+    assert all(s["estimate"] == 1.0 for s in data["measures"]["Judged@100"]["systems"].values())
 
 
 def test_refuses_bad_inclusion_probabilities(tmp_path):
@@ -197,3 +244,31 @@ def test_inclusion_weights_change_the_estimate_end_to_end(tmp_path):
     vals = np.array([y.get(u, 0.0) for u in USERS[:12]])
     assert a == pytest.approx(vals.mean()) and b == pytest.approx((w * vals).sum() / w.sum())
     assert "inclusion probabilities given" in " ".join(weighted["assumptions"])
+
+
+def _summary(tmp_path, cost=0.6, calls=30):
+    from recjudge.judging.cache import Usage
+    from recjudge.judging.results import Summary
+
+    s = Summary(judge="fake", kind="llm", pairs=240, judged=240, failures={}, planned_calls=40, calls=calls,
+                attempts=calls, cache_hits=40 - calls, skipped_calls=0, stopped=None, usage=Usage(1000, 0, 100, 0),
+                cost=cost, estimated_input_tokens=0, estimated_cost=None, dry_run=False, elapsed=1.0)
+    path = tmp_path / "llm.summary.json"
+    path.write_text(json.dumps({"summary": s.as_dict()}))
+    return str(path)
+
+
+def test_plan_prices_the_llm_labels_from_the_judge_summary(tmp_path):
+    runs, human, llm = _write(tmp_path)
+    data = rj.estimate([str(runs)], str(human), str(llm), measures="P@3", judge_summary=_summary(tmp_path),
+                       cost_human=0.5).to_json()
+    price, worth = data["plan"]["items"][0], data["plan"]["items"][1]
+    # 0.6 paid for the 30 calls not from the cache: 0.02 a call, 40 calls for the labels = 0.8
+    assert price["cost_per_call"] == pytest.approx(0.02) and price["cost"] == pytest.approx(0.8)
+    # worth: the median effective human users, each 6 labels at 0.5
+    assert worth["worth_cost"] == pytest.approx(data["effective_human_users"]["P@3"] * 6 * 0.5)
+
+
+def test_refuses_a_judge_summary_without_a_price(tmp_path):
+    msg = _refused(tmp_path, [("judge_summary", _summary(tmp_path, cost=None))])
+    assert "llm.summary.json: no price per call" in msg and "no price in prices.json" in msg

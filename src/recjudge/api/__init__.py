@@ -408,11 +408,11 @@ def fill_with(s: FillSettings) -> FillReport:
     paths = {}
     if s.out is not None:
         paths["qrels"], paths["sources"] = write_filled(result, s.out)
-    from ..evaluation.calibration import FillReport
+    from ..evaluation.calibration import FillReport, fewer_human_users
 
     report = FillReport(cal, result, rep, val, {"k": s.k, "tie_policy": s.tie_policy, "seed": s.seed,
                                                 "allow_weak_calibration": s.allow_weak_calibration},
-                        paths, s.validate, protocol=s.protocol)
+                        paths, s.validate, protocol=s.protocol, users=fewer_human_users(human, llm, s.human, s.llm))
     if s.json:
         write_json(s.json, report.to_json())
     return report

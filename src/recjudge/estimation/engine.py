@@ -61,9 +61,9 @@ def effective_users(var_y: np.ndarray, se: np.ndarray, n_all: int | None) -> np.
     return np.where(var_y > 0, out, np.nan)
 
 
-def _means(y, f, f_all, rows, pi, population: str) -> Means:
+def _means(y, f, f_all, rows, pi, population: str, within=None) -> Means:
     if population == "judged":
-        return finite_mean(y, f, f_all, pi)
+        return finite_mean(y, f, f_all, pi, within=within)
     unlabeled = np.delete(f_all, rows, axis=0)
     m = ppi_mean(y, f, unlabeled)
     return Means(m.estimate, m.se, m.lam, m.influence, len(y) - 1)  # t quantile: small n
@@ -72,14 +72,19 @@ def _means(y, f, f_all, rows, pi, population: str) -> Means:
 def estimate_measure(name: str, sample: Sample, alpha: float, population: str, draws: int, seed: int
                      ) -> MeasureEstimate:
     y, f, fa = sample.y[name], sample.f_human[name], sample.f_all[name]
-    rows, pi = sample.human_rows, sample.pi
+    rows, pi, terms = sample.human_rows, sample.pi, sample.terms(name)
     big_n = len(sample.llm_users)
-    ppi = _means(y, f, fa, rows, pi, population)
-    human = human_mean(y, big_n if population == "judged" else None, pi)
-    effective = effective_users(_weighted_var(y, pi), ppi.se, big_n if population == "judged" else None)
+    eye = np.eye(y.shape[1])
+    ppi = _means(y, f, fa, rows, pi, population, None if terms is None else terms.within(eye))
+    yh = y if terms is None else terms.human_y
+    human = human_mean(yh, big_n if population == "judged" else None, pi,
+                       None if terms is None or population != "judged" else terms.within(eye, human=True))
+    effective = effective_users(_weighted_var(yh, pi), ppi.se, big_n if population == "judged" else None)
     pairs = pair_index(y.shape[1])
     if pairs:
-        pm = _means(pair_matrix(y, pairs), pair_matrix(f, pairs), pair_matrix(fa, pairs), rows, pi, population)
+        within = None if terms is None else terms.within(pair_matrix(eye, pairs))
+        pm = _means(pair_matrix(y, pairs), pair_matrix(f, pairs), pair_matrix(fa, pairs), rows, pi, population,
+                    within)
         crit = max_t_critical(pm, alpha, draws, seed)
         lo, hi = pm.interval(alpha, crit)
     else:

@@ -11,7 +11,7 @@ from .planner import Pilot, pilot, users_for_width, users_to_separate
 from .ranks import pair_matrix
 from .sample import Sample
 
-__all__ = ["make_plan", "pilots", "check_pair"]
+__all__ = ["make_plan", "pilots", "check_pair", "llm_price"]
 
 
 def pilots(sample: Sample, name: str, lams, population: str, pairs=None) -> list[Pilot]:
@@ -89,13 +89,55 @@ def _pair_items(sample, results: dict[str, MeasureEstimate], s, pool) -> list[di
     return out
 
 
-def make_plan(sample: Sample, results: dict[str, MeasureEstimate], s, pairs_per_user: float) -> dict:
-    """The plan the settings ask for ({} when none): items per goal and measure."""
+def llm_price(path) -> dict:
+    """What the LLM labels cost, from the summary ``recjudge judge`` wrote: the calls their labels
+    took and the price per call the judge paid (or estimated, for a dry run)."""
+    import json
+
+    from .._io import read_text
+
+    name, text = read_text(path, "judge summary")
+    try:
+        summary = json.loads(text)["summary"]
+        calls, planned = int(summary["calls"]), int(summary["planned_calls"])
+        spent = summary["estimated_cost" if summary["dry_run"] else "cost"]
+        paid = planned - int(summary["cache_hits"]) - int(summary.get("shared_calls", 0)) if summary["dry_run"] else calls
+    except (ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"{name}: not a judge summary ({err}); give the NAME.summary.json recjudge judge wrote "
+                          "beside the LLM qrels") from None
+    if spent is None or paid <= 0:
+        why = "the model has no price in prices.json" if spent is None else "every call came from the cache"
+        raise ConfigError(f"{name}: no price per call to read ({why}); give the summary of a run that paid for "
+                          "its calls, or leave --judge-summary out")
+    return {"source": name, "calls": planned, "cost_per_call": spent / paid, "cost": planned * spent / paid}
+
+
+def _llm_items(results: dict[str, MeasureEstimate], s, pool: float, price: dict) -> list[dict]:
+    text = (f"LLM labels: {price['calls']:,} calls at {price['cost_per_call']:,.4f} each, about "
+            f"{price['cost']:,.2f} in all (from {price['source']})")
+    out = [{"goal": "price the LLM labels", **price, "text": text}]
+    for name, m in results.items():
+        worth = float(np.nanmedian(m.effective)) if np.isfinite(m.effective).any() else None
+        if worth is None or s.cost_human is None:
+            continue
+        human = worth * (1 if s.cost_per == "user" else pool) * s.cost_human
+        out.append({"measure": name, "goal": "the human labels the LLM labels were worth", "worth_users": worth,
+                    "worth_cost": human, "text": f"{name}: worth {worth:.0f} human users (median over the systems), "
+                                                 f"whose labels would cost {human:,.2f}"})
+    return out
+
+
+def make_plan(sample: Sample, results: dict[str, MeasureEstimate], s, pairs_per_user: float,
+              price: dict | None = None) -> dict:
+    """The plan the settings ask for ({} when none): items per goal and measure; ``price``: what the
+    LLM labels cost (:func:`llm_price`)."""
     items = []
     if s.target_width is not None:
         items += _width_items(sample, results, s, pairs_per_user)
     if s.separate is not None:
         items += _pair_items(sample, results, s, pairs_per_user)
+    if price is not None:
+        items += _llm_items(results, s, pairs_per_user, price)
     if not items:
         return {}
     note = ("from the pilot's λ and variances; separating a pair is planned for one marginal test at the "

@@ -17,6 +17,9 @@ Two targets:
   r = Y − λf and r̄_w the Hájek mean Σ w r / Σ w (w = 1/π); se² = n/(n−1) Σ (1−π) w² (r − r̄_w)² /
   (Σ w)², which for uniform π is (1 − n/N) s_r²/n (s² with denominator n − 1); λ = the weighted
   regression slope of Y on f over the n, clipped to [0, 1] (λ = 0 gives the human-only estimate).
+  Where the users' Y are themselves estimated from a sample of their pairs (Ŷ, variance v̂_i given
+  the user, :mod:`recjudge.estimation.pools`), ``within`` adds the second stage Σ w v̂ / (Σ w)²
+  (for uniform π: Σ v̂ / (n N)); the superpopulation formula needs no term, as s² of Ŷ holds it.
 """
 
 from __future__ import annotations
@@ -81,10 +84,11 @@ def _weighted_slope(y: np.ndarray, f: np.ndarray, w: np.ndarray) -> np.ndarray:
         return np.clip(np.where(den > 1e-300, num / den, 0.0), 0.0, 1.0)
 
 
-def finite_mean(y, yhat, yhat_all, pi=None, lam=None) -> Means:
+def finite_mean(y, yhat, yhat_all, pi=None, lam=None, within=None) -> Means:
     """The mean over the N users of ``yhat_all`` (rows: every user the LLM judged, the n labelled ones
     among them), from the n rows of ``y`` / ``yhat``; ``pi``: each labelled user's inclusion
-    probability (default n/N). t quantile with n − 1 degrees of freedom."""
+    probability (default n/N); ``within``: the variance of each ``y`` given its user (n × columns),
+    when ``y`` is estimated from part of the user's pairs. t quantile with n − 1 degrees of freedom."""
     y, f, fa = _columns(y), _columns(yhat), _columns(yhat_all)
     n, big_n = len(y), len(fa)
     pi = np.full(n, n / big_n) if pi is None else np.asarray(pi, dtype=float)
@@ -97,10 +101,12 @@ def finite_mean(y, yhat, yhat_all, pi=None, lam=None) -> Means:
     estimate = lam * fa.mean(0) + rbar
     scale = np.sqrt(n / (n - 1) * (1 - pi)) * w / w.sum()
     influence = scale[:, None] * (r - rbar)
+    if within is not None:
+        influence = np.concatenate([influence, np.sqrt(w[:, None] * _columns(within)) / w.sum()])
     return Means(estimate, np.sqrt((influence ** 2).sum(0)), lam, influence, n - 1)
 
 
-def human_mean(y, n_all: int | None, pi=None) -> Means:
+def human_mean(y, n_all: int | None, pi=None, within=None) -> Means:
     """The classical estimate from the human labels alone: over the N = ``n_all`` users (finite, with
     ``pi`` as in :func:`finite_mean`), or of a superpopulation (``n_all`` None: s/√n); t quantile."""
     y = _columns(y)
@@ -108,4 +114,4 @@ def human_mean(y, n_all: int | None, pi=None) -> Means:
     if n_all is None:
         influence = (y - y.mean(0)) / np.sqrt(n * (n - 1))
         return Means(y.mean(0), np.sqrt((influence ** 2).sum(0)), np.zeros(y.shape[1]), influence, n - 1)
-    return finite_mean(y, np.zeros_like(y), np.zeros((n_all, y.shape[1])), pi, lam=0.0)
+    return finite_mean(y, np.zeros_like(y), np.zeros((n_all, y.shape[1])), pi, lam=0.0, within=within)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .engine import MeasureEstimate
-from .text import FLAT_NOTE, LLM_ONLY_NOTE, WORTH_NOTE, assumptions, format_report
+from .text import FLAT_NOTE, LLM_ONLY_NOTE, WORTH_NOTE, assumptions, format_report, methods
 from .validity import warnings_for
 
 __all__ = ["EstimateReport"]
@@ -28,6 +28,8 @@ class EstimateReport:
     plan: dict[str, Any] = field(default_factory=dict)
     settings: Any = None
     inputs: dict[str, str] = field(default_factory=dict)
+    partial: int = 0  # human users judged by hand on part of their pool
+    refused: dict[str, str] = field(default_factory=dict)  # measure -> why partly judged pools cannot give it
 
     @property
     def level(self) -> float:
@@ -39,7 +41,7 @@ class EstimateReport:
                 "human_only": {"estimate": m.human.estimate[j], "ci": [hlo[j], hhi[j]], "se": m.human.se[j]},
                 "llm_only": {"estimate": m.llm_only[j], "note": LLM_ONLY_NOTE},
                 "effective_human_users": m.effective[j],
-                "degenerate": bool(m.ppi.se[j] == 0 and self.n_human < self.n_llm),
+                "degenerate": bool(m.ppi.se[j] == 0 and (self.n_human < self.n_llm or self.partial > 0)),
                 "rank_set": [int(m.ranks.lo[j]), int(m.ranks.hi[j])], "can_be_best": bool(m.ranks.can_be_best[j])}
 
     def _pairs_json(self, m: MeasureEstimate) -> list[dict]:
@@ -65,10 +67,11 @@ class EstimateReport:
                 "n_human_users": self.n_human, "n_llm_users": self.n_llm,
                 "effective_human_users": {k: v["effective_human_users"] for k, v in per.items()},
                 "rank_sets": {k: v["rank_sets"] for k, v in per.items()},
-                "measures": per, "assumptions": assumptions(self.population, self.weighted),
+                "measures": per, "assumptions": assumptions(self.population, self.weighted, self.partial),
+                "partly_judged_users": self.partial, "methods": methods(self), "refused": dict(self.refused),
                 "notes": {"llm_only": LLM_ONLY_NOTE, "degenerate": FLAT_NOTE, "effective_human_users": WORTH_NOTE
                           + " (median over the systems per measure)"},
-                "warnings": warnings_for(self.n_human), "inputs": dict(self.inputs)}
+                "warnings": warnings_for(self.n_human, self.partial), "inputs": dict(self.inputs)}
         if self.plan:
             data["plan"] = self.plan
         return data

@@ -3,7 +3,8 @@ checked to be what prediction-powered inference needs (else refused, naming the 
 
 The N users are those the LLM labels judge; the n human users must be among them, each judged by the
 humans on every pair the LLM judged for that user (so the per-user metric under human labels is the
-metric itself, not a fraction of it). Per-user matrices come from
+metric itself), or on a random part of it for measures linear in the labels
+(:mod:`recjudge.estimation.pools`). Per-user matrices come from
 :func:`recjudge.evaluation.measures.score_runs`, one pass over the runs for both label sets.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 from ..errors import ConfigError, InputError
 from .validity import MIN_HUMAN_USERS
 
-__all__ = ["MIN_HUMAN_USERS", "Sample", "measure_map", "check_users", "check_pools", "inclusion_probabilities",
+__all__ = ["MIN_HUMAN_USERS", "Sample", "measure_map", "check_users", "inclusion_probabilities",
            "user_matrices"]
 
 
@@ -35,6 +36,11 @@ class Sample:
     f_human: dict[str, np.ndarray]
     f_all: dict[str, np.ndarray]
     pi: np.ndarray | None = None
+    partial: dict | None = None  # measure -> PairTerms where some human users are partly judged
+
+    def terms(self, name: str):
+        """The measure's :class:`~recjudge.estimation.pools.PairTerms` (None: every pool judged whole)."""
+        return None if self.partial is None else self.partial.get(name)
 
     @property
     def human_rows(self) -> np.ndarray:
@@ -76,27 +82,6 @@ def check_users(human, llm, minimum: int = MIN_HUMAN_USERS) -> tuple[list[str], 
     return human_users, llm_users
 
 
-def check_pools(human, llm, users: list[str]) -> None:
-    """Refuse human users whose human labels miss some pair the LLM judged for them (the pair-level,
-    K-per-user case, which a per-user metric under human labels does not estimate)."""
-    h, g = human.frame, llm.frame
-    g = g[g["qid"].isin(users)]
-    judged = set(zip(h["qid"], h["docid"]))
-    missing = [q for q, d in zip(g["qid"], g["docid"]) if (q, d) not in judged]
-    if missing:
-        from collections import Counter
-
-        counts = Counter(missing)
-        user, count = counts.most_common(1)[0]
-        total = int((g["qid"] == user).sum())
-        raise ConfigError(
-            f"the human labels miss {len(missing)} pair(s) the LLM judged for {len(counts)} human user(s) (user "
-            f"{user}: {total - count} of its {total} LLM-judged pairs have a human label): the per-user metric "
-            "under human labels needs each human user's whole pool, and a correction for partly judged users "
-            "(pair-level weights) is not implemented; give the human labels of every pair the LLM judged for "
-            "these users, or leave the users out of the human qrels")
-
-
 def inclusion_probabilities(value, users: list[str]) -> np.ndarray:
     """Each human user's probability of having been chosen for human labels, from a ``{user: π}``
     mapping or a file of 'user π' lines; every human user needs one, each in (0, 1]."""
@@ -129,8 +114,34 @@ def inclusion_probabilities(value, users: list[str]) -> np.ndarray:
     return pi
 
 
+def _partial_terms(runs: Mapping, pools, measures: Mapping[str, str], fh: dict, tie_policy: str, seed: int
+                   ) -> dict:
+    """Per measure, the per-user HT values of partly judged pools (see :mod:`recjudge.estimation.pools`)."""
+    from ..evaluation.measures import parse_measures, score_runs
+    from .pools import layer_qrels, pair_terms
+
+    parsed = {name: parse_measures([key])[0] for name, key in measures.items()}
+    precision = {name: m for name, m in parsed.items() if m.NAME == "P"}
+    layers = {int(m["rel"]): layer_qrels(pools, int(m["rel"])) for m in precision.values()}
+    sets = {q.name: q for qs, _, _ in layers.values() for q in qs}
+    keys = sorted({measures[name] for name in precision})
+    scored = score_runs(runs, sets, keys, tie_policy, seed, k=100).matrices if sets else {}
+    out = {}
+    for name, m in parsed.items():
+        hits, hh, hl = None, None, None
+        if name in precision:
+            qs, hh, hl = layers[int(m["rel"])]
+            systems = list(runs)
+            hits = np.zeros(hh.shape + (len(systems),))
+            for j, q in enumerate(qs):
+                frame = scored[q.name][measures[name]].reindex(index=pools.users, columns=systems)
+                hits[:, j, :] = frame.fillna(0.0).to_numpy(dtype=float)
+        out[name] = pair_terms(pools, fh[name], hits, hh, hl, m.NAME == "Judged")
+    return out
+
+
 def user_matrices(runs: Mapping, human, llm, measures: Mapping[str, str], tie_policy: str, seed: int,
-                  pi: np.ndarray | None = None) -> Sample:
+                  pi: np.ndarray | None = None, pools=None) -> Sample:
     """Every run scored under both label sets (one pass over the runs), as a :class:`Sample`."""
     from ..evaluation.measures import score_runs
 
@@ -152,7 +163,11 @@ def user_matrices(runs: Mapping, human, llm, measures: Mapping[str, str], tie_po
                               "per-user mean to estimate; choose another measure")
         y[name], fa[name] = hm, lm
         fh[name] = lm[rows]
-    return Sample(systems, human_users, llm_users, y, fh, fa, pi)
+    partial = None
+    if pools is not None and pools.partial:
+        partial = _partial_terms(runs, pools, measures, fh, tie_policy, seed)
+        y = {name: partial[name].y for name in measures}
+    return Sample(systems, human_users, llm_users, y, fh, fa, pi, partial)
 
 
 def path_of(value) -> str | None:

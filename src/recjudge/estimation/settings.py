@@ -24,7 +24,8 @@ class EstimateSettings(Settings):
     runs: Inputs = option(help="run files or folders, Runs, a {name: run} mapping or DataFrames",
                           cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
     human: Inputs = option(help="human qrels of the n users judged by hand (each on the whole pool the LLM "
-                                "judged for that user)", cli=Cli(metavar="QRELS"))
+                                "judged for that user, or on a random part of it for P@k and Judged@k)",
+                           cli=Cli(metavar="QRELS"))
     llm: Inputs = option(help="LLM qrels of the N users to generalise over (the human users among them)",
                          cli=Cli(metavar="QRELS"))
     measures: str = option(",".join(DEFAULT_MEASURES), "ir-measures strings, comma-separated")
@@ -47,6 +48,10 @@ class EstimateSettings(Settings):
                                             "with --cost-per user), to price the plan (default: not priced)",
                                       ge=0, cli=Cli(metavar="COST"))
     cost_per: Literal["label", "user"] = option("label", "plan: what --cost-human is the price of")
+    judge_summary: PathText | None = option(
+        None, "plan: the NAME.summary.json recjudge judge wrote for the LLM labels, to price them (from the judge's "
+              "prices and token counts) beside the human users they were worth (default: not priced)",
+        cli=Cli(metavar="PATH"))
     json: PathText | None = option(None, "write the result as JSON (default: none)", cli=Cli(metavar="PATH"))
 
     @field_validator("measures")

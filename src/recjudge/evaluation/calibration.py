@@ -398,6 +398,18 @@ def validate_fill(human: Qrels, llm: Qrels, runs: Mapping[str, Run], fraction: f
     return ValidationReport(fraction, len(hidden), len(hidden_llm), agree or {}, without, with_fill)
 
 
+def fewer_human_users(human: Qrels, llm: Qrels, human_as=None, llm_as=None) -> tuple[str, int, str, int] | None:
+    """:attr:`FillReport.users` when the LLM qrels judge every user of the human qrels and more, else None;
+    each named by the path it was given as (``human_as`` / ``llm_as``), else by its name."""
+    import os
+
+    def name(given, q: Qrels) -> str:
+        return os.fspath(given) if isinstance(given, (str, os.PathLike)) else q.name
+
+    hu, lu = set(human.qids), set(llm.qids)
+    return (name(human_as, human), len(hu), name(llm_as, llm), len(lu)) if hu and hu < lu else None
+
+
 @dataclass(frozen=True, eq=False)
 class FillReport:
     """What ``recjudge fill`` returns: the calibration, the filled qrels, the scenario rankings and the
@@ -412,6 +424,8 @@ class FillReport:
     paths: Mapping[str, Path] = field(default_factory=dict)
     validate: float | None = None
     protocol: Any = None
+    # (human qrels, its users, LLM qrels, its users) when the LLM's users include the human's and more
+    users: tuple[str, int, str, int] | None = None
 
     @property
     def qrels(self) -> Qrels:
@@ -454,6 +468,10 @@ class FillReport:
         note = (rep.tie_sensitivity or {}).get("note")
         if note:
             lines.append("\n" + wrapped(f"{note} (under the human labels)"))
+        if self.users is not None:
+            from .metaeval.text import estimate_hint
+
+            lines.append("\n" + estimate_hint(*self.users))
         return "\n".join(lines + self._validation_lines())
 
     def _validation_lines(self) -> list[str]:

@@ -36,6 +36,7 @@ def estimate(
     power: float = 0.8,
     cost_human: float | None = None,
     cost_per: Literal["label", "user"] = "label",
+    judge_summary: str | os.PathLike | None = None,
     json: str | os.PathLike | None = None,
     protocol: str | os.PathLike | Protocol | None = None,
 ) -> EstimateReport:
@@ -45,7 +46,7 @@ def estimate(
     Args:
         runs: run files or folders, Runs, a {name: run} mapping or DataFrames
         human: human qrels of the n users judged by hand (each on the whole pool the LLM judged for
-            that user)
+            that user, or on a random part of it for P@k and Judged@k)
         llm: LLM qrels of the N users to generalise over (the human users among them)
         measures: ir-measures strings, comma-separated
         level: confidence level of every interval
@@ -62,6 +63,9 @@ def estimate(
         cost_human: plan: the cost of one human label (or of one user's labels, with ``cost_per``
             user), to price the plan (default: not priced)
         cost_per: plan: what ``cost_human`` is the price of
+        judge_summary: plan: the NAME.summary.json recjudge judge wrote for the LLM labels, to price
+            them (from the judge's prices and token counts) beside the human users they were worth
+            (default: not priced)
         json: write the result as JSON (default: none)
         protocol: a protocol (a shipped name such as 'penha2025', a protocol file, or a Protocol)
             whose settings become the defaults: a parameter left at its default follows the protocol,

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..intervals import CI_FLAG, DEFAULT_TAU_METHOD, TAU_METHODS
 from .ranks import SystemTable
-from .text import groups_json, groups_text, tie_line, wrapped
+from .text import estimate_hint, groups_json, groups_text, tie_line, wrapped
 
 __all__ = ["RankAgreement", "UserOverlap", "CompareResult", "ci_cell", "ci_notes", "trivial_tau_lines"]
 
@@ -106,6 +106,13 @@ class CompareResult:
         """One line per candidate that judges other users than the reference: the counts and what τ compares."""
         return [u.note for u in self.users.values() if u.note]
 
+    def estimate_hints(self) -> list[str]:
+        """One line per candidate whose users include all the reference's and more: ``recjudge estimate``
+        generalises the reference's means to the candidate's users."""
+        ref = str(self.settings.get("reference", "the reference"))
+        return [estimate_hint(ref, u.reference, cand, u.candidate) for cand, u in self.users.items()
+                if 0 < u.both == u.reference < u.candidate]
+
     def reference_table(self, candidate: str) -> SystemTable:
         return self.reference_for.get(candidate, self.reference)
 
@@ -173,7 +180,7 @@ class CompareResult:
         if s.get("bootstrap_seed", s["seed"]) != s["seed"]:
             seeds += f"; bootstrap seed {s['bootstrap_seed']}"
         # said first: a τ over different users is read differently
-        lines = [*self.user_notes(),
+        lines = [*self.user_notes(), *self.estimate_hints(),
                  f"{len(self.reference.scores_frame())} systems; reference {s['reference']}; "
                  f"users: {s['queries']}; tie policy: {s['tie_policy']} ({seeds})"]
         for cand, by_measure in self.agreement.items():

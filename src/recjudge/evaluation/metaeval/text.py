@@ -8,12 +8,19 @@ import pandas as pd
 
 from ...report.terminal import prose
 
-__all__ = ["wrapped", "tie_line", "groups_text", "groups_json"]
+__all__ = ["wrapped", "tie_line", "groups_text", "groups_json", "estimate_hint"]
 
 
 def wrapped(text: str, width: int = 100) -> str:
     """A paragraph wrapped to ``width``, its further lines indented four spaces."""
     return prose(text, width, indent="    ")
+
+
+def estimate_hint(human: str, n_human: int, llm: str, n_llm: int) -> str:
+    """The line pointing to ``recjudge estimate`` when human labels judge only some of the LLM's users."""
+    return wrapped(f"{human} judges {n_human:,} of the {n_llm:,} users {llm} judges: `recjudge estimate` "
+                   f"(--human {human}, --llm {llm}) estimates each system's mean under {human}'s labels over all "
+                   f"{n_llm:,} users, with intervals")
 
 
 def tie_line(tie_sensitivity: Mapping | None) -> str:
