@@ -20,7 +20,8 @@ SYSTEM_OK_USERS = 200
 # per-system 92.6-96.2% averaged over systems at n = 10-200 (worst system 90-95%), 94-96% with n = N = 50
 PARTIAL_NOTE = ("partly judged users: in the benchmark (5 or 10 of 30 items judged by hand per user, P@10) the "
                 "per-system intervals covered 93-96% at 95% from 10 human users (the worst system 90-95%), "
-                "94-96% with every user judged in part; pairs 76-94%")
+                "94-96% with every user judged in part; pairs 76-94%. A Horvitz-Thompson value is unbiased but not "
+                "bounded: a P@k above 1 (or below 0) can print, and says the true value is near that bound")
 
 
 def warnings_for(n: int, partial: int = 0) -> list[str]:
