@@ -73,7 +73,7 @@ def throughput(url: str, latency: float, concurrency: int, repeats: int,
     for r in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
             config = JudgeSettings(base_url=url, model="bench", concurrency=concurrency, profile_size=20,
-                                 seed=r, timeout=30.0, transport=transport)
+                                 seed=r, timeout=30.0, transport=transport, yes=True)
             start = time.perf_counter()
             res = judge_pairs(pairs, coll, config, cache_path=Path(tmp) / "c.sqlite")
             elapsed = time.perf_counter() - start

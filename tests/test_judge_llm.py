@@ -322,7 +322,7 @@ def test_retry_after_forms():
     import email.utils
     import time as _time
 
-    from recjudge.judging.client import _retry_after
+    from recjudge.judging.retry import retry_after as _retry_after
 
     assert _retry_after({"retry-after": "3"}) == 3.0
     assert _retry_after({"retry-after-ms": "250", "retry-after": "3"}) == 0.25  # the finer one wins

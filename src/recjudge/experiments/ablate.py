@@ -471,7 +471,7 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
                    progress: Callable[[str], None] | None = None, protocol=None) -> list[VariantRow]:
     """Judge every variant in each of the N experiments and score it against the reference; writes
     ``<out>/ablation.{csv,json,md}`` (naming ``protocol``, a ProtocolUse, when the run follows one)."""
-    from ..judging.dialects import probe_session
+    from ..judging.probe import probe_session
 
     with probe_session():  # every variant and experiment judges through the same endpoints: probed once
         return _run_experiment(exp, dry_run, progress, protocol)
@@ -600,7 +600,8 @@ def endpoint_problems(exp: Experiment, llm: Sequence[tuple[Variant, JudgeSetting
     lists the model when it lists models. (key, problem) pairs, one per problem with every variant it
     concerns, in the file's keys; what each probe found is said once."""
     from ..judging.client import ClientSettings, probe_endpoints
-    from ..judging.dialects import describe, get_dialect, say_once
+    from ..judging.dialects import get_dialect
+    from ..judging.probe import describe, say_once
 
     groups: dict[tuple, list[tuple[Variant, JudgeSettings]]] = {}
     for var, config in llm:
