@@ -424,3 +424,36 @@ def test_the_probe_and_the_calls_take_the_same_proxy(fake_openai, monkeypatch):
     chat = [t for t in fake_openai.proxied if t.endswith("/v1/chat/completions")]
     assert len(chat) == 6 and all(t.startswith("http://judge.invalid:8000/") for t in chat)
     assert any(t.endswith("/v1/models") for t in fake_openai.proxied)  # the probe went the same way
+
+
+# ------------------------------------------------------------------------------ one path, sized caps
+
+def test_an_answer_of_a_few_mib_is_refused_the_cap_is_sized_for_answers_of_a_few_kb(raw):
+    # 3 MiB: far more than any chat answer (a few KB), under the former 32 MiB cap
+    body = b'{"choices": [], "pad": "' + b"x" * (3 << 20) + b'"}'
+
+    def script(server, conn, n):
+        while (head := server.read_request(conn)) is not None:
+            if not ok_for_probes(server, conn, head):
+                conn.sendall(http("200 OK", body, f"Content-Length: {len(body)}"))
+    srv = raw(script)
+    res = judge(srv.url, pairs_for([10], ["u0"]), max_attempts=1)
+    assert res.summary.failures == {"connection": 1}
+    assert "announces 3,145,7" in res.summary.failure_messages["connection"]
+    assert MAX_BODY <= 4 << 20
+
+
+def test_a_batch_result_file_larger_than_the_answer_cap_is_read_whole(fake_openai):
+    # a batch's result file holds every answer: the answer cap does not apply to it
+    pad = " " * 100_000
+    fake_openai.rule = lambda call: Reply(content=json.dumps({"label": 5}) + pad)
+    pairs = pairs_for(range(10, 20))
+    res = judge(fake_openai.url, pairs, batch=True, batch_poll=0.05)
+    assert res.labels == {p: 5 for p in pairs}
+    assert 30 * len(pad) > MAX_BODY  # the file was over the answer cap
+
+
+def test_the_transport_setting_is_gone():
+    # one HTTP path: the former choice between two clients is an unknown setting, said so
+    with pytest.raises(ConfigError, match="transport"):
+        JudgeSettings(transport="aiohttp")
