@@ -37,8 +37,7 @@ from .probe import KEY_SOURCE, PROBE_TIMEOUT, describe, detect_shared, fetch, pr
 from .prompts import Messages, Template
 from .retry import (COOL_REASONS, FATAL_STATUS, RETRY_STATUS, CallAttempts, Fatal, Retryable, RetryWait, Status,
                     body_error, fatal_message, retry_after, retrying)
-from .transport import (Redactor, TransportError, http_client, request_headers, sdk_client, send, url_under,
-                        within)
+from .transport import Redactor, TransportError, http_client, request_headers, sdk_client, send, within
 
 __all__ = ["ClientSettings", "OpenAIJudgeClient", "Redactor", "Request", "GENERATION_PARAMS",
            "quiet_http_loggers", "union_records", "within", "probe_endpoints"]
@@ -350,7 +349,7 @@ class OpenAIJudgeClient:
     async def _post(self, ep: Endpoint, body: dict):
         """The chat POST: the answer's JSON, or a :class:`Status` (HTTP error)."""
         try:
-            resp = await send(ep.http, "POST", url_under(ep.base, "/chat/completions"), body)
+            resp = await send(ep.http, "POST", ep.chat_url, body)
         except TransportError as exc:
             raise Retryable("connection", self.redact(str(exc))) from None
         if not 200 <= resp.status < 300:

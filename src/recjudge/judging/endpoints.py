@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 from ..urls import DEFAULT_ENDPOINT, public_url
 from .dialects import EndpointState
+from .transport import url_under
 
 __all__ = ["Limiter", "Endpoint", "pick", "another_is_healthy", "COOLDOWN_MAX", "RETRY_AFTER_MAX"]
 
@@ -120,6 +121,7 @@ class Endpoint:
         self.base = url or DEFAULT_ENDPOINT
         self.public = public_url(url) or DEFAULT_ENDPOINT
         self.http = http
+        self._chat_url = None
         self._make_sdk = make_sdk
         self._sdk = None
         self.state = EndpointState()
@@ -142,6 +144,15 @@ class Endpoint:
     def answered(self) -> None:
         self.failures = 0
         self.cool_until = 0.0
+
+    @property
+    def chat_url(self):
+        """The chat route, parsed once (the HTTP client would parse a string on every request)."""
+        if self._chat_url is None:
+            import httpx2
+
+            self._chat_url = httpx2.URL(url_under(self.base, "/chat/completions"))
+        return self._chat_url
 
     @property
     def sdk(self):

@@ -15,7 +15,8 @@ from .cache import CallRecord, Usage
 from .endpoints import RETRY_AFTER_MAX
 from .parse import union_records
 
-__all__ = ["CallAttempts", "Status", "Retryable", "Fatal", "RetryWait", "retrying", "retry_after", "error_text", "body_error",
+__all__ = ["CallAttempts", "Status", "Retryable", "Fatal", "RetryWait", "retrying", "retry_after", "error_text",
+           "body_error",
            "fatal_message", "RETRY_STATUS", "FATAL_STATUS", "COOL_REASONS"]
 
 RETRY_STATUS = {408, 409, 429}

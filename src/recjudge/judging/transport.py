@@ -31,7 +31,8 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 
-__all__ = ["Redactor", "within", "Response", "TransportError", "BodyTooLarge", "resolve_proxy", "ssl_context", "check_header_values",
+__all__ = ["Redactor", "within", "Response", "TransportError", "BodyTooLarge", "resolve_proxy", "ssl_context",
+           "check_header_values",
            "request_headers", "http_client", "sdk_client", "send", "url_under", "MAX_BODY", "MAX_FILE"]
 
 MAX_BODY = 2 * 1024 * 1024    # a chat answer is a few KB, a probe's list of models some more
@@ -206,16 +207,16 @@ def url_under(base_url: str, path: str) -> str:
     return base + path
 
 
-async def send(http, method: str, url: str, body: Any = None) -> Response:
-    """One request (a JSON body, if any) through ``http``, never repeated; a redirect is an answer
+async def send(http, method: str, url, body: Any = None) -> Response:
+    """One request (a JSON body, if any) to ``url`` (a string or an ``httpx2.URL``, parsed once by the
+    caller for a route it asks often) through ``http``, never repeated; a redirect is an answer
     (3xx). No usable answer raises :class:`TransportError` (:class:`TimeoutError` for a timeout)."""
     import aiohttp
     import httpx2
 
     content = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
     try:
-        resp = await http.request(method, url, content=content,
-                                  headers=None if content is None else {"Content-Type": "application/json"})
+        resp = await http.request(method, url, content=content, headers=None if content is None else _JSON)
     except httpx2.TimeoutException as exc:
         if _timed_out(exc):
             raise TimeoutError(str(exc)) from None
@@ -223,6 +224,9 @@ async def send(http, method: str, url: str, body: Any = None) -> Response:
     except (httpx2.HTTPError, aiohttp.ClientError, ssl.SSLError) as exc:
         raise TransportError(_describe(exc)) from None
     return Response(resp.status_code, resp.headers, resp.content)
+
+
+_JSON = {"Content-Type": "application/json"}  # not a client header: the openai client uploads files as multipart
 
 
 def _timed_out(exc: BaseException) -> bool:
