@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from ..urls import DEFAULT_ENDPOINT, public_url
 from .dialects import EndpointState
-from .transport import url_under
+from .transport import httpx, url_under
 
 __all__ = ["Limiter", "Endpoint", "pick", "another_is_healthy", "COOLDOWN_MAX", "RETRY_AFTER_MAX"]
 
@@ -149,9 +149,7 @@ class Endpoint:
     def chat_url(self):
         """The chat route, parsed once (the HTTP client would parse a string on every request)."""
         if self._chat_url is None:
-            import httpx2
-
-            self._chat_url = httpx2.URL(url_under(self.base, "/chat/completions"))
+            self._chat_url = httpx().URL(url_under(self.base, "/chat/completions"))
         return self._chat_url
 
     @property

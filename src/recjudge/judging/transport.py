@@ -33,7 +33,7 @@ from ..errors import ConfigError
 
 __all__ = ["Redactor", "within", "Response", "TransportError", "BodyTooLarge", "resolve_proxy", "ssl_context",
            "check_header_values",
-           "request_headers", "http_client", "sdk_client", "send", "url_under", "MAX_BODY", "MAX_FILE"]
+           "request_headers", "http_client", "sdk_client", "send", "url_under", "httpx", "MAX_BODY", "MAX_FILE"]
 
 MAX_BODY = 2 * 1024 * 1024    # a chat answer is a few KB, a probe's list of models some more
 MAX_FILE = 1024 ** 3          # a Batch API result file: up to 50,000 answers
@@ -133,9 +133,9 @@ def http_client(base_url: str, headers: Mapping[str, str], connections: int, tim
     """The HTTP client of one endpoint (the openai package's aiohttp-backed client): keep-alive
     connections for ``connections`` requests in flight, the environment's proxy, no redirects, capped
     bodies. Made in the event loop that uses it; close it there (``aclose``)."""
-    import httpx2
     import openai
 
+    httpx2 = httpx()
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"not an http(s) URL: {base_url}; give the endpoint as http://host:port/v1")
@@ -161,8 +161,7 @@ class BodyTooLarge(TransportError):
 
 async def _cap_body(response) -> None:
     """Refuse an answer that announces more than the cap; cut off one that sends more."""
-    import httpx2
-
+    httpx2 = httpx()
     cap = MAX_FILE if response.request.url.path.endswith("/content") else MAX_BODY
     length = response.headers.get("content-length")
     if length and length.isdigit() and int(length) > cap:
@@ -172,8 +171,8 @@ async def _cap_body(response) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _capped_class():
-    """The stream class of :func:`_capped` (httpx2 is imported on first use)."""
-    import httpx2
+    """The stream class of :func:`_capped` (the HTTP library is imported on first use)."""
+    httpx2 = httpx()
 
     class Capped(httpx2.AsyncByteStream):
         def __init__(self, stream, cap: int):
@@ -198,6 +197,16 @@ def _capped(stream, cap: int):
     return _capped_class()(stream, cap)
 
 
+@functools.lru_cache(maxsize=None)
+def httpx():
+    """The HTTP library under the openai client: httpx2 in current releases, httpx before."""
+    try:
+        import httpx2
+    except ImportError:  # pragma: no cover - older openai releases
+        import httpx as httpx2
+    return httpx2
+
+
 def url_under(base_url: str, path: str) -> str:
     """``path`` under the base URL (``/chat/completions``), or under the server's root when it starts
     with ``//`` (``//props``: llama.cpp's extra routes sit beside ``/v1``)."""
@@ -212,8 +221,8 @@ async def send(http, method: str, url, body: Any = None) -> Response:
     caller for a route it asks often) through ``http``, never repeated; a redirect is an answer
     (3xx). No usable answer raises :class:`TransportError` (:class:`TimeoutError` for a timeout)."""
     import aiohttp
-    import httpx2
 
+    httpx2 = httpx()
     content = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
     try:
         resp = await http.request(method, url, content=content, headers=None if content is None else _JSON)
