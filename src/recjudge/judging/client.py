@@ -88,6 +88,12 @@ class ClientSettings:
     concurrency: int = 8              # requests in flight: sizes the connection pool
     endpoint_kind: str = "auto"       # auto (probed) or a kind of recjudge.judging.dialects
     parse_retries: int = 1            # retries after answers received but unusable (within max_attempts)
+    # how the caller wrote a judge setting (JudgeSettings.name_of); None: as the judge command's flags
+    name_of: Callable[[str], str] | None = None
+
+    def spelling(self, name: str) -> str:
+        """The setting ``name`` as the caller wrote it, for the errors raised during calls."""
+        return self.name_of(name) if self.name_of is not None else "--" + name.replace("_", "-")
 
     @property
     def urls(self) -> tuple[str | None, ...]:
@@ -339,7 +345,7 @@ class OpenAIJudgeClient:
         if 300 <= code < 400:
             where = public_url(resp.headers.get("location")) if resp.headers is not None else None
             raise Fatal(f"{ep.public} answered HTTP {code}, a redirect{f' to {where}' if where else ''}, which "
-                         "is not followed; give the final URL as --base-url")
+                         f"is not followed; give the final URL as {self.settings.spelling('base_url')}")
         if code < 200:
             raise Retryable("bad_response", f"{text}: an interim answer given as the final one")
         if code in FATAL_STATUS:

@@ -133,12 +133,13 @@ def body_error(raw: bytes, code: int) -> tuple[str, str | None]:
 
 
 def fatal_message(code: int, text: str, s, where: str | None = None) -> str:
-    """What a 401/403/404 answer to the settings ``s`` (a ClientSettings) means, and the way out."""
+    """What a 401/403/404 answer to the settings ``s`` (a ClientSettings) means, and the way out, naming
+    the settings as the caller wrote them."""
     where = where or public_url(s.urls[0]) or "the OpenAI API"
     if code in (401, 403):
         return (f"{where} refused the API key ({text}); set a valid key in the environment variable "
-                "named by --api-key-env (default OPENAI_API_KEY)")
-    return f"{where} answered {text}; check --model {s.model!r} and --base-url"
+                f"named by {s.spelling('api_key_env')} (default OPENAI_API_KEY)")
+    return f"{where} answered {text}; check {s.spelling('model')} (now {s.model!r}) and {s.spelling('base_url')}"
 
 
 class CallAttempts:
