@@ -176,3 +176,13 @@ def test_batch_killed_while_polling_is_collected_not_resubmitted(workspace):
         assert ("POST", "files") not in routes and ("POST", "batches") not in routes
         assert ("GET", "batches") in routes and ("GET", "files") in routes
         assert sorted((workspace / "qrels" / "j.qrels").read_text().splitlines()) == expected_lines()
+
+
+def test_a_refused_key_names_the_flags_on_the_command_line(workspace, capsys, monkeypatch):
+    # the errors raised during calls name the settings as the caller wrote them: flags here
+    monkeypatch.setenv("MY_KEY", "sk-wrong-key-000000")
+    with FakeOpenAI() as server:
+        server.require_key = "sk-the-right-one"
+        assert main(base_args(workspace) + ["--base-url", server.url, "--api-key-env", "MY_KEY", "--yes"]) != 0
+    err = capsys.readouterr().err
+    assert "refused the API key" in err and "named by --api-key-env" in err and "api_key_env=" not in err

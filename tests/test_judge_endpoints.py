@@ -195,9 +195,9 @@ def test_cooldown_of_an_endpoint_that_keeps_failing_stays_bounded():
     # thousands of consecutive failures (a long outage) must not overflow the doubling cooldown
     import time
 
-    from recjudge.judging.client import COOLDOWN_MAX, _Endpoint
+    from recjudge.judging.endpoints import COOLDOWN_MAX, Endpoint
 
-    ep = _Endpoint.__new__(_Endpoint)
+    ep = Endpoint.__new__(Endpoint)
     ep.failures = ep.errors = 0
     ep.cool_until = 0.0
     for _ in range(5000):

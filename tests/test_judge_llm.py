@@ -322,7 +322,7 @@ def test_retry_after_forms():
     import email.utils
     import time as _time
 
-    from recjudge.judging.client import _retry_after
+    from recjudge.judging.retry import retry_after as _retry_after
 
     assert _retry_after({"retry-after": "3"}) == 3.0
     assert _retry_after({"retry-after-ms": "250", "retry-after": "3"}) == 0.25  # the finer one wins
@@ -480,7 +480,8 @@ def test_fatal_error_names_the_endpoint_without_credentials(fake_openai):
     with pytest.raises(ConfigError) as err:
         judge_pairs(pairs_for([10], ["u0"]), movies(), config)
     text = str(err.value)
-    assert "refused the API key" in text and fake_openai.url in text and "--api-key-env" in text
+    # the setting named as the caller wrote it: a keyword of JudgeSettings here, the flag on the command line
+    assert "refused the API key" in text and fake_openai.url in text and "named by api_key_env=" in text
     with pytest.raises(ConfigError) as err:
         JudgeSettings(base_url=fake_openai.url.replace("http://", "http://admin:hunter2pass@") + "?token=qwerty123",
                     model="fake-model", **FAST)

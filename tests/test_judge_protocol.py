@@ -305,31 +305,28 @@ def test_a_collection_without_chronology_is_noted_on_stderr(workspace, capsys):
 
 # ---------------------------------------------------------------------------------------- timeouts
 
-@pytest.mark.parametrize("transport", ["aiohttp", "sdk"])
-def test_a_long_timeout_reaches_every_http_client(transport):
+def test_a_long_timeout_reaches_every_http_client():
     from recjudge.judging.backend import openai_client
 
-    config = JudgeSettings(base_url="http://127.0.0.1:9/v1", timeout=600, transport=transport, model="m")
+    config = JudgeSettings(base_url="http://127.0.0.1:9/v1", timeout=600, model="m")
     job = SimpleNamespace(config=config, template=load_template("baseline"),
                           budget=SimpleNamespace(allows_retry=lambda *a: True), narrow=None)
     client = openai_client(job)
     try:
         ep = client._endpoints[0]
-        assert client.settings.timeout == 600.0  # the deadline of each attempt, either transport
-        sdk = ep.clients[0]  # files and batches always use the SDK's client
-        assert sdk.timeout == 600.0
-        t = sdk._client.timeout  # its HTTP client: no phase capped below the setting
+        assert client.settings.timeout == 600.0  # the deadline of each attempt
+        assert ep.sdk.timeout == 600.0  # files and batches: the openai client over the same HTTP client
+        t = ep.http.timeout  # the HTTP client of chat calls, probes and the openai client: no phase capped below it
         assert (t.connect, t.read, t.write, t.pool) == (600.0, 600.0, 600.0, 600.0)
+        assert ep.sdk._client is ep.http
     finally:
         asyncio.run(client.close())
 
 
-@pytest.mark.parametrize("transport", ["aiohttp", "sdk"])
-def test_an_answer_slower_than_a_short_cap_arrives_within_the_timeout(fake_openai, transport):
+def test_an_answer_slower_than_a_short_cap_arrives_within_the_timeout(fake_openai):
     fake_openai.latency = 1.2
     res = judge_pairs(pairs_for([10], ["u0"]), movies(),
-                      JudgeSettings(base_url=fake_openai.url, **{**FAST, "timeout": 30.0}, transport=transport,
-                                  max_attempts=1))
+                      JudgeSettings(base_url=fake_openai.url, **{**FAST, "timeout": 30.0}, max_attempts=1))
     assert res.summary.judged == 1 and res.summary.attempts == 1
     assert res.provenance["timeout"] == 30.0
 

@@ -279,7 +279,9 @@ def test_a_refused_key_stops_at_once_and_keeps_what_was_answered(fake_openai, tm
 
 def test_an_unknown_model_stops_at_once(fake_openai):
     fake_openai.rule = lambda call: Reply(404, "The model `fake-model` does not exist or you do not have access to it.")
-    with pytest.raises(ConfigError, match=r"answered HTTP 404: The model `fake-model` does not exist.*check --model"):
+    # named as the caller wrote the settings (here keywords of JudgeSettings)
+    with pytest.raises(ConfigError, match=r"answered HTTP 404: The model `fake-model` does not exist.*check model= "
+                                          r"\(now 'fake-model'\) and base_url="):
         run(fake_openai, pairs_for(range(10, 30)))
     assert len(fake_openai.chat_log()) <= 4
 

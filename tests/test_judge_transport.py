@@ -1,5 +1,5 @@
-"""The judge's two HTTP clients for chat requests (aiohttp and the openai client's), against the local
-OpenAI server: same answers and error handling; and against hostile local servers that speak broken
+"""The judge's one HTTP path (the openai client on its aiohttp backend), against the local OpenAI
+server: the request sent, the answers read, error handling; and against hostile local servers that speak broken
 or malicious HTTP byte by byte: a connection closed after the request was written, a trickled answer,
 malformed chunk sizes, two Content-Lengths, an interim 100/103 as the only answer, an oversized body,
 a redirect; a proxy the environment sets; a private CA; a key holding a line break."""
@@ -21,9 +21,7 @@ from judge_data import pairs_for
 
 from recjudge.errors import ConfigError
 from recjudge.judging import JudgeSettings, judge_pairs
-from recjudge.judging.transport import MAX_BODY, HTTPClient, resolve_proxy, ssl_context
-
-TRANSPORTS = ["aiohttp", "sdk"]
+from recjudge.judging.transport import MAX_BODY, http_client, resolve_proxy, send, ssl_context
 
 
 def movies():
@@ -37,11 +35,10 @@ def judge(url, pairs, **cfg):
     return judge_pairs(pairs, movies(), JudgeSettings(base_url=url, **{**FAST, "concurrency": 2, **cfg}))
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_both_transports_send_the_same_request_and_read_the_same_answers(fake_openai, monkeypatch, transport):
+def test_the_request_sent_and_the_answers_read(fake_openai, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-transport-test")
     pairs = pairs_for([10, 11, 12])
-    res = judge(fake_openai.url, pairs, transport=transport)
+    res = judge(fake_openai.url, pairs)
     assert res.labels == {(u, d): int(d) % 8 for u, d in pairs}
     r = fake_openai.chat_log()[0]
     assert r.headers["authorization"] == "Bearer sk-transport-test"
@@ -49,34 +46,33 @@ def test_both_transports_send_the_same_request_and_read_the_same_answers(fake_op
     assert r.json["model"] == "fake-model" and r.json["response_format"]["type"] == "json_schema"
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_both_transports_retry_429_500_timeouts_and_bad_bodies(fake_openai, transport):
+def test_429_500_timeouts_and_bad_bodies_are_retried(fake_openai):
     script = {0: Reply(429, headers={"Retry-After": "0"}), 1: Reply(500), 2: Reply(delay=1.0),
               3: Reply(raw=b"<html>busy</html>"), 4: Reply(raw=b'{"choices": [')}
     fake_openai.rule = lambda call: script.get(call.index)
-    res = judge(fake_openai.url, pairs_for([10]), transport=transport, timeout=0.3, concurrency=1, max_attempts=6)
+    res = judge(fake_openai.url, pairs_for([10]), timeout=0.3, concurrency=1, max_attempts=6)
     # one pair after five failed attempts of five kinds, each retried
     assert res.labels == {("u0", "10"): 2, ("u1", "10"): 2, ("u2", "10"): 2}
     assert res.summary.attempts == 3 + 5 and res.summary.failures == {}
 
 
-def test_aiohttp_keeps_connections_alive(fake_openai):
-    res = judge(fake_openai.url, pairs_for(range(10, 20)), transport="aiohttp", concurrency=2)
+def test_connections_are_kept_alive(fake_openai):
+    res = judge(fake_openai.url, pairs_for(range(10, 20)), concurrency=2)
     assert res.summary.judged == 30
     peers = {r.peer for r in fake_openai.chat_log()}
     assert 1 <= len(peers) <= 2  # 30 requests over at most two connections
 
 
-def test_aiohttp_reads_chunked_bodies(fake_openai):
+def test_chunked_bodies_are_read(fake_openai):
     fake_openai.rule = lambda call: Reply(chunked=True)
     pairs = pairs_for([10, 13])
-    res = judge(fake_openai.url, pairs, transport="aiohttp")
+    res = judge(fake_openai.url, pairs)
     assert res.labels == {(u, d): int(d) % 8 for u, d in pairs} and res.summary.attempts == 6
 
 
-def test_aiohttp_honours_connection_close(fake_openai):
+def test_connection_close_is_honoured(fake_openai):
     fake_openai.rule = lambda call: Reply(headers={"Connection": "close"})
-    res = judge(fake_openai.url, pairs_for([10, 11]), transport="aiohttp", concurrency=1)
+    res = judge(fake_openai.url, pairs_for([10, 11]), concurrency=1)
     assert res.summary.judged == 6 and res.summary.attempts == 6
     assert len({r.peer for r in fake_openai.chat_log()}) == 6  # a new connection each time
 
@@ -84,14 +80,14 @@ def test_aiohttp_honours_connection_close(fake_openai):
 def test_error_answers_name_the_endpoint_and_status(fake_openai):
     fake_openai.rule = lambda call: Reply(404, "The model `fake-model` does not exist")
     with pytest.raises(ConfigError) as err:
-        judge(fake_openai.url, pairs_for([10], ["u0"]), transport="aiohttp")
+        judge(fake_openai.url, pairs_for([10], ["u0"]))
     text = str(err.value)
     assert fake_openai.url in text and "HTTP 404" in text and "does not exist" in text
 
 
 def test_a_bad_request_answer_is_a_recorded_failure_with_its_message(fake_openai):
     fake_openai.rule = lambda call: Reply(400, json.dumps({"detail": "messages too long"}))
-    res = judge(fake_openai.url, pairs_for([10], ["u0"]), transport="aiohttp")
+    res = judge(fake_openai.url, pairs_for([10], ["u0"]))
     assert res.labels == {} and res.summary.failures == {"bad_request": 1}
     # the server's words reach the summary, not only the cache
     assert "messages too long" in res.summary.failure_messages["bad_request"]
@@ -196,8 +192,7 @@ def ok_for_probes(server, conn, head) -> bool:
     return False
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_connection_closed_after_the_request_is_a_counted_attempt_never_a_silent_resend(raw, transport):
+def test_a_connection_closed_after_the_request_is_a_counted_attempt_never_a_silent_resend(raw):
     # the server reads each chat request and closes the connection without a byte of answer:
     # every POST that reached it is one attempt counted against --retries, never resent behind it
     def script(server, conn, n):
@@ -205,13 +200,12 @@ def test_a_connection_closed_after_the_request_is_a_counted_attempt_never_a_sile
             if not ok_for_probes(server, conn, head):
                 return  # close after the request was written
     srv = raw(script)
-    res = judge(srv.url, pairs_for([10], ["u0"]), transport=transport, max_attempts=3, concurrency=1)
+    res = judge(srv.url, pairs_for([10], ["u0"]), max_attempts=3, concurrency=1)
     assert res.labels == {} and res.summary.failures == {"connection": 1}
     assert srv.requests == 3 and res.summary.attempts == 3
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_trickling_server_cannot_keep_a_call_past_the_timeout(raw, transport):
+def test_a_trickling_server_cannot_keep_a_call_past_the_timeout(raw):
     # headers at once, then one byte of body a second: a per-read timeout never fires; the
     # deadline over the whole attempt does
     def script(server, conn, n):
@@ -225,7 +219,7 @@ def test_a_trickling_server_cannot_keep_a_call_past_the_timeout(raw, transport):
                 time.sleep(0.2)
     srv = raw(script)
     start = time.perf_counter()
-    res = judge(srv.url, pairs_for([10], ["u0"]), transport=transport, timeout=1.0, max_attempts=2, concurrency=1)
+    res = judge(srv.url, pairs_for([10], ["u0"]), timeout=1.0, max_attempts=2, concurrency=1)
     elapsed = time.perf_counter() - start
     assert res.summary.failures == {"timeout": 1} and res.summary.attempts == 2
     assert elapsed < 2 * 1.0 + 1.5  # two attempts of 1 s each, and the run's own overhead
@@ -250,14 +244,13 @@ def test_malformed_answers_are_failures_never_labels(raw, case, reply):
             time.sleep(0.3)  # then close: an interim answer gets no final one
             return
     srv = raw(script)
-    res = judge(srv.url, pairs_for([10], ["u0"]), transport="aiohttp", timeout=2.0, max_attempts=2, concurrency=1)
+    res = judge(srv.url, pairs_for([10], ["u0"]), timeout=2.0, max_attempts=2, concurrency=1)
     assert res.labels == {}, case
     assert res.summary.judged == 0 and sum(res.summary.failures.values()) == 1
     assert res.summary.attempts == 2 and srv.requests == 2
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_an_oversized_answer_is_cut_off_not_read_whole(raw, transport):
+def test_an_oversized_answer_is_cut_off_not_read_whole(raw):
     sent = []
 
     def script(server, conn, n):
@@ -269,19 +262,18 @@ def test_an_oversized_answer_is_cut_off_not_read_whole(raw, transport):
             chunk = b"x" * (1 << 20)
             frame = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
             total = 0
-            while total < 4 * MAX_BODY:
+            while total < max(4 * MAX_BODY, 128 << 20):  # more than the socket buffers hold
                 conn.sendall(frame)
                 total += len(chunk)
             sent.append(total)
     srv = raw(script)
-    res = judge(srv.url, pairs_for([10], ["u0"]), transport=transport, max_attempts=1, timeout=30.0)
+    res = judge(srv.url, pairs_for([10], ["u0"]), max_attempts=1, timeout=30.0)
     assert res.summary.failures == {"connection": 1}
     assert "exceeds" in res.summary.failure_messages["connection"]
-    assert not sent  # the server never finished writing its 4 x 32 MiB: the client hung up
+    assert not sent  # the server never finished writing its 128 MiB: the client hung up
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_an_announced_oversized_answer_is_refused_at_once(raw, transport):
+def test_an_announced_oversized_answer_is_refused_at_once(raw):
     def script(server, conn, n):
         while (head := server.read_request(conn)) is not None:
             if ok_for_probes(server, conn, head):
@@ -291,13 +283,12 @@ def test_an_announced_oversized_answer_is_refused_at_once(raw, transport):
             return
     srv = raw(script)
     start = time.perf_counter()
-    res = judge(srv.url, pairs_for([10], ["u0"]), transport=transport, max_attempts=1, timeout=30.0)
+    res = judge(srv.url, pairs_for([10], ["u0"]), max_attempts=1, timeout=30.0)
     assert res.summary.failures == {"connection": 1} and time.perf_counter() - start < 10
     assert "announces" in res.summary.failure_messages["connection"]
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_redirect_is_not_followed(raw, transport):
+def test_a_redirect_is_not_followed(raw):
     def script(server, conn, n):
         while (head := server.read_request(conn)) is not None:
             if ok_for_probes(server, conn, head):
@@ -306,18 +297,16 @@ def test_a_redirect_is_not_followed(raw, transport):
                               "Content-Length: 0"))
     srv = raw(script)
     with pytest.raises(ConfigError, match="redirect to http://127.0.0.1:9/v1/chat/completions"):
-        judge(srv.url, pairs_for([10], ["u0"]), transport=transport, max_attempts=3)
+        judge(srv.url, pairs_for([10], ["u0"]), max_attempts=3)
     assert srv.requests == 1  # the POST went out once, and nowhere else
 
 
 @pytest.mark.parametrize("var", ["OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"])
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_line_break_in_a_header_value_is_refused_before_anything_is_sent(fake_openai, monkeypatch, var,
-                                                                           transport):
+def test_a_line_break_in_a_header_value_is_refused_before_anything_is_sent(fake_openai, monkeypatch, var):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-good-key-123456")
     monkeypatch.setenv(var, "sk-evil\r\nX-Injected: 1")
     with pytest.raises(ConfigError) as err:
-        judge(fake_openai.url, pairs_for([10], ["u0"]), transport=transport)
+        judge(fake_openai.url, pairs_for([10], ["u0"]))
     assert "line break" in str(err.value) and "X-Injected" not in str(err.value)
     assert fake_openai.log == []
 
@@ -334,8 +323,6 @@ def test_the_proxy_is_resolved_once_from_the_environment(monkeypatch):
     assert resolve_proxy("http://api.example.com/v1") is None  # HTTPS_PROXY is for https URLs
     monkeypatch.setenv("NO_PROXY", "example.com")
     assert resolve_proxy("https://api.example.com/v1") is None
-    client = HTTPClient("https://other.example.org/v1", {})
-    assert client.proxy == "http://proxy.internal:3128"
 
 
 def test_chat_requests_go_through_the_proxy_the_environment_sets(fake_openai, raw, monkeypatch):
@@ -362,7 +349,7 @@ def test_chat_requests_go_through_the_proxy_the_environment_sets(fake_openai, ra
     for v in ("no_proxy", "NO_PROXY", "https_proxy", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(v, raising=False)
     monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
-    res = judge(fake_openai.url, pairs_for([13], ["u0"]), transport="aiohttp")
+    res = judge(fake_openai.url, pairs_for([13], ["u0"]))
     assert res.labels == {("u0", "13"): 13 % 8}
     assert f"POST {fake_openai.url}/chat/completions HTTP/1.1" in seen
 
@@ -400,11 +387,11 @@ def test_ssl_cert_file_is_the_trust_store_when_set(tmp_path, monkeypatch):
     threading.Thread(target=serve, daemon=True).start()
 
     async def get():
-        client = HTTPClient(f"https://127.0.0.1:{port}/v1", {})
+        client = http_client(f"https://127.0.0.1:{port}/v1", {}, 2, 5.0)
         try:
-            return await client.request("GET", "/models")
+            return await send(client, "GET", f"https://127.0.0.1:{port}/v1/models")
         finally:
-            await client.close()
+            await client.aclose()
     try:
         monkeypatch.delenv("SSL_CERT_DIR", raising=False)
         monkeypatch.delenv("SSL_CERT_FILE", raising=False)
@@ -420,8 +407,7 @@ def test_ssl_cert_file_is_the_trust_store_when_set(tmp_path, monkeypatch):
         sock.close()
 
 
-@pytest.mark.parametrize("transport", ["sdk", "aiohttp"])
-def test_the_probe_and_the_calls_take_the_same_proxy(fake_openai, monkeypatch, transport):
+def test_the_probe_and_the_calls_take_the_same_proxy(fake_openai, monkeypatch):
     """HTTP_PROXY reaches the chat calls as it reaches the probe: behind a proxy both go through it (the
     endpoint's own host is not even resolvable here)."""
     from judge_data import movies, pairs_for
@@ -433,8 +419,41 @@ def test_the_probe_and_the_calls_take_the_same_proxy(fake_openai, monkeypatch, t
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proxy-test")
     res = judge_pairs(pairs_for([10, 11]), movies(), JudgeSettings(base_url="http://judge.invalid:8000/v1", model="m",
-                                                                   transport=transport, max_attempts=1, yes=True))
+                                                                   max_attempts=1, yes=True))
     assert len(res.labels) == 6
     chat = [t for t in fake_openai.proxied if t.endswith("/v1/chat/completions")]
     assert len(chat) == 6 and all(t.startswith("http://judge.invalid:8000/") for t in chat)
     assert any(t.endswith("/v1/models") for t in fake_openai.proxied)  # the probe went the same way
+
+
+# ------------------------------------------------------------------------------ one path, sized caps
+
+def test_an_answer_of_a_few_mib_is_refused_the_cap_is_sized_for_answers_of_a_few_kb(raw):
+    # 3 MiB: far more than any chat answer (a few KB), under the former 32 MiB cap
+    body = b'{"choices": [], "pad": "' + b"x" * (3 << 20) + b'"}'
+
+    def script(server, conn, n):
+        while (head := server.read_request(conn)) is not None:
+            if not ok_for_probes(server, conn, head):
+                conn.sendall(http("200 OK", body, f"Content-Length: {len(body)}"))
+    srv = raw(script)
+    res = judge(srv.url, pairs_for([10], ["u0"]), max_attempts=1)
+    assert res.summary.failures == {"connection": 1}
+    assert "announces 3,145,7" in res.summary.failure_messages["connection"]
+    assert MAX_BODY <= 4 << 20
+
+
+def test_a_batch_result_file_larger_than_the_answer_cap_is_read_whole(fake_openai):
+    # a batch's result file holds every answer: the answer cap does not apply to it
+    pad = " " * 100_000
+    fake_openai.rule = lambda call: Reply(content=json.dumps({"label": 5}) + pad)
+    pairs = pairs_for(range(10, 20))
+    res = judge(fake_openai.url, pairs, batch=True, batch_poll=0.05)
+    assert res.labels == {p: 5 for p in pairs}
+    assert 30 * len(pad) > MAX_BODY  # the file was over the answer cap
+
+
+def test_the_transport_setting_is_gone():
+    # one HTTP path: the former choice between two clients is an unknown setting, said so
+    with pytest.raises(ConfigError, match="transport"):
+        JudgeSettings(transport="aiohttp")

@@ -125,7 +125,7 @@ def openai_client(job: Job) -> OpenAIJudgeClient:
     client = OpenAIJudgeClient(ClientSettings(
         config.model, urls if len(urls) > 1 else urls[0], api_key(config), config.timeout, config.max_attempts,
         config.backoff_initial, config.backoff_max, config.structured, config.params, config.endpoint_cooldown,
-        config.concurrency, config.transport, config.endpoint_kind, config.parse_retries), job.template)
+        config.concurrency, config.endpoint_kind, config.parse_retries, config.name_of), job.template)
     client.allow_retry = job.budget.allows_retry
     client.narrow = job.narrow
     return client

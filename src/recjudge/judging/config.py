@@ -15,12 +15,11 @@ from .client import GENERATION_PARAMS
 from .dialects import ENDPOINT_KINDS
 from .profile import HISTORY_ORDERS, SAMPLINGS, parse_fields
 
-__all__ = ["JudgeSettings", "FieldSet", "AGGREGATIONS", "STRUCTURED", "TRANSPORTS", "JUDGE_HELP", "yes_option",
+__all__ = ["JudgeSettings", "FieldSet", "AGGREGATIONS", "STRUCTURED", "JUDGE_HELP", "yes_option",
            "confirm_above_usd_option", "confirm_above_calls_option"]
 
 AGGREGATIONS = ("mean", "mode")
 STRUCTURED = ("auto", "on", "off")
-TRANSPORTS = ("sdk", "aiohttp")
 MAX_SEED = 2**63 - 1
 # a field set the collections can show ("title+genres", "all", …): the judge's, the demo's
 FieldSet = Annotated[str, AfterValidator(lambda value: checked(parse_fields, value))]
@@ -78,7 +77,7 @@ class JudgeSettings(Settings):
     aggregate: Literal[AGGREGATIONS] = option("mean", "combine repeats: mean rounded half up, or mode")
     items_per_call: int = option(1, "candidates per request", ge=1, le=1000, cli=Cli(metavar="M"))
     concurrency: int = option(8, "requests in flight", ge=1, le=4096, cli=Cli(metavar="C"))
-    # one deadline over each attempt's whole time (connect, send, wait, read), either transport,
+    # one deadline over each attempt's whole time (connect, send, wait, read),
     # counted from when the request leaves recjudge's queue; ~170k-token prompts to a reasoning
     # model take minutes
     timeout: float = option(60.0, "seconds one request may take from connect to its last byte, per attempt (long "
@@ -132,9 +131,6 @@ class JudgeSettings(Settings):
     endpoint_cooldown: float = option(1.0, "first rest of a failing endpoint in s", ge=0, cli=Cli(hidden=True))
     # None: chat, or batch with batch=True; another registered backend (a provider SDK, a local engine) by name
     backend: str | None = option(None, "the registered backend that makes the calls", cli=Cli(hidden=True))
-    transport: Literal[TRANSPORTS] = option("sdk", "HTTP client of chat requests: sdk (the openai package's client) "
-                                                   "or aiohttp (less CPU per request: for concurrency of ~100 and "
-                                                   "more)")
     # how the endpoint takes structured output and the token cap, what it ignores, its tokenizer
     # and slots (recjudge.judging.dialects); auto probes it on first contact
     endpoint_kind: Literal[ENDPOINT_KINDS] = option(

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+import math
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, Sequence
 
-__all__ = ["ParseResult", "parse_answer", "SINGLE"]
+from .cache import CallRecord, Usage
+
+__all__ = ["ParseResult", "parse_answer", "SINGLE", "outcome_from_answer", "record_from_body", "union_records",
+           "usage_of"]
 
 SINGLE = "_"  # the key of the only candidate when a call judges one item
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
@@ -190,3 +194,84 @@ def parse_answer(text: str | None, scale: tuple[int, int], keys: Sequence[str] |
         if crit:
             crits[k] = crit
     return ParseResult(labels, errors, crits)
+
+
+def _count(value) -> int:
+    """A token count; anything that is not a non-negative number counts 0."""
+    if type(value) is int and value >= 0:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return 0
+    return int(value)
+
+
+def usage_of(resp_usage) -> Usage:
+    """The token counts of a chat completion's ``usage`` object (anything malformed counts 0)."""
+    if not isinstance(resp_usage, Mapping):
+        return Usage()
+    pt = resp_usage.get("prompt_tokens_details")
+    ct = resp_usage.get("completion_tokens_details")
+    pt = pt if isinstance(pt, Mapping) else {}
+    ct = ct if isinstance(ct, Mapping) else {}
+    return Usage(_count(resp_usage.get("prompt_tokens")), _count(pt.get("cached_tokens")),
+                 _count(resp_usage.get("completion_tokens")), _count(ct.get("reasoning_tokens")))
+
+
+def outcome_from_answer(req, template, content: str | None, finish: str | None,
+                        refusal: str | None, usage: Usage, latency: float, attempts: int, via: str,
+                        mode: str, endpoint: str | None = None) -> CallRecord:
+    """Parse an answer into a call record keyed by item id (status ok, partial or failed)."""
+    if refusal:
+        parsed = ParseResult({}, {k: "refused" for k in (req.keys or [SINGLE])})
+    else:
+        parsed = parse_answer(content, template.scale, req.keys, template.criteria, finish)
+    to_item = dict(zip(req.keys, req.items)) if req.keys is not None else {SINGLE: req.items[0]}
+    labels = {to_item[k]: v for k, v in parsed.labels.items() if k in to_item}
+    criteria = {to_item[k]: v for k, v in parsed.criteria.items() if k in to_item}
+    errors = {to_item[k]: v for k, v in parsed.errors.items() if k in to_item}
+    status = "ok" if not errors and len(labels) == len(req.items) else ("partial" if labels else "failed")
+    reason = None if status == "ok" else next(iter(errors.values()), "unparseable")
+    return CallRecord(req.key, req.qid, req.items, req.repeat, status, reason,
+                      None if status == "ok" else f"answer not usable: {reason}",
+                      content if content is not None else refusal, labels, criteria, errors, usage, latency,
+                      attempts, via, mode, endpoint)
+
+
+def record_from_body(req, template, body: Mapping, latency: float, via: str, mode: str,
+                     endpoint: str | None, redact: Callable[[str | None], str | None]) -> CallRecord:
+    """A call record from a chat completion body; a body of the wrong shape is ``bad_response``. The
+    raw answer is stored ``redact``-ed: a model that echoes the key must not put it in the cache."""
+    choices = body.get("choices") if isinstance(body, Mapping) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, Mapping) else None
+    content = message.get("content") if isinstance(message, Mapping) else None
+    refusal = message.get("refusal") if isinstance(message, Mapping) else None
+    usage = usage_of(body.get("usage")) if isinstance(body, Mapping) else Usage()
+    if not isinstance(message, Mapping) or not isinstance(content, (str, type(None))) \
+            or not isinstance(refusal, (str, type(None))):
+        return CallRecord(req.key, req.qid, req.items, req.repeat, "failed", "bad_response",
+                          "the answer has no chat message (choices[0].message)",
+                          redact(json.dumps(body, default=str)[:2000]), usage=usage, latency=latency,
+                          attempts=1, via=via, mode=mode, endpoint=endpoint)
+    finish = choice.get("finish_reason")
+    rec = outcome_from_answer(req, template, content, finish if isinstance(finish, str) else None,
+                              refusal, usage, latency, 1, via, mode, endpoint)
+    raw = redact(rec.raw)
+    return rec if raw == rec.raw else replace(rec, raw=raw)
+
+
+def union_records(req, a: CallRecord | None, b: CallRecord) -> CallRecord:
+    """What two answers to ``req`` (or to requests for subsets of its items) say together, keyed by
+    item id: ``ok`` once every item of ``req`` has a label."""
+    labels = {**(a.labels if a else {}), **b.labels}
+    criteria = {**(a.criteria if a else {}), **b.criteria}
+    # the latest word on an item wins: its own error, the latest attempt's reason, an earlier error
+    errors = {i: b.item_errors.get(i) or b.reason or (a.item_errors.get(i) if a else None) or "unparseable"
+              for i in req.items if i not in labels}
+    raw = "\n\n".join(r for r in ((a.raw if a else None), b.raw) if r) if a is not None and a is not b else b.raw
+    if not errors:
+        return replace(b, key=req.key, qid=req.qid, items=req.items, status="ok", reason=None, error=None,
+                       labels=labels, criteria=criteria, item_errors={}, raw=raw)
+    return replace(b, key=req.key, qid=req.qid, items=req.items, status="partial" if labels else "failed",
+                   reason=b.reason or next(iter(errors.values())), labels=labels, criteria=criteria,
+                   item_errors=errors, raw=raw)

@@ -1,24 +1,28 @@
-"""The judge's own HTTP client (aiohttp): chat requests with ``--transport aiohttp``, and for every
-transport the endpoint probes and tokenizer calls.
+"""The judge's one HTTP stack: the openai package's client on its aiohttp backend, made to keep the
+judge's guarantees, for chat requests, probes, tokenizer calls, files and batches alike.
 
-What a judge needs from it, and aiohttp's defaults do not all give:
-- the proxy is resolved once per endpoint from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
-  ``NO_PROXY``), not per request (aiohttp's ``trust_env`` resolves it per request, which cost a
-  fifth of the throughput at 128 requests in flight);
-- TLS trusts ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set (private CAs), else certifi's store, as the
-  openai client does;
+What a judge needs from it, and the client's defaults do not all give:
+- the proxy is the environment's (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``),
+  resolved once when the client is made, for every request of the endpoint: the probe and the
+  calls go the same way;
+- TLS trusts ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set (private CAs), else certifi's store;
 - no redirects are followed (a POST redirected is a misconfigured ``--base-url``);
-- an answer's body is capped (:data:`MAX_BODY`): a hostile or broken server cannot fill memory;
+- an answer's body is capped (:data:`MAX_BODY`; batch result files :data:`MAX_FILE`): a hostile or
+  broken server cannot fill memory;
 - a header value holding CR or LF (a key or organisation id pasted with a line break) is refused
   before anything is sent, so it cannot inject headers;
-- nothing is ever sent twice: aiohttp does not resend a POST, so every request is an attempt the
-  caller counts.
+- nothing is ever sent twice: the openai client's retries are off and aiohttp does not resend a POST,
+  so every request is an attempt the caller counts.
 The caller bounds each request's whole time (connect, send, wait, read) with one deadline.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 import os
+import re
 import ssl
 import urllib.request
 from dataclasses import dataclass
@@ -27,18 +31,43 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 
-__all__ = ["HTTPClient", "Response", "TransportError", "BodyTooLarge", "resolve_proxy", "ssl_context",
-           "check_header_values", "MAX_BODY"]
+__all__ = ["Redactor", "within", "Response", "TransportError", "BodyTooLarge", "resolve_proxy", "ssl_context",
+           "check_header_values",
+           "request_headers", "http_client", "sdk_client", "send", "url_under", "httpx", "MAX_BODY", "MAX_FILE"]
 
-MAX_BODY = 32 * 1024 * 1024  # a chat answer is a few KB; 32 MiB leaves room for any honest one
+MAX_BODY = 2 * 1024 * 1024    # a chat answer is a few KB, a probe's list of models some more
+MAX_FILE = 1024 ** 3          # a Batch API result file: up to 50,000 answers
+
+
+_timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
+
+
+async def within(seconds: float, awaitable):
+    """``awaitable``'s result, or asyncio.TimeoutError once ``seconds`` have passed (its whole time)."""
+    if _timeout is not None:
+        async with _timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)  # pragma: no cover - Python 3.10
+
+
+class Redactor:
+    """Scrubs the API key (and anything shaped like an OpenAI key) from text."""
+
+    _KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]+")
+
+    def __init__(self, *secrets: str | None):
+        self.secrets = tuple(s for s in secrets if s and len(s) >= 4)
+
+    def __call__(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        for s in self.secrets:
+            text = text.replace(s, "[redacted]")
+        return self._KEYLIKE.sub(r"\1…[redacted]", text)
 
 
 class TransportError(Exception):
     """The request got no usable HTTP answer (connection refused or dropped, malformed answer)."""
-
-
-class BodyTooLarge(TransportError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -84,96 +113,147 @@ def ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=cafile, capath=capath)
 
 
-class HTTPClient:
-    """Requests to one endpoint over aiohttp keep-alive connections. Made in the event loop that uses
-    it; :meth:`close` it there."""
+def request_headers(api_key: str, key_source: str) -> dict[str, str]:
+    """What every request sends that matters to a server: the key, and organisation/project when set;
+    a value with a line break is refused, naming where it came from (``key_source`` for the key)."""
+    from .. import __version__
 
-    def __init__(self, base_url: str, headers: Mapping[str, str], connections: int = 100,
-                 header_sources: Mapping[str, str] | None = None):
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"not an http(s) URL: {base_url}; give the endpoint as http://host:port/v1")
-        check_header_values(headers, header_sources)
-        self.base_url = base_url.rstrip("/")
-        self.root = _root(self.base_url)
-        self.headers = dict(headers)
-        self.connections = max(1, connections)
-        self.proxy = resolve_proxy(base_url)
-        self._ssl = ssl_context() if parts.scheme == "https" or (self.proxy or "").startswith("https") else None
-        self._session = None
-        self._urls: dict = {}  # path -> parsed URL: aiohttp parses a str URL on every request
-
-    def _open(self):
-        import aiohttp
-
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=0,
-                                             ssl=self._ssl if self._ssl is not None else True)
-            # trust_env off: the proxy is resolved once (above) and passed with each request; every
-            # body sent is JSON, so its type is a session header rather than one merged per request
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
-                                                  headers={**self.headers, "Content-Type": "application/json"},
-                                                  timeout=aiohttp.ClientTimeout(total=None))
-        return self._session
-
-    def url(self, path: str) -> str:
-        """``path`` under the base URL (``/chat/completions``), or under the server's root when it starts
-        with ``//`` (``//props``: llama.cpp's extra routes sit beside ``/v1``)."""
-        if path.startswith("//"):
-            return self.root + path[1:]
-        return self.base_url + path
-
-    def _url(self, path: str):
-        url = self._urls.get(path)
-        if url is None:
-            import yarl
-
-            url = self._urls[path] = yarl.URL(self.url(path))
-        return url
-
-    async def request(self, method: str, path: str, payload: bytes | None = None) -> Response:
-        """One request (a JSON body, if any), never repeated; redirects are answers (3xx), not followed."""
-        import aiohttp
-
-        session = self._open()
-        try:
-            async with session.request(method, self._url(path), data=payload, proxy=self.proxy,
-                                       allow_redirects=False) as resp:
-                length = resp.content_length
-                if length is not None:
-                    if length > MAX_BODY:
-                        raise BodyTooLarge(f"the answer announces {length:,} bytes, more than the {MAX_BODY:,} "
-                                           "accepted")
-                    return Response(resp.status, resp.headers, await resp.read())  # exactly `length` bytes
-                body = bytearray()
-                async for chunk in resp.content.iter_chunked(1 << 16):
-                    body += chunk
-                    if len(body) > MAX_BODY:
-                        raise BodyTooLarge(f"the answer exceeds {MAX_BODY:,} bytes")
-                return Response(resp.status, resp.headers, bytes(body))
-        except aiohttp.ClientError as exc:
-            raise TransportError(_describe(exc)) from None
-        except ssl.SSLError as exc:  # pragma: no cover - aiohttp wraps most of them
-            raise TransportError(f"TLS error: {exc}") from None
-
-    async def post_json(self, path: str, body: Any) -> Response:
-        import json
-
-        return await self.request("POST", path, json.dumps(body, separators=(",", ":")).encode("utf-8"))
-
-    async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+    headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json",
+               "User-Agent": f"recjudge/{__version__}"}
+    sources = {"Authorization": key_source}
+    for var, name in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+        if os.environ.get(var):
+            headers[name] = os.environ[var]
+            sources[name] = f"the environment variable {var}"
+    check_header_values(headers, sources)
+    return headers
 
 
-def _root(base_url: str) -> str:
-    """The server's root: the base URL less a trailing ``/v1``."""
-    return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+def http_client(base_url: str, headers: Mapping[str, str], connections: int, timeout: float):
+    """The HTTP client of one endpoint (the openai package's aiohttp-backed client): keep-alive
+    connections for ``connections`` requests in flight, the environment's proxy, no redirects, capped
+    bodies. Made in the event loop that uses it; close it there (``aclose``)."""
+    import openai
+
+    httpx2 = httpx()
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"not an http(s) URL: {base_url}; give the endpoint as http://host:port/v1")
+    proxy = resolve_proxy(base_url) or ""
+    verify: Any = ssl_context() if parts.scheme == "https" or proxy.startswith("https") else True
+    room = max(1, connections)
+    return openai.DefaultAioHttpClient(
+        timeout=timeout, limits=httpx2.Limits(max_connections=room, max_keepalive_connections=room),
+        follow_redirects=False, verify=verify, trust_env=True, headers=dict(headers),
+        event_hooks={"response": [_cap_body]})
+
+
+def sdk_client(http, api_key: str, base_url: str | None, timeout: float):
+    """The openai client (files, batches) over ``http``; its own retries off: every attempt is ours."""
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, http_client=http)
+
+
+class BodyTooLarge(TransportError):
+    pass
+
+
+async def _cap_body(response) -> None:
+    """Refuse an answer that announces more than the cap; cut off one that sends more."""
+    httpx2 = httpx()
+    cap = MAX_FILE if response.request.url.path.endswith("/content") else MAX_BODY
+    length = response.headers.get("content-length")
+    if length and length.isdigit() and int(length) > cap:
+        raise httpx2.ReadError(f"the answer announces {int(length):,} bytes, more than the {cap:,} accepted")
+    response.stream = _capped(response.stream, cap)
+
+
+@functools.lru_cache(maxsize=None)
+def _capped_class():
+    """The stream class of :func:`_capped` (the HTTP library is imported on first use)."""
+    httpx2 = httpx()
+
+    class Capped(httpx2.AsyncByteStream):
+        def __init__(self, stream, cap: int):
+            self.stream, self.cap = stream, cap
+
+        async def __aiter__(self):
+            total = 0
+            async for chunk in self.stream:
+                total += len(chunk)
+                if total > self.cap:
+                    raise httpx2.ReadError(f"the answer exceeds {self.cap:,} bytes")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.stream.aclose()
+
+    return Capped
+
+
+def _capped(stream, cap: int):
+    """``stream`` stopping past ``cap`` bytes (an httpx2 read error)."""
+    return _capped_class()(stream, cap)
+
+
+@functools.lru_cache(maxsize=None)
+def httpx():
+    """The HTTP library under the openai client: httpx2 in current releases, httpx before."""
+    try:
+        import httpx2
+    except ImportError:  # pragma: no cover - older openai releases
+        import httpx as httpx2
+    return httpx2
+
+
+def url_under(base_url: str, path: str) -> str:
+    """``path`` under the base URL (``/chat/completions``), or under the server's root when it starts
+    with ``//`` (``//props``: llama.cpp's extra routes sit beside ``/v1``)."""
+    base = base_url.rstrip("/")
+    if path.startswith("//"):
+        return (base[: -len("/v1")] if base.endswith("/v1") else base) + path[1:]
+    return base + path
+
+
+async def send(http, method: str, url, body: Any = None) -> Response:
+    """One request (a JSON body, if any) to ``url`` (a string or an ``httpx2.URL``, parsed once by the
+    caller for a route it asks often) through ``http``, never repeated; a redirect is an answer
+    (3xx). No usable answer raises :class:`TransportError` (:class:`TimeoutError` for a timeout)."""
+    import aiohttp
+
+    httpx2 = httpx()
+    content = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+    try:
+        resp = await http.request(method, url, content=content, headers=None if content is None else _JSON)
+    except httpx2.TimeoutException as exc:
+        if _timed_out(exc):
+            raise TimeoutError(str(exc)) from None
+        raise TransportError(_describe(exc)) from None
+    except (httpx2.HTTPError, aiohttp.ClientError, ssl.SSLError) as exc:
+        raise TransportError(_describe(exc)) from None
+    return Response(resp.status_code, resp.headers, resp.content)
+
+
+_JSON = {"Content-Type": "application/json"}  # not a client header: the openai client uploads files as multipart
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a timeout error of the client is one (its aiohttp backend reports a dropped connection
+    as a connect timeout)."""
+    import aiohttp
+
+    cause = exc.__cause__
+    return cause is None or isinstance(cause, (TimeoutError, aiohttp.ServerTimeoutError)) or \
+        not isinstance(cause, aiohttp.ClientError)
 
 
 def _describe(exc: BaseException) -> str:
-    """A connection error in one line, without aiohttp's repr of the request."""
+    """A connection error in one line: the library's words, else those of what it wraps."""
+    inner = exc.__cause__ or exc.__context__
+    text = str(exc).strip()
+    if inner is not None and (not text or text == str(inner).strip()):
+        exc, text = inner, str(inner).strip()
     name = type(exc).__name__
-    text = str(exc).strip() or name
+    text = text or name
     return text if name in text else f"{name}: {text}"

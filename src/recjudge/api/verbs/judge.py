@@ -61,7 +61,6 @@ def judge(
     drain_grace: float = 10.0,
     endpoint_cooldown: float = 1.0,
     backend: str | None = None,
-    transport: Literal["sdk", "aiohttp"] = "sdk",
     endpoint_kind: Literal[
         "auto", "openai", "vllm", "llama.cpp", "llama-cpp-python", "ollama", "generic"
     ] = "auto",
@@ -149,8 +148,6 @@ def judge(
         drain_grace: seconds the calls in flight get to finish on an interrupt
         endpoint_cooldown: first rest of a failing endpoint in s
         backend: the registered backend that makes the calls
-        transport: HTTP client of chat requests: sdk (the openai package's client) or aiohttp (less
-            CPU per request: for concurrency of ~100 and more)
         endpoint_kind: the kind of server behind ``base_url``; auto asks it on first contact (GET
             /v1/models and a few routes only that kind has)
         collection_config: loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv

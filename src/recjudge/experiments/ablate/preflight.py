@@ -40,7 +40,8 @@ def endpoint_problems(exp: Experiment, llm: Sequence[tuple[Variant, JudgeSetting
     lists the model when it lists models. (key, problem) pairs, one per problem with every variant it
     concerns, in the file's keys; what each probe found is said once."""
     from ...judging.client import ClientSettings, probe_endpoints
-    from ...judging.dialects import describe, get_dialect, say_once
+    from ...judging.dialects import get_dialect
+    from ...judging.probe import describe, say_once
 
     groups: dict[tuple, list[tuple[Variant, JudgeSettings]]] = {}
     for var, config in llm:

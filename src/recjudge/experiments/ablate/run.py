@@ -33,7 +33,7 @@ def run_experiment(exp: Experiment, dry_run: bool = False,
                    progress: Callable[[str], None] | None = None, protocol=None) -> list[VariantRow]:
     """Judge every variant in each of the N experiments and score it against the reference; writes
     ``<out>/ablation.{csv,json,md}`` (naming ``protocol``, a ProtocolUse, when the run follows one)."""
-    from ...judging.dialects import probe_session
+    from ...judging.probe import probe_session
 
     with probe_session():  # every variant and experiment judges through the same endpoints: probed once
         return _run_experiment(exp, dry_run, progress, protocol)

@@ -11,7 +11,7 @@ from .settings import FIELD_ROWS, ReproduceSettings, protocol_settings
 # judge settings that change neither a prompt nor its answer: they stay out of a job's identity
 _NOT_PROMPT = {"concurrency", "timeout", "max_attempts", "backoff_initial", "backoff_max", "max_calls",
                "max_cost", "prices", "batch", "batch_poll", "dry_run", "drain_grace", "endpoint_cooldown",
-               "backend", "transport", "api_key_env", "context_tokens", "yes", "confirm_above_usd",
+               "backend", "api_key_env", "context_tokens", "yes", "confirm_above_usd",
                "confirm_above_calls", "parse_retries", "stop_after_first", "stop_window", "stop_share"}
 
 
