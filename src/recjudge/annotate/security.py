@@ -102,7 +102,11 @@ class Guard:
         @web.middleware
         async def guard(request: web.Request, handler):
             refused = self.refusal(request) or await self.csrf_refusal(request)
-            response = refused if refused is not None else await handler(request)
+            try:
+                response = refused if refused is not None else await handler(request)
+            except web.HTTPException as exc:  # a redirect, a 404: the same headers
+                exc.headers.update(HEADERS)
+                raise
             response.headers.update(HEADERS)
             if self.token is not None and refused is None and request.query.get("token"):
                 response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="Strict", path="/")
