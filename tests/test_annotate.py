@@ -13,12 +13,12 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 import recjudge as rj
-from recjudge.annotate.export import export_qrels, labelling_report
-from recjudge.annotate.log import LabelLog, log_name, read_events, read_logs
-from recjudge.annotate.queue import Board
-from recjudge.annotate.security import Guard
-from recjudge.annotate.server import Annotation, make_app
-from recjudge.annotate.tasks import TaskSet, scale_levels, task_id
+from recjudge.annotation.export import export_qrels, labelling_report
+from recjudge.annotation.log import LabelLog, log_name, read_events, read_logs
+from recjudge.annotation.queue import Board
+from recjudge.annotation.security import Guard
+from recjudge.annotation.server import Annotation, make_app
+from recjudge.annotation.tasks import TaskSet, scale_levels, task_id
 from recjudge.cli import main
 from recjudge.errors import ConfigError, InputError
 from recjudge.judging.profile import HistoryProfiles
@@ -369,12 +369,12 @@ def test_the_command_exports_and_reports(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    ([], "give PAIRS (run files), --pairs QRELS, or --reference QRELS with --per-user K"),
+    ([], "give --runs (run files), --pairs QRELS, or --reference QRELS with --per-user K"),
     (["--self", "--overlap", "2", "RUN"], "--self gives each user's pairs to that user alone"),
     (["--annotator", "a/b", "RUN"], "without '/'"),
     (["--prompt", "nope", "RUN"], "unknown prompt template"),
 ])
 def test_bad_options_are_refused_in_the_users_words(space, capsys, argv, message):
-    argv = [str(space / "sys.run") if a == "RUN" else a for a in argv]
+    argv = [x for a in argv for x in ((["--runs", str(space / "sys.run")]) if a == "RUN" else [a])]
     code = main(["annotate", *argv, "--collection", str(space / "tiny"), "--out", str(space / "out")])
     assert code != 0 and message in capsys.readouterr().err

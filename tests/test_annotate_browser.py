@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import recjudge as rj
-from recjudge.annotate.log import log_name, read_logs
+from recjudge.annotation.log import log_name, read_logs
 
 from annotate_data import HOSTILE, workspace
 from conftest import REPO
@@ -92,7 +92,7 @@ def _qrels(path: Path) -> dict:
 def test_twenty_labels_by_keyboard_survive_a_killed_server(browser, tmp_path):
     space = workspace(tmp_path, users=4)
     port = _free_port()
-    args = ["sys.run", "--collection", "tiny", "--split", "none", "--depth", "5", "--out", "out",
+    args = ["--runs", "sys.run", "--collection", "tiny", "--split", "none", "--depth", "5", "--out", "out",
             "--annotator", "alice", "--port", str(port), "--prompt", "defined-scale"]
     server = Server(args, space)
     page = browser.new_page(viewport=VIEWPORT)
@@ -119,7 +119,7 @@ def test_twenty_labels_by_keyboard_survive_a_killed_server(browser, tmp_path):
 
 def test_undo_skip_flag_and_note_by_keyboard(browser, tmp_path):
     space = workspace(tmp_path, users=1)
-    server = Server(["sys.run", "--collection", "tiny", "--split", "none", "--depth", "3", "--out", "out",
+    server = Server(["--runs", "sys.run", "--collection", "tiny", "--split", "none", "--depth", "3", "--out", "out",
                      "--annotator", "bo"], space)
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(server.url)
@@ -182,7 +182,7 @@ def test_hostile_item_text_renders_as_text(browser, tmp_path):
 
 def test_two_assessors_at_once_lose_nothing(browser, tmp_path):
     space = workspace(tmp_path, users=4)
-    server = Server(["sys.run", "--collection", "tiny", "--split", "none", "--depth", "3", "--out", "out"], space)
+    server = Server(["--runs", "sys.run", "--collection", "tiny", "--split", "none", "--depth", "3", "--out", "out"], space)
     pages = {}
     for name in ("ann", "ben"):
         context = browser.new_context(viewport=VIEWPORT)  # two browsers' worth of state

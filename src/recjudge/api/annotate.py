@@ -18,7 +18,7 @@ from ..settings import Cli, Conflict, Inputs, PathText, Positive, Settings, TieP
 from .judge_settings import JudgeCommandSettings
 
 if TYPE_CHECKING:
-    from ..annotate.export import AnnotateReport
+    from ..annotation.export import AnnotateReport
 
 __all__ = ["AnnotateSettings", "annotate_with"]
 
@@ -35,9 +35,9 @@ class AnnotateSettings(Settings):
     runs: Inputs = option(None, "run files or folders whose pairs to label, selected as `recjudge judge` selects "
                                 "them (default: none; then --pairs, or --reference with --per-user)",
                           doc="run files or folders, Runs or DataFrames whose pairs to label (None: pairs, or "
-                              "reference with per_user)", cli=Cli(nargs="*", positional=True, metavar="PAIRS"))
-    collection: Inputs = option(None, "collection with item metadata and rated histories (e.g. ml-100k; not "
-                                      "needed by --export and --report)", cli=Cli(metavar="NAME_OR_PATH"))
+                              "reference with per_user)", cli=Cli(nargs="+", metavar="DIR_OR_FILE"))
+    collection: Inputs = option(None, "collection with item metadata and rated histories, e.g. ml-100k (default: "
+                                      "none; required but by --export and --report)", cli=Cli(metavar="NAME_OR_PATH"))
     out: PathText = option(help="folder of the label logs (labels/*.jsonl) and the exported qrels (qrels/*.qrels)",
                            cli=Cli(metavar="DIR"))
     pairs: Inputs = option(None, "label every pair of these qrels (their labels are never shown; default: none)",
@@ -84,7 +84,7 @@ class AnnotateSettings(Settings):
     def _check_name(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from ..annotate.security import check_name
+        from ..annotation.security import check_name
 
         checked(check_name, value)
         return check_name(value)
@@ -106,10 +106,10 @@ class AnnotateSettings(Settings):
         if self.pairs is not None and self.reference is not None:
             raise Conflict("give {pairs} or {reference}, not both", "pairs", "reference")
         if self.runs in (None, ()) and self.pairs is None and self.reference is None:
-            raise Conflict("give PAIRS (run files), {pairs} QRELS, or {reference} QRELS with {per_user} K",
-                           "pairs", "reference", "per_user")
+            raise Conflict("give {runs} (run files), {pairs} QRELS, or {reference} QRELS with {per_user} K",
+                           "runs", "pairs", "reference", "per_user")
         if self.depth is not None and self.runs in (None, ()):
-            raise Conflict("{depth} cuts the runs' rankings: give run files (PAIRS) too", "depth")
+            raise Conflict("{depth} cuts the runs' rankings: give {runs} too", "depth", "runs")
         if self.self_assessment and self.overlap > 1:
             raise Conflict("{self_assessment} gives each user's pairs to that user alone: drop {overlap}",
                            "self_assessment", "overlap")
@@ -122,8 +122,8 @@ def annotate_with(s: AnnotateSettings, ready=None, progress=None) -> AnnotateRep
     only the export; with ``report``, only the labelling report. ``ready`` hears the page's URL."""
     from pathlib import Path
 
-    from ..annotate.command import annotate
-    from ..annotate.export import export_qrels, labelling_report
+    from ..annotation.command import annotate
+    from ..annotation.export import export_qrels, labelling_report
 
     out = Path(s.out)
     if s.report:
@@ -178,7 +178,7 @@ def _pairs(s: AnnotateSettings, say) -> tuple:
 def _llm(s: AnnotateSettings) -> dict[str, int] | None:
     if s.llm is None:
         return None
-    from ..annotate.tasks import task_id
+    from ..annotation.tasks import task_id
     from .inputs import qrels_input
 
     f = qrels_input(s.llm, "llm").frame

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..annotate import AnnotateSettings
 
 if TYPE_CHECKING:
-    from ...annotate.export import AnnotateReport
+    from ...annotation.export import AnnotateReport
     from ...protocol import Protocol
 
 __all__ = ["annotate"]
@@ -59,8 +59,8 @@ def annotate(
     Args:
         runs: run files or folders, Runs or DataFrames whose pairs to label (None: pairs, or reference
             with per_user)
-        collection: collection with item metadata and rated histories (e.g. ml-100k; not needed by
-            ``export`` and ``report``)
+        collection: collection with item metadata and rated histories, e.g. ml-100k (default: none;
+            required but by ``export`` and ``report``)
         out: folder of the label logs (labels/*.jsonl) and the exported qrels (qrels/*.qrels)
         pairs: label every pair of these qrels (their labels are never shown; default: none)
         collection_config: loader options, e.g. [movie_columns] for ML-32M-ext's database-movies.csv
@@ -71,7 +71,7 @@ def annotate(
             (default: all ranked, or none with ``reference``)
         per_user: K items per user, sampled with ``seed`` (default: every selected item)
         reference: with ``per_user``: sample from the items these qrels judge ('collection': its human
-            qrels); with --runs, only the users the runs rank (default: none)
+            qrels); with ``runs``, only the users the runs rank (default: none)
         only_unjudged: skip pairs these qrels already judge (default: none, every selected pair)
         tie_policy: orders tied scores before the depth cut (default trec_eval: docid descending)
         prompt: baseline, defined-scale, criteria, relevance, or a template file

@@ -29,7 +29,7 @@ __all__ = ["LabelLog", "State", "fold", "log_name", "read_events", "EVENTS", "LO
 
 EVENTS = ("label", "skip", "flag", "undo")
 LOG_VERSION = 1
-log = logging.getLogger("recjudge.annotate")
+log = logging.getLogger("recjudge.annotation")
 
 
 def log_name(annotator: str) -> str:
