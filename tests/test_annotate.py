@@ -338,9 +338,11 @@ def test_export_writes_each_assessors_qrels_that_agreement_reads(tmp_path, capsy
         f"ann\t{paths['ann'].name}\t12\t0\t0", f"ben\t{paths['ben'].name}\t12\t0\t0"]
     assert main(["agreement", "--reference", str(paths["ann"]), "--candidate", str(paths["ben"]),
                  "--json", str(tmp_path / "agree.json")]) == 0
-    result = json.loads((tmp_path / "agree.json").read_text())
-    text = json.dumps(result)
-    assert "kappa" in text.lower()
+    ben = json.loads((tmp_path / "agree.json").read_text())[log_name("ben")]
+    # ben reverses ann's order in every user: each of the 3 x C(4, 2) pairs disagrees; the labels never
+    # match (p_o = 0) with four labels used 3 times each by both (p_e = 4 * (3/12)^2 = 1/4)
+    assert ben["pairwise"]["n_pairs"] == 18 and ben["pairwise"]["disagree"] == 1.0
+    assert ben["cohen_kappa"] == pytest.approx((0 - 1 / 4) / (1 - 1 / 4))
 
 
 def test_the_report_counts_labels_per_hour_and_the_distribution(tmp_path):

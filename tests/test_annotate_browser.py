@@ -133,6 +133,7 @@ def test_undo_skip_flag_and_note_by_keyboard(browser, tmp_path):
     page.keyboard.type("seen it twice")
     page.keyboard.press("Enter")
     assert _press(page, "5") == first
+    assert not page.locator("#flag").is_visible()  # the next task is not flagged
     skipped = _press(page, "s")
     third = _press(page, "0")
     assert _press(page, "7") == skipped  # a skipped task comes back last

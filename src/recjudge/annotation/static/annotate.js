@@ -34,7 +34,7 @@
     $("flag").hidden = !view.flagged;
     const p = view.progress;
     let text = `${p.done} of ${p.total} labelled`;
-    if (p.per_hour) text += ` · ${p.per_hour} per hour`;
+    if (p.per_hour) text += ` · ${Math.round(p.per_hour)} per hour`;
     if (p.eta_seconds !== null && p.left) text += ` · about ${Math.max(1, Math.round(p.eta_seconds / 60))} min left`;
     if (p.skipped) text += ` · ${p.skipped} skipped`;
     $("progress").textContent = text;
