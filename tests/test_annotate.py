@@ -380,3 +380,10 @@ def test_bad_options_are_refused_in_the_users_words(space, capsys, argv, message
     argv = [x for a in argv for x in ((["--runs", str(space / "sys.run")]) if a == "RUN" else [a])]
     code = main(["annotate", *argv, "--collection", str(space / "tiny"), "--out", str(space / "out")])
     assert code != 0 and message in capsys.readouterr().err
+
+
+def test_an_out_that_is_a_file_is_refused_before_anything_is_served(space, capsys):
+    (space / "taken").write_text("x")
+    code = main(["annotate", "--runs", str(space / "sys.run"), "--collection", str(space / "tiny"),
+                 "--out", str(space / "taken")])
+    assert code != 0 and "--out is a file, not a folder" in capsys.readouterr().err

@@ -144,14 +144,30 @@ class LabelLog:
         line = (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            new = not self.path.exists()
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line)
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            if new:  # the file's name in its folder survives a power cut too
+                _sync_dir(self.path.parent)
             self.state.apply(event)
         return event
+
+
+def _sync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def read_logs(folder: Path) -> dict[str, State]:

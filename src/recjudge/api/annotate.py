@@ -125,7 +125,11 @@ def annotate_with(s: AnnotateSettings, ready=None, progress=None) -> AnnotateRep
     from ..annotation.command import annotate
     from ..annotation.export import export_qrels, labelling_report
 
+    from .._io import check_output_dir
+    from .inputs import path_inputs
+
     out = Path(s.out)
+    check_output_dir(out, s.name_of("out"), path_inputs(s.runs, s.pairs, s.reference, s.llm, s.collection))
     if s.report:
         return labelling_report(out)
     if s.export:
