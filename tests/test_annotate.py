@@ -387,3 +387,27 @@ def test_an_out_that_is_a_file_is_refused_before_anything_is_served(space, capsy
     code = main(["annotate", "--runs", str(space / "sys.run"), "--collection", str(space / "tiny"),
                  "--out", str(space / "taken")])
     assert code != 0 and "--out is a file, not a folder" in capsys.readouterr().err
+
+
+def test_the_pairs_are_the_judges_selection(space, monkeypatch):
+    """--runs with --per-user: the pairs judge_selection gives the judge, with the same seed."""
+    import recjudge.annotation.command as command
+
+    seen = {}
+    monkeypatch.setattr(command, "serve", lambda annotation, host, port, ready: seen.update(ids=annotation.tasks.ids()))
+    rj.annotate(str(space / "sys.run"), str(space / "tiny"), out=space / "out", split="none", per_user=3, seed=11)
+    runs = {"sys": rj.read_run(space / "sys.run")}
+    expected = {task_id(p.qid, p.docid) for p in judge_selection(runs, per_user=3, seed=11)}
+    assert set(seen["ids"]) == expected and len(expected) == 4 * 3
+    other = {task_id(p.qid, p.docid) for p in judge_selection(runs, per_user=3, seed=12)}
+    assert other != expected  # the seed decides the sample: the same one as the judge's
+
+
+def test_progress_counts_rate_and_time_left_from_the_median_label_time(tmp_path):
+    ids = [task_id("u0", str(i)) for i in range(8)]
+    board = Board(ids, tmp_path, {})
+    for secs in (10.0, 30.0, 20.0):
+        board.log("a").append("label", board.next_task("a"), label=1, seconds=secs, note=None)
+    p = board.progress("a")
+    # median 20 s a label: 3600 / 20 = 180 per hour; 5 tasks left take 5 x 20 s
+    assert (p["done"], p["total"], p["left"], p["per_hour"], p["eta_seconds"]) == (3, 8, 5, 180.0, 100)

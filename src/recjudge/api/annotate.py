@@ -136,7 +136,7 @@ def annotate_with(s: AnnotateSettings, ready=None, progress=None) -> AnnotateRep
         return labelling_report(out, export_qrels(out))
     say = progress or (lambda m: None)
     collection, history = _collection(s)
-    pairs = _pairs(s, say)
+    pairs = _pairs(s, collection, say)
     profile = {k: getattr(s, k) for k in ("prompt", "fields", "profile_size", "sampling", "history_order", "seed",
                                           "items_per_call")}
     paths = annotate(pairs, collection, history, out, profile=profile, annotator=s.annotator, overlap=s.overlap,
@@ -159,7 +159,7 @@ def _collection(s: AnnotateSettings):
     return collection, make_split(collection, s.split).history()
 
 
-def _pairs(s: AnnotateSettings, say) -> tuple:
+def _pairs(s: AnnotateSettings, collection, say) -> tuple:
     """The pairs to label: every pair of ``pairs``, else what ``recjudge judge`` selects from the runs."""
     from ..errors import ConfigError
     from ..judging.select import judge_selection
@@ -169,7 +169,12 @@ def _pairs(s: AnnotateSettings, say) -> tuple:
         qrels = qrels_input(s.pairs, "pairs")
         return tuple(sorted(set(zip(qrels.frame.qid.tolist(), qrels.frame.docid.tolist()))))
     runs = read_runs_input(s.runs) if s.runs not in (None, ()) else {}
-    reference = qrels_input(s.reference, "reference") if s.reference is not None else None
+    reference = qrels_input(s.reference, "reference") if s.reference not in (None, "collection") else None
+    if s.reference == "collection":  # as the judge reads it: the collection's own human qrels
+        if collection.qrels is None:
+            raise ConfigError(f"collection {collection.name!r} has no human qrels for {s.name_of('reference')} "
+                              "'collection'")
+        reference = collection.qrels
     only = qrels_input(s.only_unjudged, "only_unjudged") if s.only_unjudged is not None else None
     pairs = judge_selection(runs, reference, depth=s.depth, per_user=s.per_user, only_unjudged=only, seed=s.seed,
                             tie_policy=s.tie_policy, say=say)
