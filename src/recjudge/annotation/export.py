@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._io import atomic_write
+from .._io import atomic_write, remove_output
 from ..data.trec import Qrels, write_qrels
 from ..outputs import output_set
 from .log import State, log_name, read_logs
@@ -39,6 +39,10 @@ def export_qrels(out: str | Path, states: dict[str, State] | None = None) -> dic
     states = read_logs(out / LABELS_DIR) if states is None else states
     paths = {}
     with output_set():
+        for stale in set(_exported(out)) - {f"{log_name(n)}.qrels" for n in states}:
+            remove_output(out / QRELS_DIR / stale)  # an assessor whose log is gone keeps no qrels
+        if not states and _exported(out):
+            remove_output(out / QRELS_DIR / "assessors.tsv")
         for name, state in sorted(states.items()):
             paths[name] = write_qrels(_qrels(state), out / QRELS_DIR / f"{log_name(name)}.qrels")
         if states:
@@ -49,6 +53,16 @@ def export_qrels(out: str | Path, states: dict[str, State] | None = None) -> dic
                     fh.write(f"{_cell(name)}\t{paths[name].name}\t{len(state.labels)}\t{len(open_skips)}\t"
                              f"{len(state.flagged)}\n")
     return paths
+
+
+def _exported(out: Path) -> list[str]:
+    """The qrels files the last export listed in assessors.tsv (only those are ever removed)."""
+    try:
+        rows = (out / QRELS_DIR / "assessors.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    except OSError:
+        return []
+    names = [r.split("\t")[1] for r in rows if r.count("\t") >= 4]
+    return [n for n in names if n.endswith(".qrels") and "/" not in n and "\\" not in n and not n.startswith(".")]
 
 
 def _cell(text: str) -> str:
