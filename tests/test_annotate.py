@@ -411,3 +411,19 @@ def test_progress_counts_rate_and_time_left_from_the_median_label_time(tmp_path)
     p = board.progress("a")
     # median 20 s a label: 3600 / 20 = 180 per hour; 5 tasks left take 5 x 20 s
     assert (p["done"], p["total"], p["left"], p["per_hour"], p["eta_seconds"]) == (3, 8, 5, 180.0, 100)
+
+
+def test_a_restart_with_other_profile_settings_is_told(space, monkeypatch, caplog):
+    import recjudge.annotation.command as command
+
+    monkeypatch.setattr(command, "serve", lambda *a: None)
+    pairs = _pairs(space)
+    coll = rj.load_collection(space / "tiny")
+    command.annotate(pairs, coll, None, space / "out", profile=PROFILE)
+    lg = LabelLog(space / "out" / "labels", "ann", command.provenance(_tasks(space), PROFILE))
+    lg.append("label", task_id(*pairs[0]), label=1, seconds=1.0, note=None)
+    caplog.clear()
+    command.annotate(pairs, coll, None, space / "out", profile=PROFILE)
+    assert "other settings" not in caplog.text
+    command.annotate(pairs, coll, None, space / "out", profile={**PROFILE, "seed": 8, "profile_size": 3})
+    assert "ann's last label was made with other settings (seed, profile_size)" in caplog.text
