@@ -41,6 +41,8 @@ class Extra(NamedTuple):
 PROGRESS = Extra("progress", "Callable[[str], None] | None", "None",
                  "a function of one message, called as the work goes on (default: silent)")
 VERBOSE = Extra("verbose", "bool", "False", "RecBole's own log on the console")
+READY = Extra("ready", "Callable[[str], None] | None", "None",
+              "a function of the page's URL, called once the server listens (default: print it)")
 
 
 class Verb(NamedTuple):
@@ -76,13 +78,16 @@ VERBS = (
          (PROGRESS,)),
     Verb("estimate", "EstimateSettings", "estimate_with", "estimation", ("runs", "human", "llm"),
          home="recjudge.estimation.settings"),
+    Verb("annotate", "AnnotateSettings", "annotate_with", "annotate", ("runs", "collection"),
+         (READY, PROGRESS), home="recjudge.api.annotate"),
 )
 
 # recjudge.api.verbs.<module>: what its verbs are (each module under 500 lines)
 # (`recjudge reproduce` has none: experiments.reproduce itself calls these verbs; run_reproduce(settings) is its)
 MODULES = {"systems": "training, ablation and the demo", "judge": "judging",
            "evaluation": "evaluating and comparing", "audit": "auditing the judge",
-           "estimation": "prediction-powered estimates from a few human labels"}
+           "estimation": "prediction-powered estimates from a few human labels",
+           "annotate": "labelling by hand in a local web page"}
 
 PROTOCOL_DOC = ("a protocol (a shipped name such as 'penha2025', a protocol file, or a Protocol) whose settings "
                 "become the defaults: a parameter left at its default follows the protocol, one given otherwise "

@@ -139,7 +139,28 @@ def _audit_case(tmp: Path):
     return argv
 
 
-CASES = {"fill": _fill_case, "compare": _compare_case, "judge": _judge_case, "ablate": _ablate_case,
+def _annotate_case(tmp: Path):
+    """annotate --export: each assessor's qrels and assessors.tsv from the logs (which argv rewrites)."""
+    from recjudge.annotation.log import log_name
+
+    labels = tmp / "out" / "labels"
+    labels.mkdir(parents=True)
+    logs = {name: labels / f"{log_name(name)}.jsonl" for name in ("ann", "ben")}
+    for path in logs.values():
+        path.write_text("")
+
+    def line(name: str, item: int, label: int) -> str:
+        return json.dumps({"v": 1, "event": "label", "annotator": name, "task": f"u0\t{item}", "user": "u0",
+                           "item": str(item), "label": label, "seconds": 1.0, "epoch": 1.0}) + "\n"
+
+    def argv(version: int) -> list[str]:
+        logs["ann"].write_text("".join(line("ann", i, (i + version) % 8) for i in range(3 + version)))
+        logs["ben"].write_text(line("ben", 1, 2) if version else "")
+        return ["annotate", "--out", str(tmp / "out"), "--export"]
+    return argv
+
+
+CASES = {"annotate": _annotate_case, "fill": _fill_case, "compare": _compare_case, "judge": _judge_case, "ablate": _ablate_case,
          "evaluate": _evaluate_case, "agreement": _one_json_case("agreement"), "ties": _one_json_case("ties"),
          "compare-settings": _compare_settings_case, "audit": _audit_case}
 
@@ -231,7 +252,7 @@ def _child(k: int, how: str, argv: list[str]) -> subprocess.CompletedProcess:
                           env=env, timeout=300)
 
 
-@pytest.mark.parametrize("command", ["compare", "judge", "fill", "evaluate"])
+@pytest.mark.parametrize("command", ["compare", "judge", "fill", "evaluate", "annotate"])
 def test_sigterm_at_any_file_boundary_leaves_the_old_set(command, tmp_path, monkeypatch):
     argv = CASES[command](tmp_path)
     inputs = _snapshot(tmp_path)

@@ -65,7 +65,7 @@ def test_each_verb_only_builds_its_settings_and_calls_the_work():
 def test_every_command_with_a_settings_model_has_a_verb():
     assert set(SPECS) == {"train", "judge", "evaluate", "compare", "agreement", "fill", "ties", "compare_settings",
                           "ablate", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-                          "audit_injection", "demo", "estimate"}
+                          "audit_injection", "demo", "estimate", "annotate"}
     # the Python name is the command's: `recjudge compare-settings` is compare_settings, `recjudge audit
     # injection-scan` audit_injection_scan
     for name, (model, _, _) in SPECS.items():
@@ -192,7 +192,7 @@ def test_an_editor_completes_every_verb_at_the_top_level():
 def test_the_verbs_module_is_the_public_one():
     for name in SPECS:
         assert getattr(rj, name) is getattr(verbs, name) is getattr(rj.api, name)
-        assert getattr(rj.api, f"{name}_with").__module__ in ("recjudge.api", "recjudge.api.audit")
+        assert getattr(rj.api, f"{name}_with").__module__ in ("recjudge.api", "recjudge.api.audit", "recjudge.api.annotate")
         assert name in rj.api.__all__ and f"{name}_with" in rj.api.__all__
     assert not hasattr(rj.api, "audit_ties") and "audit_ties" not in rj.__all__
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # what static tools (IDEs, type checkers) read; at run time _
 _API = (
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-    "audit_injection", "demo", "estimate", "EstimateSettings",
+    "audit_injection", "demo", "estimate", "EstimateSettings", "annotate", "AnnotateSettings",
     "CompareSettings", "AgreementSettings", "EvaluateSettings", "FillSettings", "AblateSettings", "TrainSettings",
     "TiesSettings", "SettingsComparisonSettings",
 )

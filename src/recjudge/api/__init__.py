@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError, InputError
 from ..estimation.settings import EstimateSettings
 from . import results as _results
+from .annotate import AnnotateSettings, annotate_with
 from .audit import (
     AuditReport,
     audit_consistency_with,
@@ -71,6 +72,7 @@ from .settings import (
 )
 from .verbs import (
     ablate,
+    annotate,
     agreement,
     audit_consistency,
     audit_injection,
@@ -100,7 +102,7 @@ if TYPE_CHECKING:
 __all__ = [
     "load_collection", "split", "train", "judge", "evaluate", "compare", "agreement", "fill", "ablate",
     "ties", "compare_settings", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-    "audit_injection", "demo", "estimate", "EstimateSettings",
+    "audit_injection", "demo", "estimate", "EstimateSettings", "annotate", "annotate_with", "AnnotateSettings",
     "train_with", "judge_with", "evaluate_with", "compare_with", "agreement_with", "fill_with", "ablate_with",
     "ties_with", "compare_settings_with", "audit_popularity_with", "audit_consistency_with",
     "audit_injection_scan_with", "audit_position_with", "audit_injection_with", "demo_with", "estimate_with",

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "recjudge.cli.compare_settings",
     "recjudge.cli.reproduce",
     "recjudge.cli.estimate",
+    "recjudge.cli.annotate",
 )
 
 
@@ -89,7 +90,7 @@ def _logging(verbose: bool, quiet: bool):
 # commits each system's run with its sidecar (a killed training keeps the systems done), reproduce
 # and demo their report; each reads files it wrote earlier in the run.
 _ONE_SET = ("evaluate", "compare", "compare-settings", "agreement", "fill", "ties", "judge", "audit", "ablate",
-            "estimate")
+            "estimate", "annotate")
 
 
 def _outputs(command: str):

@@ -279,6 +279,16 @@ class HistoryProfiles:
             self._lines[item] = line
         return line
 
+    def item_fields(self, item: str, qid: str | None = None) -> tuple[tuple[str, str], ...]:
+        """An item's (label, text) fields as :meth:`render_item`'s line joins them (``Title: …``), for a
+        page that lays them out (recjudge annotate)."""
+        row = self._table.loc[item]
+        own = self._own_ratings(qid).get(item) if qid is not None and self._stats is not None else None
+        if own:
+            row = self._without(item, own)
+        high = self.rating_scale.high_text
+        return tuple((_label(f), _format(f, row[f], high)) for f in self.fields)
+
     def _line(self, row) -> str:
         high = self.rating_scale.high_text
         return " | ".join(f"{_label(f)}: {_format(f, row[f], high)}" for f in self.fields)

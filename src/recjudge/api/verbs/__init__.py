@@ -6,6 +6,7 @@ file is stale). Each verb builds its command's settings (``Settings.from_call``)
 function of :mod:`recjudge.api` (``compare_with(settings)`` …), which takes a ready settings object too.
 """
 
+from .annotate import annotate
 from .audit import audit_consistency, audit_injection, audit_injection_scan, audit_popularity, audit_position
 from .estimation import estimate
 from .evaluation import agreement, compare, compare_settings, evaluate, fill, ties
@@ -14,4 +15,4 @@ from .systems import ablate, demo, train
 
 __all__ = ["train", "judge", "evaluate", "compare", "agreement", "fill", "ties", "compare_settings", "ablate",
            "demo", "audit_popularity", "audit_consistency", "audit_injection_scan", "audit_position",
-           "audit_injection", "estimate"]
+           "audit_injection", "estimate", "annotate"]
