@@ -134,7 +134,9 @@ def test_an_interrupt_drains_the_calls_in_flight_into_the_cache(workspace, signu
         cached = {h for (h,) in db.execute("SELECT prompt_hash FROM calls WHERE status = 'ok'")}
     # every call the server received, the 4 in flight included, was answered and cached
     assert cached == asked
-    assert took < latency + 5 and not (workspace / "j.qrels").exists()
+    # the in-flight calls end within their latency (a run that kept asking fails the count above); the
+    # slack is for a loaded machine, where the child's exit alone took 7 s
+    assert took < latency + 15 and not (workspace / "j.qrels").exists()
 
 
 # ------------------------------------------------------------------------------ several endpoints
