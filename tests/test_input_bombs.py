@@ -96,3 +96,11 @@ def test_a_run_broken_on_its_last_line_is_refused_holding_no_more_than_its_table
     assert f"bad.run.gz:{n + 1}: " in out and message in out, out
     _, peak_good = _peak_reading(good)
     assert peak_bad < peak_good + 80 * 1024, (peak_bad, peak_good)  # KiB
+
+
+def test_a_line_without_end_is_refused_naming_it_not_read_whole(tmp_path):
+    path = tmp_path / "long.run.gz"
+    with gzip.open(path, "wb", compresslevel=1) as fh:
+        fh.write(b"u1 Q0 d1 1 2.0 r\n" + b"x" * (20 << 20))  # 20 MiB with no newline after the first line
+    with pytest.raises(InputError, match=r"long.run.gz:2: a line longer than 16 MiB"):
+        read_run(path)
