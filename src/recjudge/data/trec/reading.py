@@ -70,7 +70,7 @@ def _read(source: Source, layout: Layout, dictionary: IdDictionary | None = None
     cols = coded_columns(parse(data, layout), layout, dictionary)
     if cols is not None:
         return src, cols, _line_of(None)
-    cols, lines = careful(raw_bytes(data, src, layout.what), layout, src)
+    cols, lines = careful(data, layout, src)
     return src, cols, _line_of(lines)
 
 

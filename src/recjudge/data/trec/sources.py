@@ -73,6 +73,33 @@ def raw_bytes(data, name: str, what: str) -> bytes:
         raw = _gunzip(raw, name, what)
     return raw[3:] if raw.startswith(BOM) else raw
 
+def blocks(data, name: str, what: str, size: int = 8 << 20):
+    """The bytes behind ``data`` (a path, decompressed when gzip, or bytes) in pieces of about ``size``,
+    BOM dropped: never the whole decompressed text at once."""
+    if isinstance(data, bytes):
+        data = data[3:] if data.startswith(BOM) else data
+        for start in range(0, len(data), size):
+            yield data[start:start + size]
+        return
+    with open(data, "rb") as fh:
+        gz = fh.read(2) == GZIP_MAGIC
+    with (gzip.open(data, "rb") if gz else open(data, "rb")) as fh:
+        first = True
+        while True:
+            try:
+                block = fh.read(size)
+            except (OSError, EOFError, zlib.error) as exc:
+                if not gz:
+                    raise
+                raise gzip_error(name, what, exc) from None
+            if not block:
+                return
+            if first and block.startswith(BOM):
+                block = block[3:]
+            first = False
+            yield block
+
+
 def head_bytes(data) -> bytes:
     """The first bytes of what polars reads (a path, decompressed when gzip, or bytes), BOM dropped."""
     if isinstance(data, bytes):

@@ -22,17 +22,41 @@ def system_means(matrix: pd.DataFrame) -> pd.Series:
 
 
 def system_ranks(scores: pd.Series) -> pd.Series:
-    """Rank 1 = best (highest mean score); equal scores share the average rank."""
-    from scipy import stats  # here, not at import: scipy.stats takes ~0.5 s to load
+    """Rank 1 = best (highest mean score); equal scores share the average rank (scipy.stats.rankdata's
+    "average"; pandas ranks alike without loading scipy.stats, ~0.85 s and 40 MB)."""
+    return pd.Series(pd.Series(-scores.to_numpy(dtype=float)).rank(method="average").to_numpy(), index=scores.index)
 
-    return pd.Series(stats.rankdata(-scores.to_numpy(dtype=float), method="average"), index=scores.index)
+
+_PAIRWISE_TAU = 2000  # systems up to which τ-b counts its pairs directly (n² signs, in blocks of rows)
 
 
 def kendall_tau(reference: Sequence[float], candidate: Sequence[float]) -> float:
-    """Kendall's τ-b between two score vectors over the same systems (scipy.stats.kendalltau)."""
-    from scipy import stats
+    """Kendall's τ-b between two score vectors over the same systems, as scipy.stats.kendalltau gives it
+    (the same integer counts and the same float operations); scipy.stats is loaded only past
+    2,000 systems or for a vector with NaN."""
+    x, y = np.asarray(reference, dtype=float), np.asarray(candidate, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or len(x) > _PAIRWISE_TAU or np.isnan(x).any() or np.isnan(y).any():
+        from scipy import stats
 
-    return float(stats.kendalltau(reference, candidate, variant="b").statistic)
+        return float(stats.kendalltau(reference, candidate, variant="b").statistic)
+    n = len(x)
+    tot = n * (n - 1) // 2
+    if n < 2:
+        return math.nan
+    s = 0  # Σ over pairs of sign(Δx)·sign(Δy): concordant minus discordant
+    xtie = ytie = 0  # pairs tied in x, in y
+    for start in range(0, n, 256):
+        dx = np.sign(x[start:start + 256, None] - x[None, :])
+        dy = np.sign(y[start:start + 256, None] - y[None, :])
+        s += int((dx * dy).sum())
+        xtie += int((dx == 0).sum())
+        ytie += int((dy == 0).sum())
+    # every pair was counted twice, and each value tied with itself once
+    s, xtie, ytie = s // 2, (xtie - n) // 2, (ytie - n) // 2
+    if xtie == tot or ytie == tot:
+        return math.nan
+    tau = s / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+    return float(min(1.0, max(-1.0, tau)))
 
 
 def weighted_tau(reference: Sequence[float], candidate: Sequence[float]) -> float:
