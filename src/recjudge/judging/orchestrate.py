@@ -37,6 +37,7 @@ from typing import Any, AsyncIterator, Iterator, Mapping, Sequence
 from ..errors import ConfigError
 from ..progress import Meter, meter
 from ..urls import public_url
+from .assemble import judge_pairs, records_by_pair, unasked_reason
 from .backend import make_backend
 from .budget import (Breaker, Budget, Plan, confirm_spend, cost, estimate_messages_tokens, model_entry,
                      output_estimate, safe_messages_tokens)
@@ -46,7 +47,7 @@ from .client import Request
 from .profile import candidates_block
 from .prompts import Template, load_template, template_provenance
 from .registry import JudgeContext, JudgeSpec, register_judge
-from .results import JudgeResult, Judgment, Overflow, Summary, aggregate_labels, repeat_agreement
+from .results import JudgeResult, Judgment, Overflow, Summary, repeat_agreement
 from .select import Pair
 
 __all__ = ["LLMJob", "run_llm", "SAFE_CHARS_PER_TOKEN"]
@@ -387,70 +388,23 @@ class LLMJob:
 
     def _result(self, elapsed: float, attempts: int, endpoint_stats: Mapping | None = None) -> JudgeResult:
         config = self.config
-        per_pair: dict[Pair, list[tuple[int, CallRecord | None]]] = defaultdict(list)
-        req_keys = {(Pair(req.qid, item), req.repeat): req.key for req in self.requests
-                    for item in req.items} if self.halted else {}
-        for req in self.requests:
-            rec = self.results.get(req.key)
-            if rec is None:
-                continue
-            rec = rec.rekeyed(req.qid, req.items)
-            if rec is not None:
-                for item in req.items:
-                    per_pair[Pair(req.qid, item)].append((req.repeat, rec))
-        judgments = []
-        failures: Counter = Counter()
-        rows_for_agreement = []
-        for p in self.ctx.pairs:
-            if p in self.pre_failed:
-                reason = self.pre_failed[p]
-                failures[reason] += 1
-                judgments.append(Judgment(p.qid, p.docid, None, "failed", reason, (None,) * config.repeats,
-                                          (reason,) * config.repeats))
-                continue
-            by_repeat = {r: rec for r, rec in per_pair.get(p, [])}
-            labels: list[int | None] = []
-            reasons: list[str | None] = []
-            crits: list[Mapping[str, int] | None] = []
-            endpoints: list[str | None] = []
-            usage = Usage()
-            from_cache = 0
-            for r in range(config.repeats):
-                rec = by_repeat.get(r)
-                if rec is None:
-                    labels.append(None)
-                    reasons.append("dry_run" if config.dry_run else
-                                   "stopped_early" if req_keys.get((p, r)) in self.halted else "not_asked")
-                    crits.append(None)
-                    endpoints.append(None)
-                    continue
-                n = len(rec.items)
-                share = rec.usage if n == 1 else Usage(*(round(v / n) for v in rec.usage.as_dict().values()))
-                usage = usage + share
-                from_cache += rec.via == "cache"
-                label = rec.labels.get(p.docid)
-                labels.append(label)
-                reasons.append(None if label is not None else (rec.item_errors.get(p.docid) or rec.reason))
-                crits.append(rec.criteria.get(p.docid))
-                endpoints.append(rec.endpoint)
-            ok = [v for v in labels if v is not None]
-            rows_for_agreement.append(labels)
-            if ok:
-                judgments.append(Judgment(p.qid, p.docid, aggregate_labels(ok, config.aggregate), "ok", None,
-                                          tuple(labels), tuple(reasons), tuple(crits), from_cache, usage,
-                                          endpoints=tuple(endpoints)))
-            else:
-                reason = next((r for r in reasons if r), "unknown")
-                failures[reason] += 1
-                judgments.append(Judgment(p.qid, p.docid, None, "failed", reason, tuple(labels), tuple(reasons),
-                                          tuple(crits), from_cache, usage, endpoints=tuple(endpoints)))
+        judgments, failures = judge_pairs(self.ctx.pairs, records_by_pair(self.requests, self.results),
+                                          self.pre_failed, config.repeats, config.aggregate,
+                                          unasked_reason(self.requests, self.halted, config.dry_run))
+        summary = self._summary(judgments, failures, elapsed, attempts, endpoint_stats)
+        return JudgeResult(self.ctx.name, tuple(judgments), summary, self._provenance(endpoint_stats))
+
+    def _summary(self, judgments: Sequence[Judgment], failures: Mapping[str, int], elapsed: float,
+                 attempts: int, endpoint_stats: Mapping | None) -> Summary:
+        """The run's counts, tokens and cost, failures, agreement over repeats and context overflows."""
+        config = self.config
         asked = [rec.usage for rec in self.results.values() if rec.via != "cache"]
         usage = Usage(sum(u.prompt for u in asked), sum(u.cached for u in asked), sum(u.completion for u in asked),
                       sum(u.reasoning for u in asked))
         client = self.client
         first_errors = dict(getattr(client, "first_errors", {}) or {})
         counted = Counter(how for _, how in self.counted.values())
-        summary = Summary(
+        return Summary(
             judge=config.judge, kind="llm", pairs=len(self.ctx.pairs),
             judged=sum(j.label is not None for j in judgments), failures=dict(failures),
             planned_calls=self.planned, calls=self.calls, attempts=attempts, cache_hits=self.hits,
@@ -468,10 +422,15 @@ class LLMJob:
             cost=cost(usage, self.price), estimated_input_tokens=self.est_tokens,
             estimated_cost=self.est_cost if self.price is not None else None, dry_run=config.dry_run,
             elapsed=elapsed,
-            agreement=repeat_agreement(rows_for_agreement) if config.repeats > 1 else None,
+            # a pair failed before any call has no label, so its row adds no unit of agreement
+            agreement=repeat_agreement([j.repeat_labels for j in judgments]) if config.repeats > 1 else None,
             endpoints=dict(endpoint_stats or {}), context_tokens=self.window,
             context_overflow=tuple(self.overflow))
-        prov = {
+
+    def _provenance(self, endpoint_stats: Mapping | None) -> dict[str, Any]:
+        """What produced the labels: judge, model, endpoints, template, parameters, profiles, prices."""
+        config = self.config
+        return {
             "judge": config.judge, "kind": "llm", "model": config.model, "base_url": (config.public_endpoints() if len(config.endpoints()) > 1
                                                                  else public_url(config.base_url)),
             "template": template_provenance(self.template), "params": self.key_params,
@@ -483,7 +442,6 @@ class LLMJob:
                           for url, v in (endpoint_stats or {}).items()},
             "prices_as_of": self.price_as_of,
         }
-        return JudgeResult(self.ctx.name, tuple(judgments), summary, prov)
 
 
 def _reraise_signal(signum: int, previous) -> None:

@@ -124,7 +124,6 @@ def parse_answer(text: str | None, scale: tuple[int, int], keys: Sequence[str] |
                  criteria: Sequence[str] = (), finish_reason: str | None = None) -> ParseResult:
     """Labels for ``keys`` (or the single candidate, keyed :data:`SINGLE`) from an answer text."""
     expected = list(keys) if keys is not None else [SINGLE]
-    lo, hi = scale
 
     def fail(reason: str) -> ParseResult:
         return ParseResult({}, {k: reason for k in expected})
@@ -132,46 +131,71 @@ def parse_answer(text: str | None, scale: tuple[int, int], keys: Sequence[str] |
     if text is None or not text.strip():
         return fail("truncated" if finish_reason == "length" else "empty")
     obj, is_json = _load_json(text)
-    values: dict[str, object] = {}
     if is_json:
-        if keys is None:
-            values[SINGLE] = obj
-        elif isinstance(obj, Mapping):
-            inner = obj.get("labels", obj.get("judgments", obj))
-            if isinstance(inner, Mapping):
-                values = {str(k): v for k, v in inner.items()}
-            elif isinstance(inner, list):
-                obj = inner
-        if keys is not None and isinstance(obj, list):
-            for entry in obj:
-                if isinstance(entry, Mapping):
-                    k = next((entry[n] for n in ("key", "item", "id", "candidate") if n in entry), None)
-                    if k is not None:
-                        values[str(k)] = entry
+        values = _json_values(obj, keys)
     elif _looks_like_json(text) or (finish_reason == "length" and "{" in text):
         # a broken or cut-off JSON answer: numbers inside it (quoted ratings, half a reasoning
         # field) are not labels
         return fail("truncated" if finish_reason == "length" else "unparseable")
     else:
-        if keys is None:
-            found = _single_text(text)
-            if found == "conflicting":
-                return fail("conflicting")
-            if found is not None:
-                values[SINGLE] = found
-            elif re.fullmatch(r"\s*-?\d+\s*\.?\s*", text):
-                values[SINGLE] = text.strip().rstrip(".")
-        else:
-            for m in _KEYED.finditer(text):
-                k = m.group(1).lower()
-                if k in values and values[k] != m.group(2):
-                    values[k] = _CONFLICT
-                else:
-                    values[k] = m.group(2)
+        values = _text_values(text, keys)
+        if keys is None and values.get(SINGLE) is _CONFLICT:
+            return fail("conflicting")
         if criteria:
             values = {}  # criteria answers must be JSON
     if not values:
         return fail("truncated" if finish_reason == "length" else "unparseable")
+    return _checked_labels(values, expected, scale, criteria)
+
+
+def _json_values(obj, keys: Sequence[str] | None) -> dict[str, object]:
+    """The answer value per candidate key in a JSON answer: the whole answer for a single candidate,
+    else a mapping (bare or under ``labels``/``judgments``) or a list of entries naming their key."""
+    values: dict[str, object] = {}
+    if keys is None:
+        values[SINGLE] = obj
+    elif isinstance(obj, Mapping):
+        inner = obj.get("labels", obj.get("judgments", obj))
+        if isinstance(inner, Mapping):
+            values = {str(k): v for k, v in inner.items()}
+        elif isinstance(inner, list):
+            obj = inner
+    if keys is not None and isinstance(obj, list):
+        for entry in obj:
+            if isinstance(entry, Mapping):
+                k = next((entry[n] for n in ("key", "item", "id", "candidate") if n in entry), None)
+                if k is not None:
+                    values[str(k)] = entry
+    return values
+
+
+def _text_values(text: str, keys: Sequence[str] | None) -> dict[str, object]:
+    """The answer value per candidate key in a text answer (``score: N``, ``c1: N`` lines);
+    :data:`_CONFLICT` where one key holds different numbers."""
+    values: dict[str, object] = {}
+    if keys is None:
+        found = _single_text(text)
+        if found == "conflicting":
+            values[SINGLE] = _CONFLICT
+        elif found is not None:
+            values[SINGLE] = found
+        elif re.fullmatch(r"\s*-?\d+\s*\.?\s*", text):
+            values[SINGLE] = text.strip().rstrip(".")
+    else:
+        for m in _KEYED.finditer(text):
+            k = m.group(1).lower()
+            if k in values and values[k] != m.group(2):
+                values[k] = _CONFLICT
+            else:
+                values[k] = m.group(2)
+    return values
+
+
+def _checked_labels(values: Mapping[str, object], expected: Sequence[str], scale: tuple[int, int],
+                    criteria: Sequence[str]) -> ParseResult:
+    """Each expected candidate's label (and criteria) when present, unambiguous and on the scale;
+    otherwise its reason."""
+    lo, hi = scale
     labels: dict[str, int] = {}
     crits: dict[str, dict[str, int]] = {}
     errors: dict[str, str] = {}

@@ -135,7 +135,17 @@ class Summary:
         return d
 
     def format(self) -> str:
-        rows = [("pairs", f"{self.pairs:,}")]
+        rows = [("pairs", f"{self.pairs:,}")] + self._outcome_rows()
+        if self.kind == "llm":
+            rows += self._call_rows()
+        rows += self._note_rows()
+        rows.append(("time", f"{self.elapsed:.1f} s"))
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+    def _outcome_rows(self) -> list[tuple[str, str]]:
+        """Judged and failed pairs, with each failure reason's first message (none in a dry run)."""
+        rows: list[tuple[str, str]] = []
         failed = self.pairs - self.judged
         if not self.dry_run:
             rows.append(("judged", f"{self.judged:,}"))
@@ -143,41 +153,49 @@ class Summary:
             rows.append(("failed", f"{failed:,}" + (f" ({reasons})" if reasons else "")))
             for reason in sorted(self.failure_messages):
                 rows.append((f"  {reason}", f"first message: {self.failure_messages[reason]}"))
-        if self.kind == "llm":
-            parts = ", ".join(f"{n:,} {what}" for what, n in self.call_counts().items()
-                              if n or what in ("answered", "from cache"))
-            rows += [("calls planned", f"{self.planned_calls:,}" + ("" if self.dry_run else f" = {parts}")),
-                     ("cache hits", f"{self.cache_hits:,}")]
-            if self.dry_run:
-                rows += [("calls to make", f"{self.planned_calls - self.cache_hits - self.shared_calls:,}"),
-                         ("est. input tokens", f"{self.estimated_input_tokens:,} (as the window check counts them: the "
-                                                                  "endpoint's tokenizer, else ≈3 characters per token "
-                                                                  "for OpenAI models, 2.5 for others)"),
-                         ("est. cost", _money(self.estimated_cost)
-                          + ("" if self.estimated_cost is None else " (prompts and labels; a reasoning model's "
-                             "reasoning tokens come on top)"))]
-            else:
-                probes = f", {self.probe_requests:,} probe/tokenizer requests" if self.probe_requests else ""
-                rows += [("calls made", f"{self.calls:,} ({self.attempts:,} HTTP requests{probes})"),
-                         ("tokens", f"prompt {self.usage.prompt:,} (cached {self.usage.cached:,}), "
-                                    f"completion {self.usage.completion:,} (reasoning {self.usage.reasoning:,})"),
-                         ("cost", _money(self.cost))]
-            if self.skipped_calls:
-                rows.append(("not asked", f"{self.skipped_calls:,} calls ({self.stopped})"))
-            if self.stopped_early:
-                rows.append(("stopped early", f"{self.stopped_early}; {self.halted_calls:,} calls not asked"))
-            if self.paid_failed_calls:
-                u = self.paid_failed_usage
-                rows.append(("paid, failed", f"{self.paid_failed_calls:,} failed calls were answered (HTTP 2xx: "
-                                             f"billed) without a usable label: prompt {u.prompt:,}, completion "
-                                             f"{u.completion:,} tokens"))
-            if self.context_overflow:
-                over = self.context_overflow
-                rows.append(("context overflow", f"{len(over):,} user(s), {sum(o.pairs for o in over):,} pairs not "
-                                                 f"asked: prompt above the {self.context_tokens:,}-token window"))
-                rows += [(f"  {o.user}", f"~{o.estimated_tokens:,} tokens") for o in over[:20]]
-                if len(over) > 20:
-                    rows.append(("  ...", f"{len(over) - 20:,} more in the summary JSON"))
+        return rows
+
+    def _call_rows(self) -> list[tuple[str, str]]:
+        """An LLM judge's calls: planned and how each ended, tokens and cost, calls not asked."""
+        parts = ", ".join(f"{n:,} {what}" for what, n in self.call_counts().items()
+                          if n or what in ("answered", "from cache"))
+        rows = [("calls planned", f"{self.planned_calls:,}" + ("" if self.dry_run else f" = {parts}")),
+                ("cache hits", f"{self.cache_hits:,}")]
+        if self.dry_run:
+            rows += [("calls to make", f"{self.planned_calls - self.cache_hits - self.shared_calls:,}"),
+                     ("est. input tokens", f"{self.estimated_input_tokens:,} (as the window check counts them: the "
+                                                              "endpoint's tokenizer, else ≈3 characters per token "
+                                                              "for OpenAI models, 2.5 for others)"),
+                     ("est. cost", _money(self.estimated_cost)
+                      + ("" if self.estimated_cost is None else " (prompts and labels; a reasoning model's "
+                         "reasoning tokens come on top)"))]
+        else:
+            probes = f", {self.probe_requests:,} probe/tokenizer requests" if self.probe_requests else ""
+            rows += [("calls made", f"{self.calls:,} ({self.attempts:,} HTTP requests{probes})"),
+                     ("tokens", f"prompt {self.usage.prompt:,} (cached {self.usage.cached:,}), "
+                                f"completion {self.usage.completion:,} (reasoning {self.usage.reasoning:,})"),
+                     ("cost", _money(self.cost))]
+        if self.skipped_calls:
+            rows.append(("not asked", f"{self.skipped_calls:,} calls ({self.stopped})"))
+        if self.stopped_early:
+            rows.append(("stopped early", f"{self.stopped_early}; {self.halted_calls:,} calls not asked"))
+        if self.paid_failed_calls:
+            u = self.paid_failed_usage
+            rows.append(("paid, failed", f"{self.paid_failed_calls:,} failed calls were answered (HTTP 2xx: "
+                                         f"billed) without a usable label: prompt {u.prompt:,}, completion "
+                                         f"{u.completion:,} tokens"))
+        if self.context_overflow:
+            over = self.context_overflow
+            rows.append(("context overflow", f"{len(over):,} user(s), {sum(o.pairs for o in over):,} pairs not "
+                                             f"asked: prompt above the {self.context_tokens:,}-token window"))
+            rows += [(f"  {o.user}", f"~{o.estimated_tokens:,} tokens") for o in over[:20]]
+            if len(over) > 20:
+                rows.append(("  ...", f"{len(over) - 20:,} more in the summary JSON"))
+        return rows
+
+    def _note_rows(self) -> list[tuple[str, str]]:
+        """Endpoints, token counting, repeat agreement and the warnings (injection, invalid cache)."""
+        rows: list[tuple[str, str]] = []
         for url, v in self.endpoints.items():
             rows += _endpoint_rows(url, v, len(self.endpoints) > 1)
         if self.token_counts:
@@ -193,9 +211,7 @@ class Summary:
         if self.cache_invalid:
             rows.append(("WARNING cache", f"{len(self.cache_invalid):,} cached answer(s) were invalid and asked again: "
                                           + "; ".join(self.cache_invalid[:3]) + (" …" if len(self.cache_invalid) > 3 else "")))
-        rows.append(("time", f"{self.elapsed:.1f} s"))
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+        return rows
 
 
 def _endpoint_rows(url: str, v: Mapping[str, Any], several: bool) -> list[tuple[str, str]]:
