@@ -351,10 +351,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
     for cand in result.agreement:
         md += _candidate_section(result, cand, out, fig_names[cand])
     md += _score_tables(result)
-    # the page has long been titled after the last figure drawn; kept so the output stays the same
-    figure_titles = [_figure_title(m, ra) for by_measure in result.agreement.values()
-                     for m, ra in by_measure.items()]
-    return write_report(out, "\n".join(md), figure_titles[-1] if figure_titles else title, protocol)
+    return write_report(out, "\n".join(md), title, protocol)
 
 
 def _compare_head(result: CompareResult, title: str) -> list[str]:
