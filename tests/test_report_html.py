@@ -221,6 +221,13 @@ def test_compare_and_evaluate_write_html_beside_markdown(compare_report, tmp_pat
     assert "| system |" in (out / "report.md").read_text(encoding="utf-8")
 
 
+def test_the_compare_page_is_titled_like_its_report(compare_report):
+    # the HTML title once came from the last scatter plot drawn ("Bpref: τ-b = ...")
+    page = (compare_report / "report.html").read_text(encoding="utf-8")
+    assert re.findall(r"<title>(.*?)</title>", page) == ["recjudge compare"]
+    assert (compare_report / "report.md").read_text(encoding="utf-8").startswith("# recjudge compare\n")
+
+
 def test_reports_name_the_ci_method(compare_report, tmp_path):
     result = _example_compare()
     settings = dict(result.settings)

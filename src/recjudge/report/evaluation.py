@@ -344,10 +344,19 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
     """Write ``report.md`` and ``report.html`` with per-measure scatter and rank displacement plots."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    s = result.settings
     # candidates are keyed by name (a file stem, disambiguated); figure files take a slug of that
     # name, made unique because different names can share a slug
     fig_names = unique_slugs(result.agreement)
+    md = _compare_head(result, title)
+    for cand in result.agreement:
+        md += _candidate_section(result, cand, out, fig_names[cand])
+    md += _score_tables(result)
+    return write_report(out, "\n".join(md), title, protocol)
+
+
+def _compare_head(result: CompareResult, title: str) -> list[str]:
+    """The report's title, label sets, user notes, settings and warnings."""
+    s = result.settings
     md: list[str] = [f"# {md_text(title)}", ""]
     md += [
         f"Reference labels: {md_code(s['reference'])}. Candidates: "
@@ -355,6 +364,18 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         "",
         # before any τ: a τ over different users is read differently
         *[line for note in result.user_notes() for line in (f"> {md_text(note)}.", "")],
+        *_compare_settings(result),
+        "",
+    ]
+    md += [f"**Warning:** {md_text(w)}." for w in getattr(result, "warnings", ())]
+    md += [""] if getattr(result, "warnings", ()) else []
+    return md
+
+
+def _compare_settings(result: CompareResult) -> list[str]:
+    """The Settings section: measures, users counted, bootstrap, run paths and ties."""
+    s = result.settings
+    return [
         "## Settings",
         "- Measures:",
         *_measure_lines(s),
@@ -369,57 +390,72 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
          else "- Bootstrap: none (0 resamples), so no confidence interval for Kendall τ-b."),
         *[f"- {md_code(name)} read from {md_code(path)}" for name, path in dict(s.get("paths") or {}).items()],
         *_tie_note(s, result.tie_share, getattr(result, "tie_sensitivity", None)),
-        "",
     ]
-    md += [f"**Warning:** {md_text(w)}." for w in getattr(result, "warnings", ())]
-    md += [""] if getattr(result, "warnings", ()) else []
-    ref_label = str(s["reference"])
-    for cand, by_measure in result.agreement.items():
-        md += [f"## Reference vs {md_code(cand)}", ""]
-        rows = []
-        for m, ra in by_measure.items():
-            rows.append({
-                "measure": m,
-                "Kendall τ-b": ra.kendall_tau,
-                ci_label(s): ci_cell(ra),
-                "p (τ-b)": format_p_value(ra),
-                "weighted τ_h": ra.weighted_tau,
-                "τ_AP": ra.tau_ap,
-                "median abs Δrank": ra.median_abs_rank_displacement,
-                "max abs Δrank": ra.max_abs_rank_displacement,
-            })
-        md += [markdown_table(pd.DataFrame(rows).set_index("measure")), ""]
-        md += [f"- {md_text(m)}: {md_text(ra.undefined)}." for m, ra in by_measure.items() if ra.undefined]
-        md += [""] if any(ra.undefined for ra in by_measure.values()) else []
-        notes = ci_notes(by_measure)
-        if notes:
-            md += [md_text(n) for n in notes] + [""]
-        md += _trivial_table(result, cand)
-        table = result.candidates[cand]
-        ref_table = result.reference_table(cand)
-        for m, ra in by_measure.items():
-            ref_means = ref_table.means(m)
-            cand_means = table.means(m)
-            base = f"{fig_names[cand]}-{slug(m)}"
-            title = (f"{m}: every system ties under one label set" if ra.undefined
-                     else f"{m}: τ-b = {ra.kendall_tau:.3f}, τ_AP = {ra.tau_ap:.3f}")
-            plot_scatter(ref_means, cand_means, plain_text(m), plain_text(title), out / f"scatter-{base}.png",
-                         plain_text(ref_label), plain_text(cand))
-            alt = md_text(m)
-            if ra.undefined:  # shifts between ties are artefacts of the average rank: no displacement figure
-                md += [f"### {md_text(m)}", "", f"![{alt} scatter](scatter-{base}.png)", "",
-                       f"No rank displacement: {md_text(ra.undefined)}.", ""]
-                continue
-            disp = table.ranks(m) - ref_table.ranks(m)
-            plot_displacement(disp, plain_text(f"{m}: rank displacement, {cand} vs reference"),
-                              out / f"displacement-{base}.png")
-            md += [f"### {md_text(m)}", "",
-                   f"![{alt} scatter](scatter-{base}.png) ![{alt} displacement](displacement-{base}.png)", ""]
-            if ra.most_displaced:
-                md.append("Most displaced: " + ", ".join(f"{md_code(n)} ({d:+g})" for n, d in ra.most_displaced)
-                          + ".")
-                md.append("")
-    md += ["## System scores under the reference", ""]
+
+
+def _agreement_table(settings: Mapping[str, object], by_measure: Mapping) -> str:
+    """One row per measure: the rank correlations and displacements of a candidate against the reference."""
+    rows = []
+    for m, ra in by_measure.items():
+        rows.append({
+            "measure": m,
+            "Kendall τ-b": ra.kendall_tau,
+            ci_label(settings): ci_cell(ra),
+            "p (τ-b)": format_p_value(ra),
+            "weighted τ_h": ra.weighted_tau,
+            "τ_AP": ra.tau_ap,
+            "median abs Δrank": ra.median_abs_rank_displacement,
+            "max abs Δrank": ra.max_abs_rank_displacement,
+        })
+    return markdown_table(pd.DataFrame(rows).set_index("measure"))
+
+
+def _candidate_section(result: CompareResult, cand: str, out: Path, fig_name: str) -> list[str]:
+    """The section of one candidate: its agreement table and notes, then each measure's figures."""
+    by_measure = result.agreement[cand]
+    md = [f"## Reference vs {md_code(cand)}", ""]
+    md += [_agreement_table(result.settings, by_measure), ""]
+    md += [f"- {md_text(m)}: {md_text(ra.undefined)}." for m, ra in by_measure.items() if ra.undefined]
+    md += [""] if any(ra.undefined for ra in by_measure.values()) else []
+    notes = ci_notes(by_measure)
+    if notes:
+        md += [md_text(n) for n in notes] + [""]
+    md += _trivial_table(result, cand)
+    for m, ra in by_measure.items():
+        md += _measure_figures(result, cand, m, ra, out, f"{fig_name}-{slug(m)}")
+    return md
+
+
+def _figure_title(m: str, ra) -> str:
+    """The scatter plot's title for measure ``m``."""
+    return (f"{m}: every system ties under one label set" if ra.undefined
+            else f"{m}: τ-b = {ra.kendall_tau:.3f}, τ_AP = {ra.tau_ap:.3f}")
+
+
+def _measure_figures(result: CompareResult, cand: str, m: str, ra, out: Path, base: str) -> list[str]:
+    """Draw measure ``m``'s scatter (and rank displacement) figures of ``cand``; the lines showing them."""
+    table = result.candidates[cand]
+    ref_table = result.reference_table(cand)
+    plot_scatter(ref_table.means(m), table.means(m), plain_text(m), plain_text(_figure_title(m, ra)),
+                 out / f"scatter-{base}.png", plain_text(str(result.settings["reference"])), plain_text(cand))
+    alt = md_text(m)
+    if ra.undefined:  # shifts between ties are artefacts of the average rank: no displacement figure
+        return [f"### {md_text(m)}", "", f"![{alt} scatter](scatter-{base}.png)", "",
+                f"No rank displacement: {md_text(ra.undefined)}.", ""]
+    disp = table.ranks(m) - ref_table.ranks(m)
+    plot_displacement(disp, plain_text(f"{m}: rank displacement, {cand} vs reference"),
+                      out / f"displacement-{base}.png")
+    md = [f"### {md_text(m)}", "",
+          f"![{alt} scatter](scatter-{base}.png) ![{alt} displacement](displacement-{base}.png)", ""]
+    if ra.most_displaced:
+        md.append("Most displaced: " + ", ".join(f"{md_code(n)} ({d:+g})" for n, d in ra.most_displaced) + ".")
+        md.append("")
+    return md
+
+
+def _score_tables(result: CompareResult) -> list[str]:
+    """The systems' scores under the reference, then under each candidate."""
+    md = ["## System scores under the reference", ""]
     ref_scores = result.reference.scores_frame()
     ref_scores.index.name = "system"
     md += [markdown_table(ref_scores), ""]
@@ -428,7 +464,7 @@ def write_compare_report(result: CompareResult, out_dir: str | os.PathLike, titl
         sc = table.scores_frame()
         sc.index.name = "system"
         md += [markdown_table(sc), ""]
-    return write_report(out, "\n".join(md), title, protocol)
+    return md
 
 
 def write_evaluation_report(result: EvaluationResult, out_dir: str | os.PathLike,

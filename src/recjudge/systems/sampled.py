@@ -72,15 +72,9 @@ def sampled_candidate_run(held_out: Mapping[str, str] | pd.DataFrame, catalogue:
     Each user's sample depends only on (``seed``, user), never on the other users. Rows are written
     relevant-first, as common evaluators do, so input-order tie-breaking shows its bias directly.
     """
-    held = _pairs(held_out, "held_out")
-    for u, items in held.items():
-        if len(items) != 1:
-            raise ConfigError(f"user {u!r} has {len(items)} held-out items; the sampled-candidate "
-                              "protocol takes exactly one per user (use a leave-one-out split)")
+    held = _one_held_out_each(held_out)
     excl = _pairs(exclude, "exclude")
-    cat = np.asarray(pd.unique(np.asarray(list(catalogue), dtype=object)), dtype=object)
-    if len(cat) == 0:
-        raise ConfigError("the catalogue is empty; pass the items negatives are drawn from")
+    cat = _catalogue_array(catalogue)
     index = {item: i for i, item in enumerate(cat.tolist())}
     if n_negatives is not None and n_negatives < 1:
         raise ConfigError(f"n_negatives must be at least 1 (or None for the full catalogue), got {n_negatives}")
@@ -90,37 +84,69 @@ def sampled_candidate_run(held_out: Mapping[str, str] | pd.DataFrame, catalogue:
         banned = {index[i] for i in excl.get(user, ()) if i in index}
         if pos_item in index:
             banned.add(index[pos_item])
-        if n_negatives is None:
-            mask = np.ones(len(cat), dtype=bool)
-            mask[list(banned)] = False
-            negs = np.flatnonzero(mask)
-        else:
-            available = len(cat) - len(banned)
-            if available < n_negatives:
-                raise ConfigError(f"user {user!r}: only {available} catalogue items are eligible as "
-                                  f"negatives, {n_negatives} requested; lower n_negatives")
-            rng = np.random.default_rng([seed, *_user_seed(user)])
-            negs = _sample_without(rng, len(cat), n_negatives, banned)
+        negs = _negatives(user, len(cat), n_negatives, banned, seed)
         items = np.concatenate([[pos_item], cat[negs]]).astype(object)
-        s = np.asarray(scorer(user, items), dtype=np.float64).reshape(-1)
-        if s.shape[0] != len(items):
-            raise ConfigError(f"scorer returned {s.shape[0]} scores for {len(items)} items (user {user!r}); "
-                              "return one score per item, in the order given")
-        if not np.all(np.isfinite(s)):
-            raise ConfigError(f"scorer returned a non-finite score for user {user!r}; return finite numbers")
         qids.append(np.full(len(items), user, dtype=object))
         docids.append(items)
-        scores.append(s)
+        scores.append(_checked_scores(scorer, user, items))
     if not qids:
         raise ConfigError("no held-out items given")
+    run = _ranked_run(name, qids, docids, scores)
+    qrels = Qrels.from_frame(pd.DataFrame({
+        "qid": sorted(held), "docid": [held[u][0] for u in sorted(held)], "label": label}), name=qrels_name)
+    return SampledCandidates(run, qrels, n_negatives, seed)
+
+
+def _one_held_out_each(held_out: Mapping[str, str] | pd.DataFrame) -> dict:
+    """``held_out`` as user -> [item], refused unless each user holds out exactly one item."""
+    held = _pairs(held_out, "held_out")
+    for u, items in held.items():
+        if len(items) != 1:
+            raise ConfigError(f"user {u!r} has {len(items)} held-out items; the sampled-candidate "
+                              "protocol takes exactly one per user (use a leave-one-out split)")
+    return held
+
+
+def _catalogue_array(catalogue: Iterable[str]) -> np.ndarray:
+    """The catalogue's distinct items in first-seen order; refused when empty."""
+    cat = np.asarray(pd.unique(np.asarray(list(catalogue), dtype=object)), dtype=object)
+    if len(cat) == 0:
+        raise ConfigError("the catalogue is empty; pass the items negatives are drawn from")
+    return cat
+
+
+def _negatives(user: str, size: int, n_negatives: int | None, banned: set[int], seed: int) -> np.ndarray:
+    """Catalogue positions of ``user``'s negatives: every eligible one, or ``n_negatives`` drawn by (seed, user)."""
+    if n_negatives is None:
+        mask = np.ones(size, dtype=bool)
+        mask[list(banned)] = False
+        return np.flatnonzero(mask)
+    available = size - len(banned)
+    if available < n_negatives:
+        raise ConfigError(f"user {user!r}: only {available} catalogue items are eligible as "
+                          f"negatives, {n_negatives} requested; lower n_negatives")
+    rng = np.random.default_rng([seed, *_user_seed(user)])
+    return _sample_without(rng, size, n_negatives, banned)
+
+
+def _checked_scores(scorer: Scorer, user: str, items: np.ndarray) -> np.ndarray:
+    """``scorer(user, items)`` as float64, refused unless one finite score per item."""
+    s = np.asarray(scorer(user, items), dtype=np.float64).reshape(-1)
+    if s.shape[0] != len(items):
+        raise ConfigError(f"scorer returned {s.shape[0]} scores for {len(items)} items (user {user!r}); "
+                          "return one score per item, in the order given")
+    if not np.all(np.isfinite(s)):
+        raise ConfigError(f"scorer returned a non-finite score for user {user!r}; return finite numbers")
+    return s
+
+
+def _ranked_run(name: str, qids: list, docids: list, scores: list) -> Run:
+    """The users' rows, ranked in the order written, as run ``name``."""
     frame = pd.DataFrame({"qid": np.concatenate(qids), "docid": np.concatenate(docids),
                           "score": np.concatenate(scores)})
     frame["rank"] = frame.groupby("qid", sort=False).cumcount() + 1
     frame["tag"] = name
-    run = Run(name, frame[["qid", "docid", "rank", "score", "tag"]].reset_index(drop=True))
-    qrels = Qrels.from_frame(pd.DataFrame({
-        "qid": sorted(held), "docid": [held[u][0] for u in sorted(held)], "label": label}), name=qrels_name)
-    return SampledCandidates(run, qrels, n_negatives, seed)
+    return Run(name, frame[["qid", "docid", "rank", "score", "tag"]].reset_index(drop=True))
 
 
 def _sample_without(rng: np.random.Generator, size: int, n: int, banned: set[int]) -> np.ndarray:

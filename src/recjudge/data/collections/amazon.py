@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 import numpy as np
+import pandas as pd
 
 from ...errors import InputError
 from . import STARS, Collection, register_collection
@@ -54,21 +55,50 @@ def load_amazon_reviews(path: Path, *, meta: str | os.PathLike | None = None, na
     ``meta_<Category>.jsonl[.gz]``. Timestamps stay exact in the file's unit (milliseconds in the
     2023 release; ``info["timestamp_unit"]``). Repeated reviews of an item keep the latest.
     """
-    path = Path(path)
-    if path.is_dir():
-        found = sorted(p for p in path.iterdir() if p.name.removesuffix(".gz").endswith(".jsonl"))
-        reviews = [p for p in found if not p.name.startswith("meta_")]
-        if len(reviews) != 1:
-            raise InputError(str(path), f"expected one reviews .jsonl[.gz] file, found {len(reviews)}",
-                             "point at the reviews file itself")
-        path = reviews[0]
+    path = _reviews_file(Path(path))
     if meta is None:
-        for cand in (path.with_name("meta_" + path.name),
-                     path.with_name("meta_" + path.name.removesuffix(".gz")),
-                     path.with_name("meta_" + path.name + ".gz")):
-            if cand.exists():
-                meta = cand
-                break
+        meta = _meta_beside(path)
+    users, items, ratings, times = _read_reviews(path)
+    STARS.check(ratings, str(path))
+    inter, dropped = interaction_frame(users, items, ratings, times, str(path))
+    if min_rating is not None:
+        inter = inter[inter.rating >= min_rating].reset_index(drop=True)
+    unit = "ms" if int(inter.timestamp.max()) > 10**11 else "s"
+    if meta is not None:
+        meta = Path(meta)
+        item_frame = _read_meta(meta)
+    else:
+        item_frame = items_frame(sorted(inter.item.unique()), {})
+    stem = path.name.removesuffix(".gz").removesuffix(".jsonl")
+    info = {"loader": "amazon", "source": str(path), "meta": str(meta) if meta else None,
+            "duplicates_dropped": dropped, "timestamp_unit": unit, "min_rating": min_rating}
+    return Collection(name or f"amazon-{stem}", inter, item_frame, None, info, STARS)
+
+
+def _reviews_file(path: Path) -> Path:
+    """``path`` itself, or the one reviews file (not ``meta_*``) of the folder ``path``."""
+    if not path.is_dir():
+        return path
+    found = sorted(p for p in path.iterdir() if p.name.removesuffix(".gz").endswith(".jsonl"))
+    reviews = [p for p in found if not p.name.startswith("meta_")]
+    if len(reviews) != 1:
+        raise InputError(str(path), f"expected one reviews .jsonl[.gz] file, found {len(reviews)}",
+                         "point at the reviews file itself")
+    return reviews[0]
+
+
+def _meta_beside(path: Path) -> Path | None:
+    """The ``meta_<Category>.jsonl[.gz]`` next to reviews file ``path``, if there is one."""
+    for cand in (path.with_name("meta_" + path.name),
+                 path.with_name("meta_" + path.name.removesuffix(".gz")),
+                 path.with_name("meta_" + path.name + ".gz")):
+        if cand.exists():
+            return cand
+    return None
+
+
+def _read_reviews(path: Path) -> tuple[list[str], list[str], list[float], list[int]]:
+    """Users, items, ratings and whole timestamps of the reviews file, each line checked."""
     users, items, ratings, times = [], [], [], []
     for n, obj in _jsonl(path):
         missing = [k for k in ("user_id", "parent_asin", "rating", "timestamp") if k not in obj]
@@ -96,36 +126,28 @@ def load_amazon_reviews(path: Path, *, meta: str | os.PathLike | None = None, na
         times.append(t)
     if not users:
         raise InputError(str(path), "no reviews", "the file needs at least one review line")
-    STARS.check(ratings, str(path))
-    inter, dropped = interaction_frame(users, items, ratings, times, str(path))
-    if min_rating is not None:
-        inter = inter[inter.rating >= min_rating].reset_index(drop=True)
-    unit = "ms" if int(inter.timestamp.max()) > 10**11 else "s"
-    if meta is not None:
-        meta = Path(meta)
-        ids, cols = [], {k: [] for k in AMAZON_FIELDS}
-        for n, obj in _jsonl(meta):
-            if "parent_asin" not in obj:
-                raise InputError(str(meta), "item lacks parent_asin", "each meta line needs parent_asin", line=n)
-            problem = id_problem(obj["parent_asin"])
-            if problem is not None:
-                raise InputError(str(meta), f"item id (parent_asin) {problem}",
-                                 "give every item an id without spaces", line=n)
-            ids.append(str(obj["parent_asin"]))
-            cols["title"].append(to_text(obj.get("title")))
-            cols["features"].append(to_list(obj.get("features")) or None)
-            cols["description"].append(to_text(obj.get("description")))
-            cols["categories"].append(to_list(obj.get("categories")) or None)
-            cols["store"].append(to_text(obj.get("store")))
-            price = obj.get("price")
-            cols["price"].append(None if is_missing(price) or price == "None" else str(price))
-        item_frame = items_frame(ids, cols)
-    else:
-        item_frame = items_frame(sorted(inter.item.unique()), {})
-    stem = path.name.removesuffix(".gz").removesuffix(".jsonl")
-    info = {"loader": "amazon", "source": str(path), "meta": str(meta) if meta else None,
-            "duplicates_dropped": dropped, "timestamp_unit": unit, "min_rating": min_rating}
-    return Collection(name or f"amazon-{stem}", inter, item_frame, None, info, STARS)
+    return users, items, ratings, times
+
+
+def _read_meta(meta: Path) -> pd.DataFrame:
+    """The items frame of the meta file: title, features, description, categories, store, price."""
+    ids, cols = [], {k: [] for k in AMAZON_FIELDS}
+    for n, obj in _jsonl(meta):
+        if "parent_asin" not in obj:
+            raise InputError(str(meta), "item lacks parent_asin", "each meta line needs parent_asin", line=n)
+        problem = id_problem(obj["parent_asin"])
+        if problem is not None:
+            raise InputError(str(meta), f"item id (parent_asin) {problem}",
+                             "give every item an id without spaces", line=n)
+        ids.append(str(obj["parent_asin"]))
+        cols["title"].append(to_text(obj.get("title")))
+        cols["features"].append(to_list(obj.get("features")) or None)
+        cols["description"].append(to_text(obj.get("description")))
+        cols["categories"].append(to_list(obj.get("categories")) or None)
+        cols["store"].append(to_text(obj.get("store")))
+        price = obj.get("price")
+        cols["price"].append(None if is_missing(price) or price == "None" else str(price))
+    return items_frame(ids, cols)
 
 
 

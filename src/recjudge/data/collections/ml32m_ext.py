@@ -325,14 +325,46 @@ def load_ml32m_ext(path: Path, *, qrels: str = "interest", movie_columns=None,
     else (for ``interest``) the 0–7 interest qrels converted from ``p2-ratings.csv``.
     """
     folder = Path(path)
-    parts, sources = [], []
-    dated_any, implicit = False, False
+    base = _base_ratings(folder, ratings)
+    parts, sources, dated_any, implicit, counted_once = _rating_parts(folder, base)
+    allr = pd.concat(parts, ignore_index=True)
+    HALF_STARS.check(allr.rating, " + ".join(sources))
+    inter, dropped = interaction_frame(allr.user, allr.item, allr.rating, allr.timestamp, " + ".join(sources))
+
+    if movie_columns is not None and not isinstance(movie_columns, MovieColumns):
+        movie_columns = MovieColumns.from_mapping(movie_columns)
+    items, metadata_from = _items(folder, movie_columns or MovieColumns(), base)
+    if items is None:
+        items = items_frame(sorted(inter.item.unique()), {})
+
+    human, qrels_files = _human_qrels(folder, qrels)
+    judged = set(human.frame.docid) if human is not None else set()
+    info = {"loader": "ml32m-ext", "source": str(folder), "interactions_from": sources,
+            "qrels": human.name if human is not None else None, "qrels_files": [f.name for f in qrels_files],
+            "duplicates_dropped": dropped, "timestamp_unit": "s" if dated_any else None,
+            # one timestamp for all: the order of ratings means nothing (profiles have no times)
+            "ordered": bool(inter.timestamp.nunique() > 1),
+            "participants_counted_once": counted_once, "implicit": implicit, "metadata_from": metadata_from,
+            "items_without_metadata": len((set(inter.item) | judged) - set(items.index)),
+            "present": sorted(p.name for p in folder.iterdir())}
+    return Collection(name or "ml-32m-ext", inter, items, human, info, HALF_STARS)
+
+
+def _base_ratings(folder: Path, ratings: str | os.PathLike | None) -> Path | None:
+    """The ratings file: ``ratings`` (a path, or a name in the folder), else the folder's default one."""
     if ratings is not None:
         base = Path(ratings)
         if not base.exists() and (folder / base).exists():
             base = folder / base
-    else:
-        base = next((folder / f for f in ("explicit-ratings.csv", "ratings.csv") if (folder / f).exists()), None)
+        return base
+    return next((folder / f for f in ("explicit-ratings.csv", "ratings.csv") if (folder / f).exists()), None)
+
+
+def _rating_parts(folder: Path, base: Path | None) -> tuple[list[pd.DataFrame], list[str], bool, bool, int]:
+    """The ratings frames (``base``, then the profiles it lacks), their sources, whether any is dated,
+    whether ``base`` is implicit, and how many participants ``base`` already held."""
+    parts, sources = [], []
+    dated_any, implicit = False, False
     if base is not None:
         frame, dated, implicit = _ratings(base)
         parts.append(frame)
@@ -354,16 +386,11 @@ def load_ml32m_ext(path: Path, *, qrels: str = "interest", movie_columns=None,
     if not parts:
         raise InputError(str(folder), "no ratings found", "the folder needs explicit-ratings.csv, ratings.csv "
                                                           "or p2-movielens-profiles.csv")
-    allr = pd.concat(parts, ignore_index=True)
-    HALF_STARS.check(allr.rating, " + ".join(sources))
-    inter, dropped = interaction_frame(allr.user, allr.item, allr.rating, allr.timestamp, " + ".join(sources))
+    return parts, sources, dated_any, implicit, counted_once
 
-    if movie_columns is not None and not isinstance(movie_columns, MovieColumns):
-        movie_columns = MovieColumns.from_mapping(movie_columns)
-    items, metadata_from = _items(folder, movie_columns or MovieColumns(), base)
-    if items is None:
-        items = items_frame(sorted(inter.item.unique()), {})
 
+def _human_qrels(folder: Path, qrels: str) -> tuple[Qrels | None, list[Path]]:
+    """The human qrels named ``qrels`` (a file, else ``p2-ratings.csv`` for interest) and the qrels files seen."""
     chosen, qrels_files = _choose_qrels(folder, qrels)
     human = None
     if chosen is not None:
@@ -373,16 +400,7 @@ def load_ml32m_ext(path: Path, *, qrels: str = "interest", movie_columns=None,
     elif qrels_files:
         raise InputError(str(folder / "qrels" / f"{qrels}.qrels"), "qrels file not found",
                          f"choose qrels= one of {[f.stem for f in qrels_files]}")
-    judged = set(human.frame.docid) if human is not None else set()
-    info = {"loader": "ml32m-ext", "source": str(folder), "interactions_from": sources,
-            "qrels": human.name if human is not None else None, "qrels_files": [f.name for f in qrels_files],
-            "duplicates_dropped": dropped, "timestamp_unit": "s" if dated_any else None,
-            # one timestamp for all: the order of ratings means nothing (profiles have no times)
-            "ordered": bool(inter.timestamp.nunique() > 1),
-            "participants_counted_once": counted_once, "implicit": implicit, "metadata_from": metadata_from,
-            "items_without_metadata": len((set(inter.item) | judged) - set(items.index)),
-            "present": sorted(p.name for p in folder.iterdir())}
-    return Collection(name or "ml-32m-ext", inter, items, human, info, HALF_STARS)
+    return human, qrels_files
 
 
 def _detect(path: Path) -> bool:
