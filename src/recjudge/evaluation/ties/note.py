@@ -196,40 +196,47 @@ def summarize(obs: TieObserver | None, means: Mapping, names: Mapping[str, str],
     if not lists:
         return out
     out.update(policy=obs.policy, seed=obs.seed, alternatives={})
-    rnd = lambda d: {r: round(v, decimals) for r, v in d.items()}  # noqa: E731  (as metaeval.system_means)
     for t in (obs.alternative, "expected"):
-        moves, taus, shifted = {}, {}, {}
-        for label in means:
-            shifted[label] = {m: rnd(obs.shifted_means(label, t, k, means[label][k])) for m, k in names.items()
-                              if k in obs.delta[label][t]}
-        for m, k in names.items():
-            if k not in obs.delta[main][t]:
-                continue
-            moves[m] = max(abs(shifted[lb][m][r] - round(means[lb][k][r], decimals))
-                           for lb in means for r in runs)
-            if pairs is None:
-                base = rnd(means[main][k])
-                taus[m] = _tau([base[r] for r in runs], [shifted[main][m][r] for r in runs])
-            else:
-                change = []
-                for ref, cand in pairs.values():
-                    before = _tau([round(means[ref][k][r], decimals) for r in runs],
-                                  [round(means[cand][k][r], decimals) for r in runs])
-                    after = _tau([shifted[ref][m][r] for r in runs], [shifted[cand][m][r] for r in runs])
-                    change.append(abs(after - before) if before == before and after == after else math.nan)
-                finite = [c for c in change if c == c]
-                taus[m] = max(finite) if finite else math.nan
-        entry = {"max_abs_mean_change": moves, ("tau_change" if pairs is not None else "tau"): taus,
-                 "means": {label_names.get(lb, str(lb)): v for lb, v in shifted.items()}}
-        if t == "expected":
-            entry["method"] = {m: v for m, v in obs.method().items() if m in moves}
-        else:
-            entry["seed"] = obs.seed
-        out["alternatives"][t] = entry
+        out["alternatives"][t] = _alternative(obs, t, means, names, main, runs, pairs, decimals, label_names)
     out["shown"] = out["largest_run_share"] > threshold
     if out["shown"]:
         out["note"] = _line(out, obs.policy, obs.alternative, pairs is not None)
     return out
+
+
+def _alternative(obs: TieObserver, t: str, means: Mapping, names: Mapping[str, str], main, runs: list,
+                 pairs: Mapping[str, tuple] | None, decimals: int, label_names: Mapping) -> dict:
+    """How far the means and τ move under the other treatment ``t`` (the alternative policy, or the
+    expected value over tie orders)."""
+    rnd = lambda d: {r: round(v, decimals) for r, v in d.items()}  # noqa: E731  (as metaeval.system_means)
+    moves, taus, shifted = {}, {}, {}
+    for label in means:
+        shifted[label] = {m: rnd(obs.shifted_means(label, t, k, means[label][k])) for m, k in names.items()
+                          if k in obs.delta[label][t]}
+    for m, k in names.items():
+        if k not in obs.delta[main][t]:
+            continue
+        moves[m] = max(abs(shifted[lb][m][r] - round(means[lb][k][r], decimals))
+                       for lb in means for r in runs)
+        if pairs is None:
+            base = rnd(means[main][k])
+            taus[m] = _tau([base[r] for r in runs], [shifted[main][m][r] for r in runs])
+        else:
+            change = []
+            for ref, cand in pairs.values():
+                before = _tau([round(means[ref][k][r], decimals) for r in runs],
+                              [round(means[cand][k][r], decimals) for r in runs])
+                after = _tau([shifted[ref][m][r] for r in runs], [shifted[cand][m][r] for r in runs])
+                change.append(abs(after - before) if before == before and after == after else math.nan)
+            finite = [c for c in change if c == c]
+            taus[m] = max(finite) if finite else math.nan
+    entry = {"max_abs_mean_change": moves, ("tau_change" if pairs is not None else "tau"): taus,
+             "means": {label_names.get(lb, str(lb)): v for lb, v in shifted.items()}}
+    if t == "expected":
+        entry["method"] = {m: v for m, v in obs.method().items() if m in moves}
+    else:
+        entry["seed"] = obs.seed
+    return entry
 
 
 def _line(rec: dict, policy: str, alternative: str, compare: bool) -> str:
