@@ -403,9 +403,11 @@ def test_reproduce_keeps_its_old_report_at_any_file_boundary(tmp_path, monkeypat
 
 
 @pytest.mark.slow
-def test_demo_keeps_its_old_report_at_the_report_s_file_boundaries(tmp_path, monkeypatch):
+@pytest.mark.parametrize("share", range(SHARES))
+def test_demo_keeps_its_old_report_at_the_report_s_file_boundaries(share, tmp_path, monkeypatch):
     """The demo's report, figures, card and summary are one set: a failure while any of them is staged
-    leaves the old report folder as it was (the runs and qrels it wrote first are sets of their own)."""
+    (each share of the test takes every SHARES-th file) leaves the old report folder as it was (the
+    runs and qrels it wrote first are sets of their own)."""
     pytest.importorskip("recbole", reason="the demo loads MovieLens-100K from the recbole wheel")
 
     def argv(version: int) -> list[str]:
@@ -438,7 +440,7 @@ def test_demo_keeps_its_old_report_at_the_report_s_file_boundaries(tmp_path, mon
     assert main(argv(0)) == 0
     old = report()
     assert old != new
-    for k in sorted({1, len(names) // 2, len(names)}):
+    for k in range(1 + share, len(names) + 1, SHARES):  # the shares together: every file of the report
         monkeypatch.setattr(OutputSet, "stage", failing_at(k, []))
         assert main(argv(1)) == 2, k
         monkeypatch.undo()
